@@ -1,0 +1,1 @@
+"""A tiny invoice-processing package: the example program squall ships with."""
