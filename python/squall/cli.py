@@ -1,0 +1,492 @@
+"""The ``squall`` command.
+
+``squall run [options] script.py args...`` / ``squall run [options] -m pkg.mod args...`` runs a
+program with recording on from the first line, the way ``python -m cProfile`` runs one: the program
+sees the same ``sys.argv``, ``__name__``, ``__file__``, ``__spec__``, ``sys.path[0]`` and a fresh
+``__main__`` module; stdout is the program's alone; the exit code is the one Python would give.
+At the end a short summary of the recording goes to stderr (``--no-summary`` to leave it out), and
+``-i`` drops into a console in the same process so the recording can be queried.
+
+``squall repl [options]``: an instrumented REPL with recording on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import builtins
+import os
+import signal
+import sys
+import types
+
+PROG = "squall"
+
+# Frames of these files are squall's own and are stripped from the program's tracebacks.
+_OWN_FILES = {os.path.normcase(os.path.abspath(__file__))}
+
+
+# --- options --------------------------------------------------------------------------------
+
+
+def _add_config_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("what is instrumented (also [tool.squall] in pyproject, SQUALL_* env)")
+    g.add_argument("--include", action="append", default=[], metavar="PREFIX",
+                   help="instrument only modules with this prefix (repeatable)")
+    g.add_argument("--skip", action="append", default=[], metavar="PREFIX",
+                   help="never instrument modules with this prefix (repeatable)")
+    g.add_argument("--skip-regex", default=None, metavar="RE",
+                   help="never instrument modules whose name matches this regex")
+    g.add_argument("--mode", choices=["full", "calls"], default=None,
+                   help="full: calls, returns, exceptions, expressions, bindings; calls: calls only")
+    p.add_argument("-i", dest="interactive", action="store_true",
+                   help="after the program ends, open a console in this process to query the "
+                        "recording (squall, indexes, values are imported)")
+    p.add_argument("--no-summary", action="store_true", help="print no summary at the end")
+    p.add_argument("-q", "--quiet", action="store_true", help="print nothing of squall's own "
+                   "except errors (implies --no-summary)")
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("squall")
+    except Exception:
+        try:
+            import squall
+
+            return getattr(squall, "__version__", "unknown")
+        except Exception:
+            return "unknown"
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog=PROG,
+        description="squall: an omniscient debugger for Python. Record everything, then look back.",
+    )
+    p.add_argument("--version", action="version", version=f"{PROG} {_version()}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    run = sub.add_parser(
+        "run", help="run a program with recording on",
+        usage=f"{PROG} run [options] (script.py | -m module) [args ...]",
+        description="Run a script or module with recording on from the start, as python would.",
+    )
+    _add_config_options(run)
+    run.add_argument("-m", dest="module", default=None, metavar="MODULE",
+                     help="run a library module as a script (like python -m); "
+                          "the remaining arguments go to it")
+    run.add_argument("target", nargs="?", help="the script to run")
+    run.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the program")
+
+    repl = sub.add_parser("repl", help="an instrumented REPL with recording on",
+                          description="An interactive console with recording on.")
+    _add_config_options(repl)
+    return p
+
+
+def _split_run_argv(argv: list[str]) -> tuple[list[str], list[str]]:
+    """Splits ``run``'s argv into squall's options and the program's argv: everything from the
+    script (or from ``-m MODULE``) on belongs to the program, even if it looks like an option."""
+    with_value = {"--include", "--skip", "--skip-regex", "--mode"}
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--":
+            return argv[:i], argv[i + 1:]
+        if a == "-m":
+            return argv[:i + 2], argv[i + 2:]
+        if a.startswith("-m") and len(a) > 2 and not a.startswith("--"):
+            return argv[:i] + ["-m", a[2:]], argv[i + 1:]
+        if a in with_value:
+            i += 2
+            continue
+        if a.startswith("-") and a != "-":
+            i += 1
+            continue
+        return argv[:i], argv[i:]
+    return argv, []
+
+
+# --- configuration and recording -------------------------------------------------------------
+
+
+def _setup_recording(opts) -> object | None:
+    """Loads the configuration, installs the import hook and turns recording on. Returns the
+    hook module (or None when the instrumenter is not available)."""
+    cli = {
+        "include": list(opts.include or []),
+        "skip": list(opts.skip or []),
+        "skip_regex": opts.skip_regex,
+        "mode": opts.mode,
+    }
+    config = None
+    try:
+        from squall import config as _config
+
+        config = _config.load_config(cli)
+        if hasattr(_config, "configure"):
+            try:
+                _config.configure(config)
+            except TypeError:
+                pass
+    except ImportError as e:
+        _warn(f"configuration unavailable ({e}); using defaults")
+    hook = None
+    try:
+        from squall._instrument import hook as _hook
+
+        _hook.install(config)
+        hook = _hook
+    except ImportError as e:
+        _warn(f"instrumenter unavailable ({e}); the program runs uninstrumented")
+    try:
+        from squall import api
+
+        api.start_recording()
+    except ImportError as e:
+        _warn(f"recording unavailable ({e})")
+    return hook
+
+
+def _warn(msg: str) -> None:
+    print(f"{PROG}: warning: {msg}", file=sys.stderr)
+
+
+def _compile_main(hook, source, path: str):
+    if hook is not None and hasattr(hook, "compile_main"):
+        return hook.compile_main(source, path)
+    return compile(source, path, "exec", dont_inherit=True)
+
+
+# --- running the program ---------------------------------------------------------------------
+
+
+class _Outcome:
+    def __init__(self) -> None:
+        self.exit_code = 0
+        self.keyboard_interrupt = False
+
+
+def _strip_own_frames(tb):
+    while tb is not None and os.path.normcase(tb.tb_frame.f_code.co_filename) in _OWN_FILES:
+        tb = tb.tb_next
+    return tb
+
+
+def _report_uncaught(exc: BaseException) -> None:
+    tb = _strip_own_frames(exc.__traceback__)
+    exc = exc.with_traceback(tb)
+    sys.last_type, sys.last_value, sys.last_traceback = type(exc), exc, tb
+    if sys.version_info >= (3, 12):
+        sys.last_exc = exc
+    try:
+        sys.stdout.flush()
+    except Exception:
+        pass
+    try:
+        sys.excepthook(type(exc), exc, tb)
+    except Exception:
+        sys.__excepthook__(type(exc), exc, tb)
+
+
+def _handle_system_exit(e: SystemExit) -> int:
+    code = e.code
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    try:
+        sys.stdout.flush()
+    except Exception:
+        pass
+    print(code, file=sys.stderr)
+    return 1
+
+
+def _execute(code, globs: dict, outcome: _Outcome) -> None:
+    try:
+        exec(code, globs)
+    except SystemExit as e:
+        outcome.exit_code = _handle_system_exit(e)
+    except KeyboardInterrupt as e:
+        _report_uncaught(e)
+        outcome.exit_code = 130
+        outcome.keyboard_interrupt = True
+    except BaseException as e:  # noqa: BLE001 - the program's uncaught exception
+        _report_uncaught(e)
+        outcome.exit_code = 1
+
+
+def _fresh_main(name_globals: dict) -> types.ModuleType:
+    main = types.ModuleType("__main__")
+    main.__dict__.update(name_globals)
+    return main
+
+
+def _run_script(path: str, prog_args: list[str], hook, outcome: _Outcome) -> None:
+    abspath = os.path.abspath(path)
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError as e:
+        print(f"{PROG}: can't open file {abspath!r}: [Errno {e.errno}] {e.strerror}",
+              file=sys.stderr)
+        outcome.exit_code = 2
+        return
+    if os.path.isdir(path):  # pragma: no cover - open() of a dir raises on POSIX
+        outcome.exit_code = 2
+        return
+
+    sys.argv[:] = [path] + prog_args
+    sys.path[0] = os.path.dirname(os.path.realpath(abspath))
+
+    from importlib.machinery import SourceFileLoader
+    from importlib.util import decode_source
+
+    loader = SourceFileLoader("__main__", abspath)
+    main = _fresh_main({
+        "__name__": "__main__", "__doc__": None, "__package__": None, "__loader__": loader,
+        "__spec__": None, "__annotations__": {}, "__builtins__": builtins,
+        "__file__": abspath, "__cached__": None,
+    })
+    sys.modules["__main__"] = main
+    try:
+        try:
+            source = decode_source(raw)
+        except (UnicodeDecodeError, SyntaxError):
+            source = raw
+        code = _compile_main(hook, source, abspath)
+    except (SyntaxError, ValueError) as e:
+        _report_uncaught(e.with_traceback(None))
+        outcome.exit_code = 1
+        return
+    _execute(code, main.__dict__, outcome)
+
+
+def _run_module(mod_name: str, prog_args: list[str], hook, outcome: _Outcome) -> None:
+    import runpy
+
+    sys.argv[:] = ["-m"] + prog_args  # what python shows while the module is being found
+    sys.path[0] = os.getcwd()
+
+    class _NoModule(Exception):
+        pass
+
+    try:
+        mod_name, spec, code = runpy._get_module_details(mod_name, _NoModule)  # type: ignore[attr-defined]
+    except _NoModule as e:
+        print(f"{PROG}: {e}", file=sys.stderr)
+        outcome.exit_code = 1
+        return
+    except SystemExit as e:
+        outcome.exit_code = _handle_system_exit(e)
+        return
+    except BaseException as e:  # an error while importing the parent packages
+        _report_uncaught(e)
+        outcome.exit_code = 1
+        return
+
+    origin = spec.origin
+    if spec.has_location and origin:
+        sys.argv[0] = origin
+    # Recompile the module's source through the instrumenter, as __main__.
+    try:
+        source = spec.loader.get_source(spec.name) if hasattr(spec.loader, "get_source") else None
+    except Exception:
+        source = None
+    if source is not None and origin:
+        try:
+            code = _compile_main(hook, source, origin)
+        except (SyntaxError, ValueError) as e:
+            _report_uncaught(e.with_traceback(None))
+            outcome.exit_code = 1
+            return
+
+    cached = spec.cached if spec.has_location else None
+    main = _fresh_main({
+        "__name__": "__main__", "__doc__": None, "__package__": spec.parent,
+        "__loader__": spec.loader, "__spec__": spec, "__annotations__": {},
+        "__builtins__": builtins, "__file__": origin if spec.has_location else None,
+        "__cached__": cached,
+    })
+    if not spec.has_location:
+        del main.__dict__["__file__"]
+    sys.modules["__main__"] = main
+    _execute(code, main.__dict__, outcome)
+
+
+def _wait_for_threads() -> None:
+    """What Python does at exit before atexit handlers: join the non-daemon threads (and run
+    threading's own atexit calls, e.g. concurrent.futures'), so the summary sees their work."""
+    import threading
+
+    shutdown = getattr(threading, "_shutdown", None)
+    if shutdown is None:
+        return
+    try:
+        shutdown()
+    except Exception:
+        pass
+
+
+def _print_summary(opts) -> None:
+    if opts.no_summary or opts.quiet:
+        return
+    try:
+        from squall.summary import render_summary
+
+        text = render_summary()
+    except Exception as e:  # the summary must never change the program's outcome
+        text = f"{PROG}: could not summarize the recording: {type(e).__name__}: {e}"
+    try:
+        sys.stdout.flush()
+    except Exception:
+        pass
+    print(text, file=sys.stderr)
+    try:
+        sys.stderr.flush()
+    except Exception:
+        pass
+
+
+def _console_namespace() -> dict:
+    ns: dict = {"__name__": "__console__", "__doc__": None}
+    for name in ("squall", "squall.api", "squall.indexes", "squall.values"):
+        try:
+            __import__(name)
+        except Exception:
+            pass
+    import importlib
+
+    for short, full in (("squall", "squall"), ("api", "squall.api"),
+                        ("indexes", "squall.indexes"), ("values", "squall.values")):
+        try:
+            ns[short] = importlib.import_module(full)
+        except Exception:
+            pass
+    return ns
+
+
+def _interact(ns: dict, banner: str) -> None:
+    try:
+        from squall._instrument import repl as _repl
+
+        interact = getattr(_repl, "interact", None)
+    except ImportError:
+        interact = None
+    if interact is not None:
+        try:
+            interact(local=ns, banner=banner)
+            return
+        except TypeError:
+            interact(ns)
+            return
+    import code
+
+    try:
+        import readline  # noqa: F401 - line editing for the console
+    except ImportError:
+        pass
+    code.interact(banner=banner, local=ns, exitmsg="")
+
+
+def _exit_like_sigint() -> None:
+    """Python's exit after an uncaught KeyboardInterrupt: die by SIGINT (shell sees 130)."""
+    try:
+        import atexit
+
+        atexit._run_exitfuncs()  # type: ignore[attr-defined]
+    except Exception:
+        pass
+    for s in (sys.stdout, sys.stderr):
+        try:
+            s.flush()
+        except Exception:
+            pass
+    if hasattr(signal, "SIGINT") and hasattr(os, "kill"):
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+    os._exit(130)
+
+
+def cmd_run(opts, prog_argv: list[str]) -> int:
+    if opts.module is None:
+        if not prog_argv:
+            print(f"usage: {PROG} run [options] (script.py | -m module) [args ...]\n"
+                  f"{PROG} run: error: a script or -m MODULE is required", file=sys.stderr)
+            return 2
+        target, prog_args = prog_argv[0], prog_argv[1:]
+    else:
+        target, prog_args = None, prog_argv
+
+    if target is not None and not os.path.exists(target):
+        # Fail before touching anything, exactly as python does.
+        print(f"{PROG}: can't open file {os.path.abspath(target)!r}: "
+              f"[Errno 2] No such file or directory", file=sys.stderr)
+        return 2
+
+    hook = _setup_recording(opts)
+    outcome = _Outcome()
+    if target is not None:
+        _run_script(target, prog_args, hook, outcome)
+    else:
+        _run_module(opts.module, prog_args, hook, outcome)
+
+    if opts.interactive:
+        ns = _console_namespace()
+        main = sys.modules.get("__main__")
+        if main is not None and getattr(main, "__name__", None) == "__main__":
+            # Like python -i: the program's globals, plus the query modules.
+            merged = dict(main.__dict__)
+            merged.update({k: v for k, v in ns.items() if k not in merged or k == "__name__"})
+            merged["__name__"] = "__main__"
+            ns = merged
+        _print_summary(opts)
+        _interact(ns, banner=(
+            f"{PROG}: the recording is in this process. Try indexes.all_flows(), "
+            "indexes.fn_call_stats(0), indexes.exceptions()."))
+        return outcome.exit_code
+
+    _wait_for_threads()
+    _print_summary(opts)
+    if outcome.keyboard_interrupt:
+        _exit_like_sigint()
+    return outcome.exit_code
+
+
+def cmd_repl(opts) -> int:
+    _setup_recording(opts)
+    sys.argv[:] = [""]
+    if sys.path and sys.path[0] != "":
+        sys.path[0] = ""
+    ns = _console_namespace()
+    ns["__name__"] = "__main__"
+    main = _fresh_main({"__name__": "__main__", "__doc__": None, "__builtins__": builtins})
+    main.__dict__.update(ns)
+    sys.modules["__main__"] = main
+    _interact(main.__dict__, banner=(
+        f"squall {_version()} on Python {sys.version.split()[0]}: recording is on.\n"
+        "Query it with indexes.all_flows(), indexes.fn_call_stats(0), indexes.exceptions(); "
+        "values.deref_val_id(ref)."))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    if argv is None:
+        argv = sys.argv[1:]
+    parser = _parser()
+    if argv and argv[0] == "run":
+        own, prog_argv = _split_run_argv(argv[1:])
+        opts = parser.parse_args(["run"] + own)
+        return cmd_run(opts, prog_argv)
+    opts = parser.parse_args(argv)
+    if opts.command == "repl":
+        return cmd_repl(opts)
+    parser.print_help(sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,146 @@
+"""The short summary of a recording that ``squall run`` prints to stderr at the end.
+
+``render_summary()`` only reads: it asks ``squall.indexes`` / ``squall.api`` / ``squall.config``
+and formats. Every part is guarded, so a missing piece says so instead of failing the run.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+TOP_FUNCTIONS = 10
+MAX_EXCEPTIONS = 10
+
+
+def _try(fn: Callable[[], Any], default: Any = None) -> Any:
+    try:
+        return fn()
+    except Exception:
+        return default
+
+
+def _short(text: Any, width: int = 100) -> str:
+    s = str(text).replace("\n", " ")
+    return s if len(s) <= width else s[: width - 3] + "..."
+
+
+def _qualified(ns: Any, name: Any) -> str:
+    if ns:
+        return f"{ns}.{name}"
+    return str(name)
+
+
+def render_summary(title: str = "squall") -> str:
+    """Returns the summary text (several lines, no trailing newline)."""
+    try:
+        from squall import indexes
+    except Exception as e:  # pragma: no cover - the engine is not built
+        return f"{title}: no recording available ({type(e).__name__}: {e})"
+    try:
+        from squall import api
+    except Exception:  # pragma: no cover
+        api = None  # type: ignore[assignment]
+
+    out: list[str] = []
+    w = out.append
+    w(f"--- {title}: recording summary ---")
+    w("The recording lives in this process's memory and ends with it; "
+      "run with -i to query it (indexes, values) before it is gone.")
+
+    flows = _try(indexes.all_flows, None)
+    if flows is None:
+        w("flows: unavailable")
+        flows = {}
+    stats = _try(api.engine_stats, {}) if api is not None else {}
+    total_entries = 0
+
+    if not flows:
+        w("flows: none recorded (was anything instrumented? see skipped modules below)")
+    for flow_id in sorted(flows):
+        infos = _try(lambda: indexes.flow_threads_info(flow_id), []) or []
+        w(f"flow {flow_id}: {len(infos) or len(flows[flow_id])} thread(s)")
+        for t in infos:
+            entries = t.get("entries", 0) or 0
+            total_entries += entries
+            w(f"  thread {t.get('thread_id')} {t.get('thread_name') or '?'!s:<20} "
+              f"{entries:>9} entries {t.get('calls', 0) or 0:>8} calls")
+    if isinstance(stats, dict) and "entries" in stats:
+        total_entries = stats["entries"]
+    line = f"total entries: {total_entries}"
+    if isinstance(stats, dict) and stats.get("bytes"):
+        line += f" (~{_human_bytes(stats['bytes'])} in memory)"
+    w(line)
+
+    # Most-called functions, over all flows and threads.
+    counts: dict[str, int] = {}
+    for flow_id in sorted(flows):
+        for s in _try(lambda: indexes.fn_call_stats(flow_id), []) or []:
+            key = _qualified(s.get("fn_ns"), s.get("fn_name"))
+            counts[key] = counts.get(key, 0) + (s.get("cnt", 0) or 0)
+    if counts:
+        top = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP_FUNCTIONS]
+        width = max(len(k) for k, _ in top)
+        w(f"most called functions (top {len(top)} of {len(counts)}):")
+        for key, cnt in top:
+            w(f"  {key:<{width}}  {cnt}")
+
+    excs = _try(lambda: indexes.exceptions(), None)
+    if excs:
+        w(f"exceptions ({len(excs)}):")
+        for e in excs[:MAX_EXCEPTIONS]:
+            state = "caught" if e.get("caught") else "NOT caught"
+            msg = _short(e.get("message", ""))
+            w(f"  {e.get('exc_type')}: {msg}  in {_qualified(e.get('fn_ns'), e.get('fn_name'))}"
+              f"  [{state}; flow {e.get('flow_id')} thread {e.get('thread_id')} "
+              f"idx {e.get('idx')}]")
+        if len(excs) > MAX_EXCEPTIONS:
+            w(f"  ... and {len(excs) - MAX_EXCEPTIONS} more (indexes.exceptions())")
+    elif excs is not None:
+        w("exceptions: none")
+
+    hits = _try(api.limits_hit, []) if api is not None else []
+    if hits:
+        w("LIMITS HIT (recording is incomplete):")
+        for h in hits:
+            w("  " + ", ".join(f"{k}={v}" for k, v in h.items()))
+
+    dropped = stats.get("dropped", 0) if isinstance(stats, dict) else 0
+    if dropped:
+        w(f"DROPPED EVENTS: {dropped} (the engine failed to record them; see engine_stats())")
+
+    skipped = _skipped_modules()
+    if skipped:
+        w(f"user modules NOT instrumented ({len(skipped)}; nothing in them is recorded):")
+        for m in skipped[:20]:
+            w(f"  {m}")
+        if len(skipped) > 20:
+            w(f"  ... and {len(skipped) - 20} more (squall.config.skipped_user_modules())")
+    return "\n".join(out)
+
+
+def _skipped_modules() -> list[str]:
+    try:
+        from squall import config
+    except Exception:
+        return []
+    got = _try(config.skipped_user_modules, []) or []
+    result = []
+    for m in got:
+        if isinstance(m, dict):
+            name = m.get("module") or m.get("name") or "?"
+            why = m.get("reason") or m.get("why")
+            result.append(f"{name}  ({why})" if why else str(name))
+        elif isinstance(m, (tuple, list)) and len(m) == 2:
+            result.append(f"{m[0]}  ({m[1]})")
+        else:
+            result.append(str(m))
+    return result
+
+
+def _human_bytes(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if size < 1024 or unit == "GB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n} B"  # pragma: no cover
