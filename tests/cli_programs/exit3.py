@@ -1,0 +1,3 @@
+import sys
+print("exiting with 3")
+sys.exit(3)

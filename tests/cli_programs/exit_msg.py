@@ -1,0 +1,3 @@
+import sys
+print("out")
+sys.exit("fatal: something went wrong")

@@ -1,0 +1,6 @@
+def loop():
+    raise KeyboardInterrupt
+
+
+print("start", flush=True)
+loop()
