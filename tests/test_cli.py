@@ -292,3 +292,29 @@ def test_run_without_script_is_usage_error():
     sq = squall("run")
     assert sq.returncode == 2
     assert "usage" in sq.stderr
+
+
+def test_repl_runs_code():
+    r = subprocess.run([*_squall_cmd(), "repl"], cwd=str(PROGRAMS), env=_env(),
+                       input="x = 6 * 7\nprint('answer', x)\nimport sys; print(__name__)\n",
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "answer 42" in r.stdout
+    assert "__main__" in r.stdout
+
+
+def test_safe_path_adds_no_entry():
+    code = "import sys; print(sys.path[0])"
+    env = _env()
+    env["PYTHONSAFEPATH"] = "1"
+    (PROGRAMS / "_path0.py").write_text(code + "\n")
+    try:
+        py = subprocess.run([PYTHON, "_path0.py"], cwd=str(PROGRAMS), env=env,
+                            capture_output=True, text=True)
+        sq = subprocess.run([*_squall_cmd(), "run", "-q", "_path0.py"], cwd=str(PROGRAMS),
+                            env=env, capture_output=True, text=True)
+    finally:
+        (PROGRAMS / "_path0.py").unlink()
+    assert py.returncode == sq.returncode == 0
+    if SQUALL_SCRIPT.exists():
+        assert sq.stdout == py.stdout

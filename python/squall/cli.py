@@ -112,27 +112,32 @@ def _split_run_argv(argv: list[str]) -> tuple[list[str], list[str]]:
 # --- configuration and recording -------------------------------------------------------------
 
 
-def _setup_recording(opts) -> object | None:
-    """Loads the configuration, installs the import hook and turns recording on. Returns the
-    hook module (or None when the instrumenter is not available)."""
-    cli = {
-        "include": list(opts.include or []),
-        "skip": list(opts.skip or []),
+def _setup_recording(opts, script_path: str | None = None) -> object | None:
+    """Loads the configuration (flags over SQUALL_* env over [tool.squall] in pyproject),
+    installs the import hook and turns recording on. Returns the hook module (or None when the
+    instrumenter is not available)."""
+    overrides = {
+        "include": list(opts.include) or None,
+        "skip": list(opts.skip) or None,
         "skip_regex": opts.skip_regex,
         "mode": opts.mode,
     }
+    overrides = {k: v for k, v in overrides.items() if v is not None}
     config = None
     try:
         from squall import config as _config
-
-        config = _config.load_config(cli)
-        if hasattr(_config, "configure"):
-            try:
-                _config.configure(config)
-            except TypeError:
-                pass
     except ImportError as e:
         _warn(f"configuration unavailable ({e}); using defaults")
+    else:
+        try:
+            if hasattr(_config, "configure"):
+                config = _config.configure(script_path=script_path, **overrides)
+            else:  # pragma: no cover - older config API
+                config = _config.load_config(overrides)
+        except ValueError as e:  # config.ConfigError: a bad flag, env var or pyproject entry
+            msg = str(e)
+            print(msg if msg.startswith(PROG) else f"{PROG}: {msg}", file=sys.stderr)
+            raise SystemExit(2)
     hook = None
     try:
         from squall._instrument import hook as _hook
@@ -225,6 +230,18 @@ def _fresh_main(name_globals: dict) -> types.ModuleType:
     return main
 
 
+def _set_path0(entry: str) -> None:
+    """sys.path[0] is the directory of the squall command itself (or the cwd under
+    ``python -m squall``): replace it with what python would have put there for the program.
+    Under -P / PYTHONSAFEPATH python puts nothing there, so remove it."""
+    if getattr(sys.flags, "safe_path", False):
+        return  # python -P added no entry for squall either: nothing to replace
+    if sys.path:
+        sys.path[0] = entry
+    else:
+        sys.path.insert(0, entry)
+
+
 def _run_script(path: str, prog_args: list[str], hook, outcome: _Outcome) -> None:
     abspath = os.path.abspath(path)
     try:
@@ -240,7 +257,7 @@ def _run_script(path: str, prog_args: list[str], hook, outcome: _Outcome) -> Non
         return
 
     sys.argv[:] = [path] + prog_args
-    sys.path[0] = os.path.dirname(os.path.realpath(abspath))
+    _set_path0(os.path.dirname(os.path.realpath(abspath)))
 
     from importlib.machinery import SourceFileLoader
     from importlib.util import decode_source
@@ -269,7 +286,7 @@ def _run_module(mod_name: str, prog_args: list[str], hook, outcome: _Outcome) ->
     import runpy
 
     sys.argv[:] = ["-m"] + prog_args  # what python shows while the module is being found
-    sys.path[0] = os.getcwd()
+    _set_path0(os.getcwd())
 
     class _NoModule(Exception):
         pass
@@ -327,6 +344,16 @@ def _wait_for_threads() -> None:
         return
     try:
         shutdown()
+    except Exception:
+        pass
+
+
+def _stop_recording() -> None:
+    """The program is over: what runs now (the summary, atexit handlers) is not its work."""
+    try:
+        from squall import api
+
+        api.stop_recording()
     except Exception:
         pass
 
@@ -427,7 +454,7 @@ def cmd_run(opts, prog_argv: list[str]) -> int:
               f"[Errno 2] No such file or directory", file=sys.stderr)
         return 2
 
-    hook = _setup_recording(opts)
+    hook = _setup_recording(opts, target)
     outcome = _Outcome()
     if target is not None:
         _run_script(target, prog_args, hook, outcome)
@@ -450,6 +477,7 @@ def cmd_run(opts, prog_argv: list[str]) -> int:
         return outcome.exit_code
 
     _wait_for_threads()
+    _stop_recording()
     _print_summary(opts)
     if outcome.keyboard_interrupt:
         _exit_like_sigint()
