@@ -242,6 +242,26 @@ def _set_path0(entry: str) -> None:
         sys.path.insert(0, entry)
 
 
+def _undecodable(raw: bytes, abspath: str):
+    """The source could not be decoded: raise python's SyntaxError for a non-UTF-8 byte, or
+    hand the bytes to compile() to report a bad encoding declaration its own way."""
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw[: e.start].count(b"\n") + 1
+        raise SyntaxError(
+            f"Non-UTF-8 code starting with '\\x{raw[e.start]:02x}' in file {abspath} on line "
+            f"{line}, but no encoding declared; see https://peps.python.org/pep-0263/ for "
+            "details") from None
+    import re
+
+    for line in raw.splitlines()[:2]:
+        m = re.match(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", line)
+        if m:
+            raise SyntaxError(f"encoding problem: {m.group(1).decode('ascii', 'replace')}")
+    return raw
+
+
 def _run_script(path: str, prog_args: list[str], hook, outcome: _Outcome) -> None:
     abspath = os.path.abspath(path)
     try:
@@ -273,7 +293,7 @@ def _run_script(path: str, prog_args: list[str], hook, outcome: _Outcome) -> Non
         try:
             source = decode_source(raw)
         except (UnicodeDecodeError, SyntaxError):
-            source = raw
+            source = _undecodable(raw, abspath)
         code = _compile_main(hook, source, abspath)
     except (SyntaxError, ValueError) as e:
         _report_uncaught(e.with_traceback(None))
