@@ -258,7 +258,8 @@ def _undecodable(raw: bytes, abspath: str):
     for line in raw.splitlines()[:2]:
         m = re.match(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", line)
         if m:
-            raise SyntaxError(f"encoding problem: {m.group(1).decode('ascii', 'replace')}")
+            raise SyntaxError(
+                f"encoding problem: {m.group(1).decode('ascii', 'replace')}") from None
     return raw
 
 
