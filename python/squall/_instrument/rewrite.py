@@ -1,0 +1,579 @@
+"""The source rewriter: turns a module's source into an instrumented ``ast.Module``.
+
+Calls-only mode (this pass): every ``def``/``async def``/``lambda`` reports its call, its returns,
+its unwinding by an exception, and (generators, coroutines) each suspension and resumption.
+Expression and binding recording are meant to be added later as further passes over the same
+tree (see ``_PASSES``): each pass is a function ``(tree, ctx) -> None`` run in order.
+
+Shape of a rewritten function::
+
+    def f(a, b=1, *args, c, **kw):
+        '''docstring stays first'''
+        _sq_call(FORM, a, b, args, c, kw)
+        try:
+            ...                       # `return X` -> `return _sq_ret(SITE, X)`
+            return _sq_ret(SITE_END, None)     # only if the body can fall off its end
+        except BaseException as _sq_exc:
+            _sq_unwind(FORM, _sq_exc)
+            raise
+
+Every original node keeps its location; inserted nodes take the location of the statement they
+stand next to, so tracebacks keep their files and lines.
+"""
+
+import ast
+import sys
+import threading
+import types
+from typing import Any, Dict, List, Optional, Union
+
+__all__ = ["instrument_source", "compile_instrumented", "instrument_tree", "ENTRY_NAMES"]
+
+# Local names the rewritten code uses. They must not start with two underscores: inside a class
+# body, `__x` would be mangled to `_C__x`.
+ENTRY_NAMES = {
+    "call": "_sq_call",
+    "ret": "_sq_ret",
+    "unwind": "_sq_unwind",
+    "suspend": "_sq_suspend",
+    "resume": "_sq_resume",
+}
+EXC_NAME = "_sq_exc"
+
+_PY312 = sys.version_info >= (3, 12)
+
+# Defaults matching _engine.pyi, used if an engine object lacks the constants.
+_CONST_DEFAULTS = {
+    "FORM_FUNCTION": 0,
+    "FORM_GENERATOR": 1,
+    "FORM_COROUTINE": 2,
+    "FORM_ASYNC_GENERATOR": 3,
+    "FORM_LAMBDA": 4,
+    "FORM_MODULE": 5,
+    "SITE_RETURN": 0,
+    "SITE_YIELD": 1,
+    "SITE_AWAIT": 2,
+}
+
+# Engines passed explicitly (tests, embedders) are reachable from the rewritten code by an int.
+_ENGINES: Dict[int, Any] = {}
+_ENGINES_LOCK = threading.Lock()
+
+
+def _entry_points(engine_key: int):
+    """Called by the prologue of code rewritten for an explicit engine object."""
+    eng = _ENGINES[engine_key]
+    return tuple(getattr(eng, k) for k in ENTRY_NAMES)
+
+
+def _engine_key(engine: Any) -> int:
+    with _ENGINES_LOCK:
+        for k, v in _ENGINES.items():
+            if v is engine:
+                return k
+        k = len(_ENGINES) + 1
+        _ENGINES[k] = engine
+        return k
+
+
+def _default_engine():
+    from squall import _engine  # noqa: PLC0415  (imported lazily: the engine may be absent)
+
+    return _engine
+
+
+class _Ctx:
+    """What every pass needs: the engine, the module's identity, the constants."""
+
+    def __init__(self, engine: Any, filename: str, module_name: str):
+        self.engine = engine
+        self.filename = filename
+        self.module_name = module_name
+        for k, d in _CONST_DEFAULTS.items():
+            setattr(self, k, getattr(engine, k, d))
+
+    def register_form(self, qualname: str, line: int, params: List[str], kind: int) -> int:
+        return int(
+            self.engine.register_form(self.module_name, qualname, self.filename, line, params, kind)
+        )
+
+    def register_site(self, form_id: int, kind: int, node: ast.AST) -> int:
+        line = node.lineno
+        col = node.col_offset
+        end_line = getattr(node, "end_lineno", None) or line
+        end_col = getattr(node, "end_col_offset", None)
+        if end_col is None:
+            end_col = col
+        return int(self.engine.register_site(form_id, kind, line, col, end_line, end_col))
+
+
+# --- small AST builders ------------------------------------------------------------------------
+
+
+def _name(id_: str, at: ast.AST) -> ast.Name:
+    return ast.copy_location(ast.Name(id=id_, ctx=ast.Load()), at)
+
+
+def _const(v: Any, at: ast.AST) -> ast.Constant:
+    return ast.copy_location(ast.Constant(value=v), at)
+
+
+def _entry_call(entry: str, args: List[ast.expr], at: ast.AST) -> ast.Call:
+    return ast.copy_location(
+        ast.Call(func=_name(ENTRY_NAMES[entry], at), args=args, keywords=[]), at
+    )
+
+
+def _is_docstring(stmt: ast.stmt) -> bool:
+    return (
+        isinstance(stmt, ast.Expr)
+        and isinstance(stmt.value, ast.Constant)
+        and isinstance(stmt.value.value, str)
+    )
+
+
+def _param_names(args: ast.arguments) -> List[str]:
+    names = [a.arg for a in getattr(args, "posonlyargs", [])]
+    names += [a.arg for a in args.args]
+    if args.vararg is not None:
+        names.append(args.vararg.arg)
+    names += [a.arg for a in args.kwonlyargs]
+    if args.kwarg is not None:
+        names.append(args.kwarg.arg)
+    return names
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+_COMPS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def _own_scope_nodes(node: ast.AST):
+    """Yields the nodes evaluated in ``node``'s own scope (the body of a def/lambda), i.e. not
+    inside nested functions, lambdas or class bodies. Decorators, defaults and class bases of
+    nested scopes are evaluated here and are included; annotations are not."""
+    todo: List[ast.AST]
+    if isinstance(node, ast.Lambda):
+        todo = [node.body]
+    else:
+        todo = list(node.body)  # type: ignore[attr-defined]
+    while todo:
+        n = todo.pop()
+        yield n
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            todo.extend(n.decorator_list)
+            todo.extend(n.args.defaults)
+            todo.extend(d for d in n.args.kw_defaults if d is not None)
+        elif isinstance(n, ast.Lambda):
+            todo.extend(n.args.defaults)
+            todo.extend(d for d in n.args.kw_defaults if d is not None)
+        elif isinstance(n, ast.ClassDef):
+            todo.extend(n.decorator_list)
+            todo.extend(n.bases)
+            todo.extend(n.keywords)
+        elif isinstance(n, ast.GeneratorExp):
+            todo.append(n.generators[0].iter)
+        else:
+            todo.extend(ast.iter_child_nodes(n))
+
+
+def _has_own_yield(node: ast.AST) -> bool:
+    return any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in _own_scope_nodes(node))
+
+
+def _scope_globals(node: ast.AST) -> set:
+    out: set = set()
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        todo = list(node.body)
+        while todo:
+            n = todo.pop()
+            if isinstance(n, ast.Global):
+                out.update(n.names)
+            elif isinstance(n, (_SCOPES)) or isinstance(n, ast.expr):
+                continue
+            else:
+                todo.extend(ast.iter_child_nodes(n))
+    return out
+
+
+# --- pass 0: qualnames -------------------------------------------------------------------------
+
+
+class _Qualnames(ast.NodeVisitor):
+    """Stores CPython's ``__qualname__`` of every def/lambda/class as ``node._sq_qualname``."""
+
+    def __init__(self) -> None:
+        # (qualname, kind, explicitly-global names); kind: "function" | "class" | "comprehension"
+        self.stack: List[tuple] = []
+
+    def _qual(self, name: str) -> str:
+        if not self.stack:
+            return name
+        q, kind, globs = self.stack[-1]
+        if name in globs:
+            return name
+        if kind == "function":
+            return q + ".<locals>." + name
+        return q + "." + name
+
+    def _visit_all(self, nodes) -> None:
+        for n in nodes:
+            if n is not None:
+                self.visit(n)
+
+    def _visit_args(self, args: ast.arguments, annotations: bool) -> None:
+        self._visit_all(args.defaults)
+        self._visit_all(args.kw_defaults)
+        if annotations:
+            for a in getattr(args, "posonlyargs", []) + args.args + args.kwonlyargs:
+                if a.annotation is not None:
+                    self.visit(a.annotation)
+            for a in (args.vararg, args.kwarg):
+                if a is not None and a.annotation is not None:
+                    self.visit(a.annotation)
+
+    def visit_FunctionDef(self, node: Any) -> None:
+        self._visit_all(node.decorator_list)
+        self._visit_args(node.args, True)
+        if node.returns is not None:
+            self.visit(node.returns)
+        node._sq_qualname = self._qual(node.name)
+        self.stack.append((node._sq_qualname, "function", _scope_globals(node)))
+        self._visit_all(node.body)
+        self.stack.pop()
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_Lambda(self, node: ast.Lambda) -> None:
+        self._visit_args(node.args, False)
+        node._sq_qualname = self._qual("<lambda>")  # type: ignore[attr-defined]
+        self.stack.append((node._sq_qualname, "function", set()))  # type: ignore[attr-defined]
+        self.visit(node.body)
+        self.stack.pop()
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        self._visit_all(node.decorator_list)
+        self._visit_all(node.bases)
+        self._visit_all(node.keywords)
+        node._sq_qualname = self._qual(node.name)  # type: ignore[attr-defined]
+        self.stack.append((node._sq_qualname, "class", _scope_globals(node)))  # type: ignore
+        self._visit_all(node.body)
+        self.stack.pop()
+
+    def _comprehension(self, node: Any, name: str) -> None:
+        if _PY312 and not isinstance(node, ast.GeneratorExp):
+            self.generic_visit(node)  # inlined (PEP 709): no scope of its own
+            return
+        gens = node.generators
+        self.visit(gens[0].iter)
+        self.stack.append((self._qual(name), "comprehension", set()))
+        for i, g in enumerate(gens):
+            self.visit(g.target)
+            if i:
+                self.visit(g.iter)
+            self._visit_all(g.ifs)
+        for f in ("elt", "key", "value"):
+            if hasattr(node, f):
+                self.visit(getattr(node, f))
+        self.stack.pop()
+
+    def visit_ListComp(self, node: Any) -> None:
+        self._comprehension(node, "<listcomp>")
+
+    def visit_SetComp(self, node: Any) -> None:
+        self._comprehension(node, "<setcomp>")
+
+    def visit_DictComp(self, node: Any) -> None:
+        self._comprehension(node, "<dictcomp>")
+
+    def visit_GeneratorExp(self, node: Any) -> None:
+        self._comprehension(node, "<genexpr>")
+
+
+# --- pass 1: calls, returns, unwinds, suspensions ----------------------------------------------
+
+
+class _Sites(ast.NodeTransformer):
+    """Rewrites the return/yield/await sites of ONE function (not of nested scopes)."""
+
+    def __init__(self, ctx: _Ctx, form_id: int, resumable: bool, async_gen: bool):
+        self.ctx = ctx
+        self.form_id = form_id
+        self.resumable = resumable
+        self.async_gen = async_gen
+
+    # nested scopes: only the parts evaluated in this scope
+    def visit_FunctionDef(self, node: Any) -> Any:
+        node.decorator_list = [self.visit(d) for d in node.decorator_list]
+        self._args(node.args)
+        return node
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_Lambda(self, node: ast.Lambda) -> Any:
+        self._args(node.args)
+        return node
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> Any:
+        node.decorator_list = [self.visit(d) for d in node.decorator_list]
+        node.bases = [self.visit(b) for b in node.bases]
+        node.keywords = [self.visit(k) for k in node.keywords]
+        return node
+
+    def visit_GeneratorExp(self, node: ast.GeneratorExp) -> Any:
+        node.generators[0].iter = self.visit(node.generators[0].iter)
+        return node
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> Any:
+        node.target = self.visit(node.target)
+        if node.value is not None:
+            node.value = self.visit(node.value)
+        return node
+
+    def _args(self, args: ast.arguments) -> None:
+        args.defaults = [self.visit(d) for d in args.defaults]
+        args.kw_defaults = [None if d is None else self.visit(d) for d in args.kw_defaults]
+
+    # sites
+    def visit_Return(self, node: ast.Return) -> Any:
+        site = self.ctx.register_site(self.form_id, self.ctx.SITE_RETURN, node)
+        if node.value is None:
+            ret = _entry_call("ret", [_const(site, node), _const(None, node)], node)
+            if self.async_gen:  # `return <value>` is a SyntaxError in an async generator
+                return [ast.copy_location(ast.Expr(value=ret), node), node]
+            node.value = ret
+            return node
+        node.value = _entry_call("ret", [_const(site, node), self.visit(node.value)], node)
+        return node
+
+    def _suspend(self, node: Any, kind: int) -> Any:
+        site = self.ctx.register_site(self.form_id, kind, node)
+        if isinstance(node, ast.Yield):
+            value = self.visit(node.value) if node.value is not None else _const(None, node)
+        else:
+            value = self.visit(node.value)
+        node.value = _entry_call("suspend", [_const(site, node), value], node)
+        return _entry_call("resume", [_const(self.form_id, node), node], node)
+
+    def visit_Yield(self, node: ast.Yield) -> Any:
+        return self._suspend(node, self.ctx.SITE_YIELD)
+
+    def visit_YieldFrom(self, node: ast.YieldFrom) -> Any:
+        return self._suspend(node, self.ctx.SITE_AWAIT)
+
+    def visit_Await(self, node: ast.Await) -> Any:
+        if not self.resumable:
+            return self.generic_visit(node)
+        return self._suspend(node, self.ctx.SITE_AWAIT)
+
+
+class _Calls(ast.NodeTransformer):
+    """Calls-only pass. Nested scopes are rewritten first, each on its own."""
+
+    def __init__(self, ctx: _Ctx):
+        self.ctx = ctx
+
+    def _stmts(self, stmts: List[ast.stmt]) -> List[ast.stmt]:
+        out: List[ast.stmt] = []
+        for s in stmts:
+            r = self.visit(s)
+            if r is None:
+                continue
+            if isinstance(r, list):
+                out.extend(r)
+            else:
+                out.append(r)
+        return out
+
+    def _args(self, args: ast.arguments) -> None:
+        args.defaults = [self.visit(d) for d in args.defaults]
+        args.kw_defaults = [None if d is None else self.visit(d) for d in args.kw_defaults]
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> Any:  # never touch annotations
+        node.target = self.visit(node.target)
+        if node.value is not None:
+            node.value = self.visit(node.value)
+        return node
+
+    def visit_arg(self, node: ast.arg) -> Any:  # annotations of args: left alone
+        return node
+
+    def visit_FunctionDef(self, node: Any) -> Any:
+        ctx = self.ctx
+        node.decorator_list = [self.visit(d) for d in node.decorator_list]
+        self._args(node.args)
+        node.body = self._stmts(node.body)
+
+        is_async = isinstance(node, ast.AsyncFunctionDef)
+        gen = _has_own_yield(node)
+        if is_async:
+            kind = ctx.FORM_ASYNC_GENERATOR if gen else ctx.FORM_COROUTINE
+        else:
+            kind = ctx.FORM_GENERATOR if gen else ctx.FORM_FUNCTION
+        params = _param_names(node.args)
+        qual = getattr(node, "_sq_qualname", node.name)
+        form = ctx.register_form(qual, node.lineno, params, kind)
+
+        sites = _Sites(ctx, form, resumable=is_async or gen, async_gen=is_async and gen)
+        body = node.body
+        doc: List[ast.stmt] = []
+        if body and _is_docstring(body[0]):
+            doc, body = body[:1], body[1:]
+        new_body: List[ast.stmt] = []
+        for s in body:
+            r = sites.visit(s)
+            new_body.extend(r if isinstance(r, list) else [r])
+        body = new_body
+
+        first = body[0] if body else (doc[0] if doc else node)
+        last = body[-1] if body else first
+        if not body or not isinstance(body[-1], (ast.Return, ast.Raise)):
+            site = ctx.register_site(form, ctx.SITE_RETURN, node)
+            ret = _entry_call("ret", [_const(site, last), _const(None, last)], last)
+            if is_async and gen:
+                body.append(ast.copy_location(ast.Expr(value=ret), last))
+            else:
+                body.append(ast.copy_location(ast.Return(value=ret), last))
+
+        call = ast.copy_location(
+            ast.Expr(
+                value=_entry_call(
+                    "call", [_const(form, first)] + [_name(p, first) for p in params], first
+                )
+            ),
+            first,
+        )
+        unwind = ast.copy_location(
+            ast.Expr(
+                value=_entry_call("unwind", [_const(form, first), _name(EXC_NAME, first)], first)
+            ),
+            first,
+        )
+        handler = ast.copy_location(
+            ast.ExceptHandler(
+                type=_name("BaseException", first),
+                name=EXC_NAME,
+                body=[unwind, ast.copy_location(ast.Raise(exc=None, cause=None), first)],
+            ),
+            first,
+        )
+        try_ = ast.copy_location(
+            ast.Try(body=body, handlers=[handler], orelse=[], finalbody=[]), first
+        )
+        node.body = doc + [call, try_]
+        return node
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_Lambda(self, node: ast.Lambda) -> Any:
+        ctx = self.ctx
+        self._args(node.args)
+        node.body = self.visit(node.body)
+        if _has_own_yield(node):
+            return node  # a generator lambda: left alone
+        params = _param_names(node.args)
+        qual = getattr(node, "_sq_qualname", "<lambda>")
+        form = ctx.register_form(qual, node.lineno, params, ctx.FORM_LAMBDA)
+        body = node.body
+        site = ctx.register_site(form, ctx.SITE_RETURN, body)
+        call = _entry_call("call", [_const(form, body)] + [_name(p, body) for p in params], body)
+        either = ast.copy_location(ast.BoolOp(op=ast.Or(), values=[call, body]), body)
+        node.body = _entry_call("ret", [_const(site, body), either], body)
+        return node
+
+
+def _calls_pass(tree: ast.AST, ctx: _Ctx) -> None:
+    _Calls(ctx).visit(tree)
+
+
+# Passes run in order on the tree; later issues add expression and binding passes here.
+_PASSES = [_calls_pass]
+
+
+# --- the module prologue -----------------------------------------------------------------------
+
+
+def _prologue(ctx: _Ctx, explicit_engine: bool, at: ast.AST) -> ast.stmt:
+    if not explicit_engine:
+        node: ast.stmt = ast.ImportFrom(
+            module="squall._engine",
+            names=[ast.alias(name=k, asname=v) for k, v in ENTRY_NAMES.items()],
+            level=0,
+        )
+    else:
+        key = _engine_key(ctx.engine)
+        target = ast.Tuple(
+            elts=[ast.Name(id=v, ctx=ast.Store()) for v in ENTRY_NAMES.values()], ctx=ast.Store()
+        )
+        imp = ast.Call(
+            func=ast.Name(id="__import__", ctx=ast.Load()),
+            args=[ast.Constant(value=__name__)],
+            keywords=[ast.keyword(arg="fromlist", value=ast.List(elts=[ast.Constant("_")], ctx=ast.Load()))],
+        )
+        value = ast.Call(
+            func=ast.Attribute(value=imp, attr="_entry_points", ctx=ast.Load()),
+            args=[ast.Constant(value=key)],
+            keywords=[],
+        )
+        node = ast.Assign(targets=[target], value=value)
+    ast.copy_location(node, at)
+    return ast.fix_missing_locations(node)  # type: ignore[return-value]
+
+
+def _prologue_index(body: List[ast.stmt]) -> int:
+    i = 0
+    if body and _is_docstring(body[0]):
+        i = 1
+    while (
+        i < len(body)
+        and isinstance(body[i], ast.ImportFrom)
+        and body[i].module == "__future__"  # type: ignore[attr-defined]
+    ):
+        i += 1
+    return i
+
+
+def instrument_tree(
+    tree: Union[ast.Module, ast.Interactive],
+    filename: str,
+    module_name: str,
+    engine: Any = None,
+) -> Union[ast.Module, ast.Interactive]:
+    """Instruments a parsed module (or an interactive input) in place and returns it."""
+    explicit = engine is not None
+    ctx = _Ctx(engine if explicit else _default_engine(), filename, module_name)
+    _Qualnames().visit(tree)
+    for p in _PASSES:
+        p(tree, ctx)
+    body = tree.body
+    i = _prologue_index(body) if isinstance(tree, ast.Module) else 0
+    at = body[i] if i < len(body) else (body[-1] if body else ast.Pass(lineno=1, col_offset=0))
+    if not hasattr(at, "lineno"):
+        at.lineno, at.col_offset = 1, 0  # type: ignore[attr-defined]
+    body.insert(i, _prologue(ctx, explicit, at))
+    ast.fix_missing_locations(tree)
+    return tree
+
+
+def instrument_source(
+    source: Union[str, bytes], filename: str, module_name: str, engine: Any = None
+) -> ast.Module:
+    """Parses ``source`` (raising SyntaxError exactly as ``compile`` would) and returns the
+    instrumented module tree. ``engine`` defaults to ``squall._engine``."""
+    tree = compile(source, filename, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    return instrument_tree(tree, filename, module_name, engine)  # type: ignore[return-value]
+
+
+def compile_instrumented(
+    source: Union[str, bytes], filename: str, module_name: str, engine: Any = None
+) -> types.CodeType:
+    """``instrument_source`` then ``compile``: the code object to exec as the module."""
+    tree = instrument_source(source, filename, module_name, engine)
+    return compile(tree, filename, "exec", dont_inherit=True)
+
+
+def instrumented_source_text(
+    source: Union[str, bytes], filename: str = "<string>", module_name: str = "__main__",
+    engine: Any = None,
+) -> Optional[str]:
+    """The rewritten source as text (for debugging the rewriter)."""
+    return ast.unparse(instrument_source(source, filename, module_name, engine))
