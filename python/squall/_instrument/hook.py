@@ -1,0 +1,191 @@
+"""The import hook: rewrites the user's modules as they are imported.
+
+A ``sys.meta_path`` finder placed first asks the other finders for a module's spec; when the
+loader is a plain ``SourceFileLoader`` and the config says "instrument", it swaps in
+``InstrumentingLoader``, whose ``get_code`` rewrites and compiles the source and never reads or
+writes ``__pycache__`` (instrumented bytecode must never land in a pyc an unrecorded run loads).
+"""
+
+import importlib.machinery
+import os
+import sys
+import threading
+import types
+from typing import Any, Optional, Set
+
+from squall import config as _config
+
+from . import rewrite
+
+__all__ = [
+    "install",
+    "uninstall",
+    "is_installed",
+    "InstrumentingLoader",
+    "SquallFinder",
+    "compile_main",
+    "run_main",
+]
+
+_state_lock = threading.RLock()
+_finder: Optional["SquallFinder"] = None
+_warned: Set[str] = set()
+_local = threading.local()
+
+
+def _warn_once(module: str, err: BaseException) -> None:
+    with _state_lock:
+        if module in _warned:
+            return
+        _warned.add(module)
+    msg = "%s: %s" % (type(err).__name__, err)
+    sys.stderr.write("squall: could not instrument %s (%s); it runs unrecorded\n" % (module, msg))
+
+
+def _instrumented_code(source: Any, path: str, module_name: str, engine: Any = None):
+    """The instrumented code, or None if rewriting failed for a reason other than a SyntaxError
+    of the user's source (which propagates, as it would without squall)."""
+    try:
+        tree = compile(source, path, "exec", 0x400, dont_inherit=True)  # ast.PyCF_ONLY_AST
+    except SyntaxError:
+        raise
+    try:
+        rewrite.instrument_tree(tree, path, module_name, engine)
+        return compile(tree, path, "exec", dont_inherit=True)
+    except Exception as e:  # noqa: BLE001 - a rewriter bug must not break the program
+        _warn_once(module_name, e)
+        _config.remember(
+            _config.Explanation(
+                module_name, False,
+                "squall failed to instrument it (%s: %s); it runs unrecorded" % (type(e).__name__, e),
+                path, "failed",
+            )
+        )
+        return None
+
+
+class InstrumentingLoader(importlib.machinery.SourceFileLoader):
+    """A SourceFileLoader that rewrites the source and bypasses the bytecode cache."""
+
+    engine: Any = None  # an explicit engine object (tests); None: squall._engine
+
+    def get_code(self, fullname: Optional[str] = None):  # type: ignore[override]
+        name = fullname or self.name
+        path = self.get_filename(name)
+        source = self.get_data(path)
+        code = _instrumented_code(source, path, name, self.engine)
+        if code is None:
+            return compile(source, path, "exec", dont_inherit=True)
+        return code
+
+    def set_data(self, path: str, data: bytes, *, _mode: int = 0o666) -> None:  # never a pyc
+        return None
+
+
+class SquallFinder:
+    """The ``sys.meta_path`` finder placed first while the hook is installed."""
+
+    def __init__(self, cfg: Optional[_config.Config] = None, engine: Any = None):
+        self.cfg = cfg
+        self.engine = engine
+
+    def config(self) -> _config.Config:
+        return self.cfg if self.cfg is not None else _config.current()
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None):
+        if getattr(_local, "busy", False):
+            return None
+        _local.busy = True
+        try:
+            spec = None
+            for finder in list(sys.meta_path):
+                if finder is self or isinstance(finder, SquallFinder):
+                    continue
+                find = getattr(finder, "find_spec", None)
+                if find is None:
+                    continue
+                spec = find(fullname, path, target)
+                if spec is not None:
+                    break
+            if spec is None:
+                return None
+            loader = spec.loader
+            if type(loader) is not importlib.machinery.SourceFileLoader:
+                return spec
+            origin = spec.origin
+            decision = self.config().decide(fullname, origin)
+            _config.remember(decision)
+            if not decision.instrumented:
+                return spec
+            new_loader = InstrumentingLoader(fullname, origin)
+            new_loader.engine = self.engine
+            spec.loader = new_loader
+            return spec
+        finally:
+            _local.busy = False
+
+    def invalidate_caches(self) -> None:
+        pass
+
+
+def install(cfg: Optional[_config.Config] = None, engine: Any = None) -> "SquallFinder":
+    """Puts the finder first on ``sys.meta_path`` (replacing a previous squall finder).
+    ``cfg`` None: use ``config.current()`` at each import."""
+    global _finder
+    with _state_lock:
+        uninstall()
+        _finder = SquallFinder(cfg, engine)
+        sys.meta_path.insert(0, _finder)
+        return _finder
+
+
+def uninstall() -> None:
+    global _finder
+    with _state_lock:
+        sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, SquallFinder)]
+        _finder = None
+
+
+def is_installed() -> bool:
+    return any(isinstance(f, SquallFinder) for f in sys.meta_path)
+
+
+# --- the script itself -------------------------------------------------------------------------
+
+
+def compile_main(
+    source: Any, path: str, cfg: Optional[_config.Config] = None, engine: Any = None
+) -> types.CodeType:
+    """Code for the ``__main__`` script at ``path``: instrumented if the config allows, else a
+    plain compile. SyntaxErrors of the source propagate as usual."""
+    cfg = cfg or _config.current()
+    decision = _config.remember(cfg.decide("__main__", path))
+    if decision.instrumented:
+        code = _instrumented_code(source, path, "__main__", engine)
+        if code is not None:
+            return code
+    return compile(source, path, "exec", dont_inherit=True)
+
+
+def run_main(
+    path: str,
+    argv: Optional[list] = None,
+    cfg: Optional[_config.Config] = None,
+    engine: Any = None,
+) -> dict:
+    """Runs the script at ``path`` as ``__main__`` (like ``python path``), instrumented; returns
+    its globals. Sets ``sys.argv`` and ``sys.path[0]`` as Python does."""
+    path = os.path.abspath(path)
+    with open(path, "rb") as f:
+        source = f.read()
+    code = compile_main(source, path, cfg, engine)
+    main = types.ModuleType("__main__")
+    main.__file__ = path
+    main.__builtins__ = __builtins__  # type: ignore[attr-defined]
+    main.__spec__ = None
+    main.__loader__ = None
+    sys.modules["__main__"] = main
+    sys.argv[:] = [path] + list(argv or [])
+    sys.path.insert(0, os.path.dirname(path))
+    exec(code, main.__dict__)
+    return main.__dict__
