@@ -138,6 +138,9 @@ def _setup_recording(opts, script_path: str | None = None) -> object | None:
             msg = str(e)
             print(msg if msg.startswith(PROG) else f"{PROG}: {msg}", file=sys.stderr)
             raise SystemExit(2)
+        except Exception as e:  # e.g. no TOML reader: run with the defaults rather than not at all
+            _warn(f"could not load the configuration ({type(e).__name__}: {e}); using defaults")
+            config = None
     hook = None
     try:
         from squall._instrument import hook as _hook
@@ -161,7 +164,12 @@ def _warn(msg: str) -> None:
 
 def _compile_main(hook, source, path: str):
     if hook is not None and hasattr(hook, "compile_main"):
-        return hook.compile_main(source, path)
+        try:
+            return hook.compile_main(source, path)
+        except (SyntaxError, ValueError):
+            raise  # the program's own error: reported as python would
+        except Exception as e:  # squall's failure must not stop the program from running
+            _warn(f"could not instrument {path} ({type(e).__name__}: {e}); it runs unrecorded")
     return compile(source, path, "exec", dont_inherit=True)
 
 
