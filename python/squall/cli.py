@@ -400,9 +400,8 @@ def _print_summary(opts) -> None:
         sys.stdout.flush()
     except Exception:
         pass
-    print(text, file=sys.stderr)
     try:
-        sys.stderr.flush()
+        print(text, file=sys.stderr if sys.stderr is not None else sys.__stderr__, flush=True)
     except Exception:
         pass
 
