@@ -1,0 +1,295 @@
+//! Turning a Python object into a [`ValRef`] at record time.
+//!
+//! Policy (DESIGN.md, "Values"):
+//! - `None`, `True`, `False` and ints that fit in 31 bits are stored inline: nothing is kept alive.
+//! - Immutable values are kept by reference. A tuple or frozenset is immutable only if what it
+//!   holds is; otherwise it is snapshotted like a mutable value.
+//! - Mutable builtins (`list`, `dict`, `set`, `bytearray`, exactly) are snapshotted: copied at
+//!   record time, recursively, within the budget (`max_depth` levels, `max_length` items per
+//!   container, `max_items` in all); what the budget cuts is replaced by a truncation marker.
+//! - Subclasses of those and `collections.deque` are copied shallowly with `copy.copy`; types with
+//!   a registered snapshot function are passed through it.
+//! - Any other object is kept by reference (it shows its state when inspected, not when recorded).
+//!
+//! Nothing here raises: a failed snapshot falls back to keeping the reference and is counted.
+
+use std::ffi::c_int;
+
+use pyo3::ffi;
+use squall_trace::ValRef;
+
+use crate::engine::{without_recording, Engine, ThreadRec};
+
+/// # Safety
+/// GIL held; `o` a valid borrowed reference.
+#[inline(always)]
+pub unsafe fn capture(eng: &mut Engine, rec: &mut ThreadRec, o: *mut ffi::PyObject) -> ValRef {
+    unsafe {
+        if o == ffi::Py_None() {
+            return ValRef::NONE;
+        }
+        let tp = ffi::Py_TYPE(o);
+        if tp == &raw mut ffi::PyLong_Type {
+            let mut overflow: c_int = 0;
+            let v = ffi::PyLong_AsLongAndOverflow(o, &mut overflow);
+            if overflow == 0 && !(v == -1 && !ffi::PyErr_Occurred().is_null()) {
+                if let Some(r) = ValRef::small_int(v as i64) {
+                    return r;
+                }
+            }
+            ffi::PyErr_Clear();
+        } else if tp == &raw mut ffi::PyBool_Type {
+            return if o == ffi::Py_True() { ValRef::TRUE } else { ValRef::FALSE };
+        }
+        let kept = if needs_snapshot(eng, o, eng.budget.max_depth) {
+            let mut items = eng.budget.max_items;
+            snapshot(eng, o, eng.budget.max_depth, &mut items)
+        } else {
+            ffi::Py_IncRef(o);
+            o
+        };
+        keep(rec, kept)
+    }
+}
+
+/// Stores an owned reference in the recording's value table.
+unsafe fn keep(rec: &mut ThreadRec, owned: *mut ffi::PyObject) -> ValRef {
+    match ValRef::slot(rec.values.len() as u32) {
+        Some(r) => {
+            rec.values.push(owned);
+            r
+        }
+        None => {
+            unsafe { ffi::Py_DecRef(owned) };
+            ValRef::ABSENT
+        }
+    }
+}
+
+unsafe fn is_exact(o: *mut ffi::PyObject, tp: *mut ffi::PyTypeObject) -> bool {
+    unsafe { ffi::Py_TYPE(o) == tp }
+}
+
+/// True when `o` can change after it is recorded, so that keeping the reference would show a
+/// later state.
+unsafe fn needs_snapshot(eng: &Engine, o: *mut ffi::PyObject, depth: u32) -> bool {
+    unsafe {
+        let tp = ffi::Py_TYPE(o);
+        if tp == &raw mut ffi::PyUnicode_Type
+            || tp == &raw mut ffi::PyFloat_Type
+            || tp == &raw mut ffi::PyLong_Type
+            || tp == &raw mut ffi::PyBytes_Type
+            || o == ffi::Py_None()
+        {
+            return false;
+        }
+        if tp == &raw mut ffi::PyTuple_Type {
+            if depth == 0 {
+                return false;
+            }
+            let n = ffi::PyTuple_GET_SIZE(o);
+            return (0..n).any(|i| needs_snapshot(eng, ffi::PyTuple_GET_ITEM(o, i), depth - 1));
+        }
+        ffi::PyList_Check(o) != 0
+            || ffi::PyDict_Check(o) != 0
+            || ffi::PySet_Check(o) != 0
+            || ffi::PyByteArray_Check(o) != 0
+            || (!eng.deque_type.is_null() && ffi::PyObject_TypeCheck(o, eng.deque_type) != 0)
+            || eng.snapshotters.iter().any(|&(t, _)| t == tp)
+    }
+}
+
+/// A new reference to a copy of `o` as it is now, within the budget.
+unsafe fn snapshot(eng: &mut Engine, o: *mut ffi::PyObject, depth: u32, items: &mut usize) -> *mut ffi::PyObject {
+    unsafe {
+        if !needs_snapshot(eng, o, depth) {
+            ffi::Py_IncRef(o);
+            return o;
+        }
+        if depth == 0 || *items == 0 {
+            return marker(eng, o, 0);
+        }
+        let copied = if is_exact(o, &raw mut ffi::PyList_Type) {
+            snapshot_list(eng, o, depth, items)
+        } else if is_exact(o, &raw mut ffi::PyTuple_Type) {
+            snapshot_tuple(eng, o, depth, items)
+        } else if is_exact(o, &raw mut ffi::PyDict_Type) {
+            snapshot_dict(eng, o, depth, items)
+        } else if is_exact(o, &raw mut ffi::PySet_Type) {
+            let s = ffi::PySet_New(o);
+            *items = items.saturating_sub(ffi::PySet_Size(o).max(0) as usize);
+            s
+        } else if is_exact(o, &raw mut ffi::PyByteArray_Type) {
+            ffi::PyByteArray_FromObject(o)
+        } else if let Some(&(_, f)) = eng.snapshotters.iter().find(|&&(t, _)| t == ffi::Py_TYPE(o)) {
+            without_recording(|| ffi::PyObject_CallOneArg(f, o))
+        } else if let Some(copy) = eng.copy_fn {
+            without_recording(|| ffi::PyObject_CallOneArg(copy, o))
+        } else {
+            std::ptr::null_mut()
+        };
+        if copied.is_null() {
+            ffi::PyErr_Clear();
+            eng.snapshot_errors += 1;
+            ffi::Py_IncRef(o);
+            return o;
+        }
+        copied
+    }
+}
+
+unsafe fn snapshot_list(eng: &mut Engine, o: *mut ffi::PyObject, depth: u32, items: &mut usize) -> *mut ffi::PyObject {
+    unsafe {
+        let n = ffi::PyList_GET_SIZE(o) as usize;
+        let shown = n.min(eng.budget.max_length).min(*items);
+        *items -= shown;
+        let truncated = shown < n;
+        let out = ffi::PyList_New((shown + usize::from(truncated)) as ffi::Py_ssize_t);
+        if out.is_null() {
+            return out;
+        }
+        for i in 0..shown {
+            // The list may shrink if a snapshot function mutates it; stop at its current end.
+            if i as ffi::Py_ssize_t >= ffi::PyList_GET_SIZE(o) {
+                ffi::PyList_SET_ITEM(out, i as ffi::Py_ssize_t, marker(eng, o, n - i));
+                continue;
+            }
+            let item = ffi::PyList_GET_ITEM(o, i as ffi::Py_ssize_t);
+            ffi::Py_IncRef(item);
+            let s = snapshot(eng, item, depth - 1, items);
+            ffi::Py_DecRef(item);
+            ffi::PyList_SET_ITEM(out, i as ffi::Py_ssize_t, s);
+        }
+        if truncated {
+            ffi::PyList_SET_ITEM(out, shown as ffi::Py_ssize_t, marker(eng, o, n - shown));
+        }
+        out
+    }
+}
+
+unsafe fn snapshot_tuple(eng: &mut Engine, o: *mut ffi::PyObject, depth: u32, items: &mut usize) -> *mut ffi::PyObject {
+    unsafe {
+        let n = ffi::PyTuple_GET_SIZE(o) as usize;
+        let shown = n.min(eng.budget.max_length).min(*items);
+        *items -= shown;
+        let truncated = shown < n;
+        let out = ffi::PyTuple_New((shown + usize::from(truncated)) as ffi::Py_ssize_t);
+        if out.is_null() {
+            return out;
+        }
+        for i in 0..shown {
+            let s = snapshot(eng, ffi::PyTuple_GET_ITEM(o, i as ffi::Py_ssize_t), depth - 1, items);
+            ffi::PyTuple_SET_ITEM(out, i as ffi::Py_ssize_t, s);
+        }
+        if truncated {
+            ffi::PyTuple_SET_ITEM(out, shown as ffi::Py_ssize_t, marker(eng, o, n - shown));
+        }
+        out
+    }
+}
+
+unsafe fn snapshot_dict(eng: &mut Engine, o: *mut ffi::PyObject, depth: u32, items: &mut usize) -> *mut ffi::PyObject {
+    unsafe {
+        let n = ffi::PyDict_Size(o).max(0) as usize;
+        let shown = n.min(eng.budget.max_length).min(*items);
+        *items -= shown;
+        let out = ffi::PyDict_New();
+        if out.is_null() {
+            return out;
+        }
+        let mut pos: ffi::Py_ssize_t = 0;
+        let mut key = std::ptr::null_mut();
+        let mut value = std::ptr::null_mut();
+        let mut copied = 0;
+        // Keys and values are borrowed from a dict a snapshot function could mutate: hold them.
+        while copied < shown && ffi::PyDict_Next(o, &mut pos, &mut key, &mut value) != 0 {
+            ffi::Py_IncRef(key);
+            ffi::Py_IncRef(value);
+            let s = snapshot(eng, value, depth - 1, items);
+            let failed = ffi::PyDict_SetItem(out, key, s) != 0;
+            ffi::Py_DecRef(s);
+            ffi::Py_DecRef(key);
+            ffi::Py_DecRef(value);
+            if failed {
+                ffi::Py_DecRef(out);
+                return std::ptr::null_mut();
+            }
+            copied += 1;
+        }
+        if copied < n {
+            let m = marker(eng, o, n - copied);
+            if ffi::PyDict_SetItem(out, m, m) != 0 {
+                ffi::PyErr_Clear();
+            }
+            ffi::Py_DecRef(m);
+        }
+        out
+    }
+}
+
+/// A new reference to the truncation marker for `o`, `omitted` items left out (0: the whole
+/// value was cut by the depth or item budget).
+unsafe fn marker(eng: &Engine, o: *mut ffi::PyObject, omitted: usize) -> *mut ffi::PyObject {
+    unsafe {
+        let len = if ffi::PySequence_Check(o) != 0 || ffi::PyDict_Check(o) != 0 || ffi::PyAnySet_Check(o) != 0 {
+            let l = ffi::PyObject_Size(o);
+            if l < 0 {
+                ffi::PyErr_Clear();
+            }
+            l.max(0)
+        } else {
+            0
+        };
+        if let Some(factory) = eng.truncation_marker {
+            let tp_name = type_name(o);
+            let args = (
+                ffi::PyUnicode_FromStringAndSize(tp_name.as_ptr().cast(), tp_name.len() as ffi::Py_ssize_t),
+                ffi::PyLong_FromSsize_t(len),
+                ffi::PyLong_FromSize_t(omitted),
+            );
+            if !args.0.is_null() && !args.1.is_null() && !args.2.is_null() {
+                let call_args = [args.0, args.1, args.2];
+                let r = without_recording(|| ffi::PyObject_Vectorcall(factory, call_args.as_ptr(), 3, std::ptr::null_mut()));
+                ffi::Py_DecRef(args.0);
+                ffi::Py_DecRef(args.1);
+                ffi::Py_DecRef(args.2);
+                if !r.is_null() {
+                    return r;
+                }
+            }
+            ffi::PyErr_Clear();
+        }
+        let text = b"<truncated by squall>";
+        ffi::PyUnicode_FromStringAndSize(text.as_ptr().cast(), text.len() as ffi::Py_ssize_t)
+    }
+}
+
+/// The name of `o`'s type.
+pub unsafe fn type_name(o: *mut ffi::PyObject) -> String {
+    unsafe {
+        let tp = ffi::Py_TYPE(o);
+        let name = std::ffi::CStr::from_ptr((*tp).tp_name);
+        name.to_string_lossy().into_owned()
+    }
+}
+
+/// `str(o)`, or an empty string if that fails.
+pub unsafe fn str_of(o: *mut ffi::PyObject) -> String {
+    unsafe {
+        let s = ffi::PyObject_Str(o);
+        if s.is_null() {
+            ffi::PyErr_Clear();
+            return String::new();
+        }
+        let mut size: ffi::Py_ssize_t = 0;
+        let p = ffi::PyUnicode_AsUTF8AndSize(s, &mut size);
+        let out = if p.is_null() {
+            ffi::PyErr_Clear();
+            String::new()
+        } else {
+            String::from_utf8_lossy(std::slice::from_raw_parts(p.cast::<u8>(), size as usize)).into_owned()
+        };
+        ffi::Py_DecRef(s);
+        out
+    }
+}

@@ -1,0 +1,202 @@
+//! Registration of forms and sites, recording control, limits and engine statistics.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyType};
+use squall_trace::{display_name, Coord, Form, FormKind, LimitHit, Limits, Site, SiteKind};
+
+use crate::engine::{bump_epoch, Engine, ENGINE, RECORDING};
+use crate::query::trace_err;
+
+fn eng() -> &'static mut Engine {
+    // SAFETY: GIL held; no Python code runs while this reference is used.
+    unsafe { ENGINE.get() }
+}
+
+#[pyfunction]
+pub fn register_form(fn_ns: &str, fn_name: &str, file: &str, line: u32, params: Vec<String>, kind: i64) -> PyResult<u32> {
+    let kind = FormKind::from_code(kind).map_err(trace_err)?;
+    let form = Form {
+        ns: Arc::from(fn_ns),
+        name: Arc::from(fn_name),
+        file: Arc::from(file),
+        line,
+        params: params.into_iter().map(Arc::from).collect(),
+        kind,
+    };
+    eng().forms.add_form(form).map_err(trace_err)
+}
+
+#[pyfunction]
+pub fn register_site(form_id: u32, kind: i64, line: u32, col: u32, end_line: u32, end_col: u32) -> PyResult<u32> {
+    let kind = SiteKind::from_code(kind).map_err(trace_err)?;
+    let site = Site { form: form_id, kind, coord: Coord { line, col, end_line, end_col } };
+    eng().forms.add_site(site).map_err(trace_err)
+}
+
+#[pyfunction]
+pub fn start_recording() {
+    let eng = eng();
+    // Frames open before recording (re)started are not continued: their exits are unmatched.
+    for rec in eng.recs.iter_mut().flatten() {
+        rec.tl.forget_open_frames();
+    }
+    eng.memory_stopped = false;
+    bump_epoch();
+    RECORDING.store(true, Ordering::Relaxed);
+}
+
+#[pyfunction]
+pub fn stop_recording() {
+    RECORDING.store(false, Ordering::Relaxed);
+}
+
+#[pyfunction]
+pub fn is_recording() -> bool {
+    RECORDING.load(Ordering::Relaxed)
+}
+
+#[pyfunction]
+pub fn clear_recordings() {
+    // SAFETY: GIL held (pyfunction).
+    unsafe { eng().clear() };
+}
+
+#[pyfunction]
+pub fn set_flow(flow_id: u32) {
+    eng().current_flow = flow_id;
+    bump_epoch();
+}
+
+#[pyfunction]
+pub fn current_flow() -> u32 {
+    eng().current_flow
+}
+
+#[pyfunction]
+pub fn set_thread_namer(f: Bound<'_, PyAny>) {
+    let eng = eng();
+    if let Some(old) = eng.namer.replace(f.into_ptr()) {
+        // SAFETY: GIL held; the engine owned this reference.
+        unsafe { pyo3::ffi::Py_DecRef(old) };
+    }
+}
+
+#[pyfunction]
+pub fn set_truncation_marker(f: Bound<'_, PyAny>) {
+    let eng = eng();
+    if let Some(old) = eng.truncation_marker.replace(f.into_ptr()) {
+        // SAFETY: as above.
+        unsafe { pyo3::ffi::Py_DecRef(old) };
+    }
+}
+
+#[pyfunction]
+pub fn register_snapshot(tp: Bound<'_, PyType>, f: Bound<'_, PyAny>) {
+    let eng = eng();
+    let tp_ptr = tp.as_type_ptr();
+    let f_ptr = f.into_ptr();
+    match eng.snapshotters.iter_mut().find(|(t, _)| *t == tp_ptr) {
+        Some(slot) => {
+            // SAFETY: as above.
+            unsafe { pyo3::ffi::Py_DecRef(slot.1) };
+            slot.1 = f_ptr;
+        }
+        None => {
+            // The type object must outlive the registry entry.
+            std::mem::forget(tp.clone());
+            eng.snapshotters.push((tp_ptr, f_ptr));
+        }
+    }
+}
+
+#[pyfunction]
+pub fn set_snapshot_budget(max_depth: u32, max_length: usize, max_items: usize) -> PyResult<()> {
+    if max_length == 0 || max_items == 0 {
+        return Err(PyValueError::new_err(format!(
+            "snapshot budget max_length={max_length}, max_items={max_items}: both must be at least 1"
+        )));
+    }
+    let b = &mut eng().budget;
+    b.max_depth = max_depth;
+    b.max_length = max_length;
+    b.max_items = max_items;
+    Ok(())
+}
+
+#[pyfunction]
+pub fn get_snapshot_budget(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let b = &eng().budget;
+    let d = PyDict::new(py);
+    d.set_item("max_depth", b.max_depth)?;
+    d.set_item("max_length", b.max_length)?;
+    d.set_item("max_items", b.max_items)?;
+    Ok(d)
+}
+
+#[pyfunction]
+#[pyo3(signature = (thread_trace_limit, fn_call_limit, memory_limit))]
+pub fn set_limits(thread_trace_limit: Option<u64>, fn_call_limit: Option<u32>, memory_limit: Option<u64>) {
+    eng().limits = Limits { thread_trace_limit, fn_call_limit, memory_limit };
+}
+
+#[pyfunction]
+pub fn get_limits(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let l = eng().limits;
+    let d = PyDict::new(py);
+    d.set_item("thread_trace_limit", l.thread_trace_limit)?;
+    d.set_item("fn_call_limit", l.fn_call_limit)?;
+    d.set_item("memory_limit", l.memory_limit)?;
+    Ok(d)
+}
+
+#[pyfunction]
+pub fn limits_hit(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
+    let eng = eng();
+    eng.hits
+        .iter()
+        .map(|&(n, hit)| {
+            let d = PyDict::new(py);
+            let rec = eng.recs.get(n as usize).and_then(|r| r.as_deref());
+            d.set_item("flow_id", rec.map(|r| r.flow))?;
+            d.set_item("thread_id", rec.map(|r| r.thread_id))?;
+            d.set_item("thread_name", rec.map(|r| r.name.as_str()))?;
+            match hit {
+                LimitHit::ThreadTrace { limit } => {
+                    d.set_item("limit", "thread_trace_limit")?;
+                    d.set_item("value", limit)?;
+                }
+                LimitHit::FnCalls { form, limit } => {
+                    d.set_item("limit", "fn_call_limit")?;
+                    d.set_item("value", limit)?;
+                    d.set_item("function", display_name(&eng.forms, form))?;
+                }
+                LimitHit::Memory { limit } => {
+                    d.set_item("limit", "memory_limit")?;
+                    d.set_item("value", limit)?;
+                }
+            }
+            Ok(d)
+        })
+        .collect()
+}
+
+#[pyfunction]
+pub fn engine_stats(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let eng = eng();
+    let recs: Vec<_> = eng.recs.iter().flatten().collect();
+    let d = PyDict::new(py);
+    d.set_item("entries", recs.iter().map(|r| r.tl.len() as u64).sum::<u64>())?;
+    d.set_item("values", recs.iter().map(|r| r.values.len() as u64).sum::<u64>())?;
+    d.set_item("bytes", eng.bytes())?;
+    d.set_item("timelines", recs.len())?;
+    d.set_item("forms", eng.forms.forms().len())?;
+    d.set_item("dropped", eng.dropped)?;
+    d.set_item("unmatched", eng.unmatched)?;
+    d.set_item("repaired", recs.iter().map(|r| r.tl.repaired).sum::<u64>())?;
+    d.set_item("snapshot_errors", eng.snapshot_errors)?;
+    Ok(d)
+}

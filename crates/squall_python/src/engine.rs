@@ -1,0 +1,254 @@
+//! The recorder's global state: forms, flows, per-thread recordings, limits.
+
+use std::cell::Cell;
+use std::collections::BTreeMap;
+use std::ptr::null_mut;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+
+use pyo3::ffi;
+use squall_trace::{display_name, Forms, LimitHit, Limits, Recorded, Timeline};
+
+use crate::gil_cell::GilCell;
+
+/// One thread's recording in one flow: its timeline and the objects its entries refer to.
+pub struct ThreadRec {
+    pub tl: Timeline,
+    /// Strong references, owned; released by `clear`.
+    pub values: Vec<*mut ffi::PyObject>,
+    pub flow: u32,
+    pub thread_id: u64,
+    pub name: String,
+    /// This recording's index in `Engine::recs`; part of every value ref handed to users.
+    pub number: u32,
+}
+
+pub struct SnapshotBudget {
+    pub max_depth: u32,
+    pub max_length: usize,
+    /// Items copied by one snapshot, all levels together.
+    pub max_items: usize,
+}
+
+pub struct Engine {
+    pub forms: Forms,
+    pub recs: Vec<Option<Box<ThreadRec>>>,
+    pub flows: BTreeMap<u32, Vec<u32>>,
+    pub current_flow: u32,
+    pub limits: Limits,
+    pub hits: Vec<(u32, LimitHit)>,
+    pub namer: Option<*mut ffi::PyObject>,
+    pub truncation_marker: Option<*mut ffi::PyObject>,
+    pub snapshotters: Vec<(*mut ffi::PyTypeObject, *mut ffi::PyObject)>,
+    pub copy_fn: Option<*mut ffi::PyObject>,
+    pub deque_type: *mut ffi::PyTypeObject,
+    pub budget: SnapshotBudget,
+    pub dropped: u64,
+    pub unmatched: u64,
+    pub snapshot_errors: u64,
+    pub memory_stopped: bool,
+}
+
+pub static ENGINE: GilCell<Engine> = GilCell::new(Engine {
+    forms: Forms::new(),
+    recs: Vec::new(),
+    flows: BTreeMap::new(),
+    current_flow: 0,
+    limits: Limits { thread_trace_limit: None, fn_call_limit: None, memory_limit: Some(DEFAULT_MEMORY_LIMIT) },
+    hits: Vec::new(),
+    namer: None,
+    truncation_marker: None,
+    snapshotters: Vec::new(),
+    copy_fn: None,
+    deque_type: null_mut(),
+    budget: SnapshotBudget { max_depth: 5, max_length: 1000, max_items: 10_000 },
+    dropped: 0,
+    unmatched: 0,
+    snapshot_errors: 0,
+    memory_stopped: false,
+});
+
+pub const DEFAULT_MEMORY_LIMIT: u64 = 4 << 30;
+
+/// Recording on or off. Checked first by every entry point.
+pub static RECORDING: AtomicBool = AtomicBool::new(false);
+/// Bumped whenever cached thread-local recordings may be stale (flow change, clear, restart).
+pub static EPOCH: AtomicU32 = AtomicU32::new(1);
+/// An epoch value never current: marks the thread-local cache as "inside the engine".
+const BUSY_EPOCH: u32 = 0;
+const MEMORY_CHECK_EVERY: usize = 1 << 16;
+
+thread_local! {
+    /// (epoch, recording) of the current thread; valid only when the epoch is current.
+    static CURRENT: Cell<(u32, *mut ThreadRec)> = const { Cell::new((0, null_mut())) };
+    static BUSY: Cell<bool> = const { Cell::new(false) };
+}
+
+/// The current thread's recording in the current flow, creating it on first use. `None` while
+/// the engine itself runs Python code on this thread (re-entrant events are not recorded).
+///
+/// # Safety
+/// GIL held.
+#[inline(always)]
+pub unsafe fn current_rec() -> Option<&'static mut ThreadRec> {
+    let (epoch, rec) = CURRENT.with(Cell::get);
+    if epoch == EPOCH.load(Ordering::Relaxed) && !rec.is_null() {
+        // SAFETY: the pointer is a live Box in ENGINE.recs while its epoch is current.
+        return Some(unsafe { &mut *rec });
+    }
+    unsafe { current_rec_slow() }
+}
+
+#[cold]
+unsafe fn current_rec_slow() -> Option<&'static mut ThreadRec> {
+    if BUSY.with(Cell::get) {
+        return None;
+    }
+    let eng = unsafe { ENGINE.get() };
+    let flow = eng.current_flow;
+    let thread_id = unsafe { ffi::PyThread_get_thread_ident() } as u64;
+    let existing = eng.flows.get(&flow).and_then(|nums| {
+        nums.iter().copied().find(|&n| eng.recs[n as usize].as_ref().is_some_and(|r| r.thread_id == thread_id))
+    });
+    let number = match existing {
+        Some(n) => n,
+        None => {
+            let name = unsafe { thread_name(eng) };
+            let number = eng.recs.len() as u32;
+            eng.recs.push(Some(Box::new(ThreadRec {
+                tl: Timeline::new(),
+                values: Vec::new(),
+                flow,
+                thread_id,
+                name,
+                number,
+            })));
+            eng.flows.entry(flow).or_default().push(number);
+            number
+        }
+    };
+    let rec: *mut ThreadRec = match eng.recs[number as usize].as_mut() {
+        Some(b) => &mut **b,
+        None => return None,
+    };
+    CURRENT.with(|c| c.set((EPOCH.load(Ordering::Relaxed), rec)));
+    Some(unsafe { &mut *rec })
+}
+
+/// Runs `f` with this thread's recording suspended: events caused by Python code that `f` runs
+/// (a thread namer, a snapshot function, `copy.copy`) are not recorded and cannot re-enter.
+pub fn without_recording<R>(f: impl FnOnce() -> R) -> R {
+    let saved = CURRENT.with(|c| c.replace((BUSY_EPOCH, null_mut())));
+    let was_busy = BUSY.with(|b| b.replace(true));
+    let out = f();
+    BUSY.with(|b| b.set(was_busy));
+    CURRENT.with(|c| c.set(saved));
+    out
+}
+
+unsafe fn thread_name(eng: &Engine) -> String {
+    let Some(namer) = eng.namer else { return String::new() };
+    without_recording(|| unsafe {
+        let r = ffi::PyObject_CallNoArgs(namer);
+        if r.is_null() {
+            ffi::PyErr_Clear();
+            return String::new();
+        }
+        let s = crate::capture::str_of(r);
+        ffi::Py_DecRef(r);
+        s
+    })
+}
+
+/// Invalidates every thread's cached recording.
+pub fn bump_epoch() {
+    let next = EPOCH.load(Ordering::Relaxed).wrapping_add(1);
+    EPOCH.store(if next == BUSY_EPOCH { 1 } else { next }, Ordering::Relaxed);
+}
+
+impl Engine {
+    /// Accounts for one recorder outcome: counts, reports a reached limit once on stderr.
+    pub fn note(&mut self, rec_number: u32, outcome: Recorded) {
+        match outcome {
+            Recorded::Written => {
+                let Some(Some(rec)) = self.recs.get(rec_number as usize) else { return };
+                if rec.tl.len() % MEMORY_CHECK_EVERY == 0 {
+                    self.check_memory(rec_number);
+                }
+            }
+            Recorded::Skipped => {}
+            Recorded::Unmatched => self.unmatched += 1,
+            Recorded::LimitReached(hit) => self.report(rec_number, hit),
+        }
+    }
+
+    pub fn report(&mut self, rec_number: u32, hit: LimitHit) {
+        let (thread, flow) = match self.recs.get(rec_number as usize) {
+            Some(Some(r)) => (format!("thread `{}` (id {})", r.name, r.thread_id), r.flow),
+            _ => ("a thread".to_string(), self.current_flow),
+        };
+        let msg = match hit {
+            LimitHit::ThreadTrace { limit } => format!(
+                "squall: {thread} in flow {flow} reached the thread trace limit of {limit} entries; \
+                 its recording stops here (the program goes on). Raise it with \
+                 `squall.api.set_limits(thread_trace_limit=N)` or `--thread-trace-limit N`."
+            ),
+            LimitHit::FnCalls { form, limit } => format!(
+                "squall: `{}` was called more than {limit} times on {thread} in flow {flow}; \
+                 its further calls are not recorded (their callees are). Raise it with \
+                 `squall.api.set_limits(fn_call_limit=N)` or `--fn-call-limit N`.",
+                display_name(&self.forms, form)
+            ),
+            LimitHit::Memory { limit } => format!(
+                "squall: the recordings reached the memory limit of {} MiB; recording stops \
+                 everywhere (the program goes on). Raise it with \
+                 `squall.api.set_limits(memory_limit=BYTES)` or `--memory-limit MIB`.",
+                limit >> 20
+            ),
+        };
+        eprintln!("{msg}");
+        self.hits.push((rec_number, hit));
+    }
+
+    pub fn bytes(&self) -> u64 {
+        self.recs.iter().flatten().map(|r| r.tl.bytes() + (r.values.len() * 8) as u64).sum()
+    }
+
+    fn check_memory(&mut self, rec_number: u32) {
+        let Some(limit) = self.limits.memory_limit else { return };
+        if !self.memory_stopped && self.bytes() >= limit {
+            self.memory_stopped = true;
+            RECORDING.store(false, Ordering::Relaxed);
+            self.report(rec_number, LimitHit::Memory { limit });
+        }
+    }
+
+    pub fn rec(&self, flow: u32, thread_id: u64) -> Option<&ThreadRec> {
+        self.flows
+            .get(&flow)?
+            .iter()
+            .filter_map(|&n| self.recs.get(n as usize)?.as_deref())
+            .find(|r| r.thread_id == thread_id)
+    }
+
+    /// Releases every recording and the objects it kept alive.
+    ///
+    /// # Safety
+    /// GIL held.
+    pub unsafe fn clear(&mut self) {
+        bump_epoch();
+        // Numbers are never reused, so a value ref from before the clear cannot resolve to a
+        // value recorded after it.
+        let recs: Vec<Box<ThreadRec>> = self.recs.iter_mut().filter_map(Option::take).collect();
+        self.flows.clear();
+        self.hits.clear();
+        self.memory_stopped = false;
+        // Releasing objects can run finalizers, which may be instrumented code.
+        without_recording(|| {
+            for rec in recs {
+                for &v in &rec.values {
+                    unsafe { ffi::Py_DecRef(v) };
+                }
+            }
+        });
+    }
+}

@@ -1,0 +1,100 @@
+//! `squall._engine`: the CPython recorder and thin bindings over `squall_trace`'s queries.
+
+mod capture;
+mod control;
+mod engine;
+mod gil_cell;
+mod query;
+mod record;
+
+use std::ffi::CStr;
+use std::ptr::null_mut;
+
+use pyo3::ffi;
+use pyo3::prelude::*;
+
+use crate::engine::ENGINE;
+
+type FastFn = unsafe extern "C" fn(*mut ffi::PyObject, *mut *mut ffi::PyObject, ffi::Py_ssize_t) -> *mut ffi::PyObject;
+
+/// Adds a raw `METH_FASTCALL` function to the module (not `#[pyfunction]`: see record.rs).
+fn add_fast(m: &Bound<'_, PyModule>, name: &'static CStr, doc: &'static CStr, f: FastFn) -> PyResult<()> {
+    // CPython keeps a pointer to the method def for the function's lifetime: leak it.
+    let def: &'static mut ffi::PyMethodDef = Box::leak(Box::new(ffi::PyMethodDef {
+        ml_name: name.as_ptr(),
+        ml_meth: ffi::PyMethodDefPointer { PyCFunctionFast: f },
+        ml_flags: ffi::METH_FASTCALL,
+        ml_doc: doc.as_ptr(),
+    }));
+    let py = m.py();
+    // SAFETY: a valid static method def; a NULL self; the module's name as __module__.
+    let func = unsafe {
+        let ptr = ffi::PyCFunction_NewEx(def, null_mut(), m.name()?.as_ptr());
+        Bound::from_owned_ptr_or_err(py, ptr)?
+    };
+    m.add(name.to_str().unwrap_or("?"), func)
+}
+
+#[pymodule]
+fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    add_fast(m, c"call", c"call(form_id, *param_values) -> None: a frame starts.", record::call)?;
+    add_fast(m, c"ret", c"ret(site_id, value) -> value: a frame returns.", record::ret)?;
+    add_fast(m, c"unwind", c"unwind(form_id, exc) -> None: a frame is left by an exception.", record::unwind)?;
+    add_fast(m, c"suspend", c"suspend(site_id, value) -> value: a resumable frame suspends.", record::suspend)?;
+    add_fast(m, c"resume", c"resume(form_id, sent) -> sent: a resumable frame resumes.", record::resume)?;
+
+    m.add("FORM_FUNCTION", 0)?;
+    m.add("FORM_GENERATOR", 1)?;
+    m.add("FORM_COROUTINE", 2)?;
+    m.add("FORM_ASYNC_GENERATOR", 3)?;
+    m.add("FORM_LAMBDA", 4)?;
+    m.add("FORM_MODULE", 5)?;
+    m.add("SITE_RETURN", 0)?;
+    m.add("SITE_YIELD", 1)?;
+    m.add("SITE_AWAIT", 2)?;
+
+    let py = m.py();
+    // SAFETY: module init runs with the GIL held.
+    let eng = unsafe { ENGINE.get() };
+    if eng.copy_fn.is_none() {
+        eng.copy_fn = Some(py.import("copy")?.getattr("copy")?.unbind().into_ptr());
+        let deque = py.import("collections")?.getattr("deque")?;
+        eng.deque_type = deque.as_ptr().cast();
+        std::mem::forget(deque);
+    }
+
+    m.add_function(wrap_pyfunction!(control::register_form, m)?)?;
+    m.add_function(wrap_pyfunction!(control::register_site, m)?)?;
+    m.add_function(wrap_pyfunction!(control::start_recording, m)?)?;
+    m.add_function(wrap_pyfunction!(control::stop_recording, m)?)?;
+    m.add_function(wrap_pyfunction!(control::is_recording, m)?)?;
+    m.add_function(wrap_pyfunction!(control::clear_recordings, m)?)?;
+    m.add_function(wrap_pyfunction!(control::set_flow, m)?)?;
+    m.add_function(wrap_pyfunction!(control::current_flow, m)?)?;
+    m.add_function(wrap_pyfunction!(control::set_thread_namer, m)?)?;
+    m.add_function(wrap_pyfunction!(control::set_truncation_marker, m)?)?;
+    m.add_function(wrap_pyfunction!(control::register_snapshot, m)?)?;
+    m.add_function(wrap_pyfunction!(control::set_snapshot_budget, m)?)?;
+    m.add_function(wrap_pyfunction!(control::get_snapshot_budget, m)?)?;
+    m.add_function(wrap_pyfunction!(control::set_limits, m)?)?;
+    m.add_function(wrap_pyfunction!(control::get_limits, m)?)?;
+    m.add_function(wrap_pyfunction!(control::limits_hit, m)?)?;
+    m.add_function(wrap_pyfunction!(control::engine_stats, m)?)?;
+
+    m.add_function(wrap_pyfunction!(query::all_flows, m)?)?;
+    m.add_function(wrap_pyfunction!(query::all_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(query::flow_threads_info, m)?)?;
+    m.add_function(wrap_pyfunction!(query::timeline_len, m)?)?;
+    m.add_function(wrap_pyfunction!(query::entry, m)?)?;
+    m.add_function(wrap_pyfunction!(query::entries, m)?)?;
+    m.add_function(wrap_pyfunction!(query::timeline_entry, m)?)?;
+    m.add_function(wrap_pyfunction!(query::frame_data, m)?)?;
+    m.add_function(wrap_pyfunction!(query::stack_for_frame, m)?)?;
+    m.add_function(wrap_pyfunction!(query::callstack_node_childs, m)?)?;
+    m.add_function(wrap_pyfunction!(query::fn_call_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(query::find_fn_call_entry, m)?)?;
+    m.add_function(wrap_pyfunction!(query::deref, m)?)?;
+    m.add_function(wrap_pyfunction!(query::forms, m)?)?;
+    m.add_function(wrap_pyfunction!(query::idxs_of_type, m)?)?;
+    Ok(())
+}

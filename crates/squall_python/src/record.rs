@@ -1,0 +1,176 @@
+//! The recording entry points called by instrumented code.
+//!
+//! They are raw `METH_FASTCALL` C functions (DESIGN.md: pyo3's `#[pyfunction]` wrapper costs
+//! ~10 ns more per event). Each one never raises and never panics into CPython: a malformed call
+//! or an internal failure drops the event and counts it in `engine_stats()["dropped"]`; `ret`
+//! and `suspend` always hand back the value they were given.
+
+use std::ffi::c_int;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::Ordering;
+
+use pyo3::ffi;
+use squall_trace::{Kind, ValRef};
+
+use crate::capture::capture;
+use crate::engine::{current_rec, ENGINE, RECORDING};
+
+type Args = *mut *mut ffi::PyObject;
+
+/// Most parameters a call records inline on the stack before spilling to the heap.
+const INLINE_ARGS: usize = 8;
+
+#[inline(always)]
+unsafe fn small_id(o: *mut ffi::PyObject) -> Option<u32> {
+    unsafe {
+        let mut overflow: c_int = 0;
+        let v = ffi::PyLong_AsLongAndOverflow(o, &mut overflow);
+        if v < 0 || overflow != 0 {
+            ffi::PyErr_Clear();
+            return None;
+        }
+        u32::try_from(v).ok()
+    }
+}
+
+unsafe fn new_none() -> *mut ffi::PyObject {
+    unsafe {
+        let none = ffi::Py_None();
+        ffi::Py_IncRef(none);
+        none
+    }
+}
+
+/// Runs a recording step; a panic inside it is contained and counted.
+#[inline(always)]
+fn guarded(step: impl FnOnce()) {
+    if catch_unwind(AssertUnwindSafe(step)).is_err() {
+        // SAFETY: the entry points run with the GIL held.
+        unsafe { ENGINE.get().dropped += 1 };
+    }
+}
+
+/// `call(form_id, *param_values) -> None`
+pub unsafe extern "C" fn call(_m: *mut ffi::PyObject, args: Args, nargs: ffi::Py_ssize_t) -> *mut ffi::PyObject {
+    if RECORDING.load(Ordering::Relaxed) && nargs >= 1 {
+        guarded(|| unsafe { record_call(args, nargs as usize) });
+    }
+    unsafe { new_none() }
+}
+
+unsafe fn record_call(args: Args, nargs: usize) {
+    unsafe {
+        let eng = ENGINE.get();
+        let Some(form) = small_id(*args) else {
+            eng.dropped += 1;
+            return;
+        };
+        let Some(rec) = current_rec() else { return };
+        let n = nargs - 1;
+        let outcome = if n <= INLINE_ARGS {
+            let mut vals = [ValRef::NONE; INLINE_ARGS];
+            for (i, slot) in vals.iter_mut().enumerate().take(n) {
+                *slot = capture(eng, rec, *args.add(i + 1));
+            }
+            rec.tl.call(form, &vals[..n], &eng.limits)
+        } else {
+            let vals: Vec<ValRef> = (1..nargs).map(|i| capture(eng, rec, *args.add(i))).collect();
+            rec.tl.call(form, &vals, &eng.limits)
+        };
+        eng.note(rec.number, outcome);
+    }
+}
+
+/// `ret(site_id, value) -> value`
+pub unsafe extern "C" fn ret(_m: *mut ffi::PyObject, args: Args, nargs: ffi::Py_ssize_t) -> *mut ffi::PyObject {
+    unsafe { exit_through_site(args, nargs) }
+}
+
+/// `suspend(site_id, value) -> value`: a yield, await or yield from. The site's kind tells which.
+pub unsafe extern "C" fn suspend(_m: *mut ffi::PyObject, args: Args, nargs: ffi::Py_ssize_t) -> *mut ffi::PyObject {
+    unsafe { exit_through_site(args, nargs) }
+}
+
+unsafe fn exit_through_site(args: Args, nargs: ffi::Py_ssize_t) -> *mut ffi::PyObject {
+    unsafe {
+        if nargs != 2 {
+            ENGINE.get().dropped += 1;
+            return new_none();
+        }
+        let value = *args.add(1);
+        if RECORDING.load(Ordering::Relaxed) {
+            guarded(|| record_exit_site(*args, value));
+        }
+        ffi::Py_IncRef(value);
+        value
+    }
+}
+
+unsafe fn record_exit_site(site_obj: *mut ffi::PyObject, value: *mut ffi::PyObject) {
+    unsafe {
+        let eng = ENGINE.get();
+        let Some(site_id) = small_id(site_obj) else {
+            eng.dropped += 1;
+            return;
+        };
+        let Some((form, resumable)) = eng.forms.site(site_id).and_then(|s| {
+            let f = eng.forms.form(s.form)?;
+            Some((s.form, f.kind.is_resumable()))
+        }) else {
+            eng.dropped += 1;
+            return;
+        };
+        let Some(rec) = current_rec() else { return };
+        let v = capture(eng, rec, value);
+        let outcome = rec.tl.exit(Kind::Return, site_id, form, resumable, v, &eng.limits);
+        eng.note(rec.number, outcome);
+    }
+}
+
+/// `unwind(form_id, exc) -> None`
+pub unsafe extern "C" fn unwind(_m: *mut ffi::PyObject, args: Args, nargs: ffi::Py_ssize_t) -> *mut ffi::PyObject {
+    if RECORDING.load(Ordering::Relaxed) && nargs == 2 {
+        guarded(|| unsafe {
+            let eng = ENGINE.get();
+            let Some(form) = small_id(*args) else {
+                eng.dropped += 1;
+                return;
+            };
+            let Some(resumable) = eng.forms.form(form).map(|f| f.kind.is_resumable()) else {
+                eng.dropped += 1;
+                return;
+            };
+            let Some(rec) = current_rec() else { return };
+            let v = capture(eng, rec, *args.add(1));
+            let outcome = rec.tl.exit(Kind::Unwind, form, form, resumable, v, &eng.limits);
+            eng.note(rec.number, outcome);
+        });
+    }
+    unsafe { new_none() }
+}
+
+/// `resume(form_id, sent) -> sent`
+pub unsafe extern "C" fn resume(_m: *mut ffi::PyObject, args: Args, nargs: ffi::Py_ssize_t) -> *mut ffi::PyObject {
+    unsafe {
+        if nargs != 2 {
+            ENGINE.get().dropped += 1;
+            return new_none();
+        }
+        let sent = *args.add(1);
+        if RECORDING.load(Ordering::Relaxed) {
+            guarded(|| {
+                let eng = ENGINE.get();
+                let Some(form) = small_id(*args) else {
+                    eng.dropped += 1;
+                    return;
+                };
+                let Some(rec) = current_rec() else { return };
+                let v = capture(eng, rec, sent);
+                let outcome = rec.tl.resume(form, v, &eng.limits);
+                eng.note(rec.number, outcome);
+            });
+        }
+        ffi::Py_IncRef(sent);
+        sent
+    }
+}

@@ -1,0 +1,114 @@
+//! Timeline entries: 16 bytes each, four `u32` words.
+//!
+//! | kind       | `head` low 28 bits | `a`            | `b`                      | `c`                 |
+//! |------------|--------------------|----------------|--------------------------|---------------------|
+//! | `Call`     | form id            | parent idx     | ret idx (`NONE` if open) | args (see below)    |
+//! | `Resume`   | form id            | parent idx     | ret idx (`NONE` if open) | sent value          |
+//! | `Return`   | site id            | fn-call idx    | result value             | unused              |
+//! | `Unwind`   | form id            | fn-call idx    | throwable value          | unused              |
+//!
+//! A call's `c` holds its arguments according to the form's parameter count: nothing for 0, the
+//! value itself for 1, an offset into the timeline's args arena for 2 or more (the arena then holds
+//! exactly that many values). A `Resume` is an `fn-call` for every query; it starts a new segment
+//! of a generator or coroutine frame after a suspension.
+
+use crate::value::ValRef;
+
+/// "No index": an open call's ret idx, a root call's parent idx.
+pub const NONE: u32 = u32::MAX;
+
+const KIND_SHIFT: u32 = 28;
+const ID_MASK: u32 = (1 << KIND_SHIFT) - 1;
+/// Largest form or site id an entry can hold.
+pub const MAX_ID: u32 = ID_MASK;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Kind {
+    Call = 0,
+    Resume = 1,
+    Return = 2,
+    Unwind = 3,
+}
+
+impl Kind {
+    fn from_bits(bits: u32) -> Kind {
+        match bits {
+            0 => Kind::Call,
+            1 => Kind::Resume,
+            2 => Kind::Return,
+            _ => Kind::Unwind,
+        }
+    }
+
+    /// True for the entries that open a frame (`fn-call` in the query vocabulary).
+    pub fn is_call(self) -> bool {
+        matches!(self, Kind::Call | Kind::Resume)
+    }
+
+    /// True for the entries that close a frame (`fn-return` / `fn-unwind`).
+    pub fn is_exit(self) -> bool {
+        matches!(self, Kind::Return | Kind::Unwind)
+    }
+
+    /// The FlowStorm entry type name.
+    pub fn type_name(self) -> &'static str {
+        match self {
+            Kind::Call | Kind::Resume => "fn-call",
+            Kind::Return => "fn-return",
+            Kind::Unwind => "fn-unwind",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C)]
+pub struct Entry {
+    head: u32,
+    pub a: u32,
+    pub b: u32,
+    pub c: u32,
+}
+
+const _: () = assert!(std::mem::size_of::<Entry>() == 16);
+
+impl Entry {
+    pub fn new(kind: Kind, id: u32, a: u32, b: u32, c: u32) -> Entry {
+        debug_assert!(id <= ID_MASK);
+        Entry { head: ((kind as u32) << KIND_SHIFT) | (id & ID_MASK), a, b, c }
+    }
+
+    pub fn kind(&self) -> Kind {
+        Kind::from_bits(self.head >> KIND_SHIFT)
+    }
+
+    /// Form id for calls, resumes and unwinds; site id for returns.
+    pub fn id(&self) -> u32 {
+        self.head & ID_MASK
+    }
+
+    pub fn parent_idx(&self) -> Option<u32> {
+        debug_assert!(self.kind().is_call());
+        opt(self.a)
+    }
+
+    pub fn ret_idx(&self) -> Option<u32> {
+        debug_assert!(self.kind().is_call());
+        opt(self.b)
+    }
+
+    pub fn fn_call_idx(&self) -> u32 {
+        debug_assert!(self.kind().is_exit());
+        self.a
+    }
+
+    /// The result of a return, the throwable of an unwind.
+    pub fn value(&self) -> ValRef {
+        debug_assert!(self.kind().is_exit());
+        ValRef(self.b)
+    }
+}
+
+pub(crate) fn opt(word: u32) -> Option<u32> {
+    (word != NONE).then_some(word)
+}

@@ -1,0 +1,156 @@
+//! Forms (instrumented functions) and sites (places in a form's source where events happen).
+
+use std::sync::Arc;
+
+use crate::entry::MAX_ID;
+use crate::error::TraceError;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum FormKind {
+    Function = 0,
+    Generator = 1,
+    Coroutine = 2,
+    AsyncGenerator = 3,
+    Lambda = 4,
+    Module = 5,
+}
+
+impl FormKind {
+    pub fn from_code(code: i64) -> Result<FormKind, TraceError> {
+        Ok(match code {
+            0 => FormKind::Function,
+            1 => FormKind::Generator,
+            2 => FormKind::Coroutine,
+            3 => FormKind::AsyncGenerator,
+            4 => FormKind::Lambda,
+            5 => FormKind::Module,
+            other => return Err(TraceError::BadKind { what: "form", code: other }),
+        })
+    }
+
+    /// Frames of resumable forms suspend and resume; each segment is its own fn-call.
+    pub fn is_resumable(self) -> bool {
+        matches!(self, FormKind::Generator | FormKind::Coroutine | FormKind::AsyncGenerator)
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            FormKind::Function => "function",
+            FormKind::Generator => "generator",
+            FormKind::Coroutine => "coroutine",
+            FormKind::AsyncGenerator => "async generator",
+            FormKind::Lambda => "lambda",
+            FormKind::Module => "module",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum SiteKind {
+    Return = 0,
+    Yield = 1,
+    Await = 2,
+}
+
+impl SiteKind {
+    pub fn from_code(code: i64) -> Result<SiteKind, TraceError> {
+        Ok(match code {
+            0 => SiteKind::Return,
+            1 => SiteKind::Yield,
+            2 => SiteKind::Await,
+            other => return Err(TraceError::BadKind { what: "site", code: other }),
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            SiteKind::Return => "return",
+            SiteKind::Yield => "yield",
+            SiteKind::Await => "await",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Form {
+    /// The module, FlowStorm's `fn-ns`.
+    pub ns: Arc<str>,
+    /// The qualified name, FlowStorm's `fn-name`.
+    pub name: Arc<str>,
+    pub file: Arc<str>,
+    pub line: u32,
+    pub params: Vec<Arc<str>>,
+    pub kind: FormKind,
+}
+
+/// A source range: 1-based lines, 0-based UTF-8 columns, as Python's `ast` gives them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Coord {
+    pub line: u32,
+    pub col: u32,
+    pub end_line: u32,
+    pub end_col: u32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Site {
+    pub form: u32,
+    pub kind: SiteKind,
+    pub coord: Coord,
+}
+
+/// Every form and site registered so far. Ids are indexes and are never reused.
+#[derive(Default, Debug)]
+pub struct Forms {
+    forms: Vec<Form>,
+    sites: Vec<Site>,
+}
+
+impl Forms {
+    pub const fn new() -> Forms {
+        Forms { forms: Vec::new(), sites: Vec::new() }
+    }
+
+    pub fn add_form(&mut self, form: Form) -> Result<u32, TraceError> {
+        let id = self.forms.len() as u32;
+        if id > MAX_ID {
+            return Err(TraceError::TooManyIds { what: "forms" });
+        }
+        self.forms.push(form);
+        Ok(id)
+    }
+
+    pub fn add_site(&mut self, site: Site) -> Result<u32, TraceError> {
+        if site.form as usize >= self.forms.len() {
+            return Err(TraceError::UnknownForm(site.form));
+        }
+        let id = self.sites.len() as u32;
+        if id > MAX_ID {
+            return Err(TraceError::TooManyIds { what: "sites" });
+        }
+        self.sites.push(site);
+        Ok(id)
+    }
+
+    pub fn form(&self, id: u32) -> Option<&Form> {
+        self.forms.get(id as usize)
+    }
+
+    pub fn site(&self, id: u32) -> Option<&Site> {
+        self.sites.get(id as usize)
+    }
+
+    pub fn forms(&self) -> &[Form] {
+        &self.forms
+    }
+
+    /// Form ids whose module and name match the given filters (`None` matches anything).
+    pub fn matching(&self, ns: Option<&str>, name: Option<&str>) -> Vec<bool> {
+        self.forms
+            .iter()
+            .map(|f| ns.is_none_or(|n| &*f.ns == n) && name.is_none_or(|n| &*f.name == n))
+            .collect()
+    }
+}

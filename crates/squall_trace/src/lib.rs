@@ -1,0 +1,20 @@
+//! The language-neutral core of squall: per-thread timelines of 16-byte entries, the forms and
+//! sites they point at, the recorder state machine that keeps calls and returns paired, and every
+//! query over a timeline. Nothing here knows about Python; values are opaque [`ValRef`]s that a
+//! backend resolves.
+
+mod entry;
+mod error;
+mod forms;
+mod limits;
+mod queries;
+mod timeline;
+mod value;
+
+pub use entry::{Entry, Kind, MAX_ID, NONE};
+pub use error::TraceError;
+pub use forms::{Coord, Form, FormKind, Forms, Site, SiteKind};
+pub use limits::{LimitHit, Limits};
+pub use queries::{display_name, merge_call_stats, CallStat, Drift, FrameRef};
+pub use timeline::{Recorded, Timeline};
+pub use value::{Decoded, ValRef, MAX_SLOT};

@@ -1,0 +1,223 @@
+//! Queries over one timeline, in FlowStorm's vocabulary. Backends resolve the values.
+
+use std::collections::HashMap;
+
+use crate::entry::{Entry, Kind};
+use crate::error::TraceError;
+use crate::forms::Forms;
+use crate::timeline::Timeline;
+
+/// How `timeline_entry` moves from an idx.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Drift {
+    At,
+    Next,
+    Prev,
+    /// The next entry of the same frame, stepping over calls made from it.
+    NextOver,
+    /// The previous entry of the same frame, stepping back over calls made from it.
+    PrevOver,
+    /// The first entry after the current frame exited (back in its caller).
+    NextOut,
+    /// The call entry of the current frame's caller.
+    PrevOut,
+}
+
+impl Drift {
+    pub fn parse(s: &str) -> Result<Drift, TraceError> {
+        Ok(match s.trim_start_matches(':') {
+            "at" => Drift::At,
+            "next" => Drift::Next,
+            "prev" => Drift::Prev,
+            "next-over" | "next_over" => Drift::NextOver,
+            "prev-over" | "prev_over" => Drift::PrevOver,
+            "next-out" | "next_out" => Drift::NextOut,
+            "prev-out" | "prev_out" => Drift::PrevOut,
+            other => return Err(TraceError::BadDrift(other.to_string())),
+        })
+    }
+}
+
+/// One frame of a stack, innermost first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FrameRef {
+    pub fn_call_idx: u32,
+    pub form: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CallStat {
+    pub form: u32,
+    pub count: u64,
+}
+
+impl Timeline {
+    fn check(&self, idx: u64) -> Result<usize, TraceError> {
+        if (idx as usize) < self.len() && idx <= usize::MAX as u64 {
+            Ok(idx as usize)
+        } else {
+            Err(TraceError::IdxOutOfRange { idx, len: self.len() })
+        }
+    }
+
+    fn at(&self, idx: usize) -> &Entry {
+        &self.entries()[idx]
+    }
+
+    /// The call idx of the frame `idx` belongs to: a call is its own frame; an exit belongs to
+    /// the frame it closes.
+    pub fn frame_of(&self, idx: u64) -> Result<u32, TraceError> {
+        let i = self.check(idx)?;
+        let e = self.at(i);
+        Ok(if e.kind().is_call() { i as u32 } else { e.fn_call_idx() })
+    }
+
+    /// One past the last entry inside the frame opened at `call` (its exit, or the end).
+    fn frame_end(&self, call: usize) -> usize {
+        self.at(call).ret_idx().map_or(self.len(), |r| r as usize)
+    }
+
+    pub fn timeline_entry(&self, idx: u64, drift: Drift) -> Result<u32, TraceError> {
+        let i = self.check(idx)?;
+        let last = self.len() - 1;
+        let e = self.at(i);
+        let to = match drift {
+            Drift::At => i,
+            Drift::Next => (i + 1).min(last),
+            Drift::Prev => i.saturating_sub(1),
+            Drift::NextOver => match e.kind() {
+                k if k.is_call() => e.ret_idx().map_or(last, |r| r as usize),
+                _ => (i + 1).min(last),
+            },
+            Drift::PrevOver => match e.kind() {
+                k if k.is_exit() => e.fn_call_idx() as usize,
+                _ => {
+                    let p = i.saturating_sub(1);
+                    let pe = self.at(p);
+                    if p < i && pe.kind().is_exit() && pe.fn_call_idx() as usize != i {
+                        pe.fn_call_idx() as usize
+                    } else {
+                        p
+                    }
+                }
+            },
+            Drift::NextOut => {
+                let f = self.frame_of(idx)? as usize;
+                match self.at(f).ret_idx() {
+                    Some(r) => (r as usize + 1).min(last),
+                    None => last,
+                }
+            }
+            Drift::PrevOut => {
+                let f = self.frame_of(idx)? as usize;
+                self.at(f).parent_idx().map_or(f, |p| p as usize)
+            }
+        };
+        Ok(to as u32)
+    }
+
+    /// Frames from the one holding `idx` out to the root.
+    pub fn stack_for_frame(&self, idx: u64) -> Result<Vec<FrameRef>, TraceError> {
+        let mut frame = Some(self.frame_of(idx)?);
+        let mut out = Vec::new();
+        while let Some(f) = frame {
+            let e = self.at(f as usize);
+            out.push(FrameRef { fn_call_idx: f, form: e.id() });
+            frame = e.parent_idx();
+        }
+        Ok(out)
+    }
+
+    /// The calls made directly from the frame opened at `call` (or the top-level calls for
+    /// `None`), in order, from the `offset`-th, at most `limit` of them.
+    pub fn callstack_node_childs(&self, call: Option<u64>, offset: usize, limit: Option<usize>) -> Result<Vec<u32>, TraceError> {
+        let (mut i, end) = match call {
+            Some(c) => {
+                let c = self.check(c)?;
+                if !self.at(c).kind().is_call() {
+                    return Ok(Vec::new());
+                }
+                (c + 1, self.frame_end(c))
+            }
+            None => (0, self.len()),
+        };
+        let mut out = Vec::new();
+        let mut seen = 0usize;
+        let limit = limit.unwrap_or(usize::MAX);
+        while i < end && out.len() < limit {
+            let e = self.at(i);
+            if e.kind().is_call() {
+                if seen >= offset {
+                    out.push(i as u32);
+                }
+                seen += 1;
+                i = self.frame_end(i) + 1;
+            } else {
+                i += 1;
+            }
+        }
+        Ok(out)
+    }
+
+    /// Calls per form, most called first (resumptions are not calls).
+    pub fn fn_call_stats(&self) -> Vec<CallStat> {
+        let mut counts: HashMap<u32, u64> = HashMap::new();
+        for e in self.entries() {
+            if e.kind() == Kind::Call {
+                *counts.entry(e.id()).or_default() += 1;
+            }
+        }
+        let mut out: Vec<CallStat> = counts.into_iter().map(|(form, count)| CallStat { form, count }).collect();
+        out.sort_by(|a, b| b.count.cmp(&a.count).then(a.form.cmp(&b.form)));
+        out
+    }
+
+    /// The first fn-call from `from_idx` (inclusive) in the given direction whose form is
+    /// selected by `forms_ok` and that `pred` accepts.
+    pub fn find_fn_call<E>(
+        &self,
+        forms_ok: &[bool],
+        from_idx: Option<u64>,
+        backward: bool,
+        mut pred: impl FnMut(u32) -> Result<bool, E>,
+    ) -> Result<Option<u32>, E> {
+        let n = self.len();
+        if n == 0 {
+            return Ok(None);
+        }
+        let matches = |e: &Entry| e.kind() == Kind::Call && forms_ok.get(e.id() as usize).copied().unwrap_or(false);
+        if backward {
+            let start = from_idx.map_or(n - 1, |f| (f as usize).min(n - 1));
+            for i in (0..=start).rev() {
+                if matches(self.at(i)) && pred(i as u32)? {
+                    return Ok(Some(i as u32));
+                }
+            }
+        } else {
+            for i in from_idx.map_or(0, |f| f as usize)..n {
+                if matches(self.at(i)) && pred(i as u32)? {
+                    return Ok(Some(i as u32));
+                }
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// Calls per form summed over several timelines, most called first.
+pub fn merge_call_stats<'a>(timelines: impl IntoIterator<Item = &'a Timeline>) -> Vec<CallStat> {
+    let mut counts: HashMap<u32, u64> = HashMap::new();
+    for tl in timelines {
+        for s in tl.fn_call_stats() {
+            *counts.entry(s.form).or_default() += s.count;
+        }
+    }
+    let mut out: Vec<CallStat> = counts.into_iter().map(|(form, count)| CallStat { form, count }).collect();
+    out.sort_by(|a, b| b.count.cmp(&a.count).then(a.form.cmp(&b.form)));
+    out
+}
+
+/// Resolves the name of `form` for display, `module.qualname`.
+pub fn display_name(forms: &Forms, form: u32) -> String {
+    forms.form(form).map_or_else(|| format!("<form {form}>"), |f| format!("{}.{}", f.ns, f.name))
+}

@@ -1,0 +1,238 @@
+//! One thread's timeline in one flow, and the recorder state machine that appends to it.
+//!
+//! Invariants:
+//! - entries are appended only; an entry changes after it is written only to set a call's ret idx
+//!   when its frame exits;
+//! - every call's parent idx is a call recorded earlier in the same timeline, or `NONE`;
+//! - the open-frame stack holds frames in call order, so call idxs on it increase upward
+//!   (frames skipped by a function call limit sit on it with idx `NONE`).
+
+use crate::entry::{Entry, Kind, NONE};
+use crate::limits::{LimitHit, Limits};
+use crate::value::ValRef;
+
+#[derive(Clone, Copy, Debug)]
+struct Open {
+    /// `NONE` when the call was not recorded (function call limit).
+    call_idx: u32,
+    form: u32,
+    /// The nearest recorded ancestor's call idx: the parent of calls made from this frame.
+    parent_for_children: u32,
+}
+
+/// What happened to one event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Recorded {
+    Written,
+    /// Not written, as it should be (the thread stopped at a limit, a frame skipped by a limit).
+    Skipped,
+    /// Not written because no open frame matched it (the frame started before recording did).
+    Unmatched,
+    /// Not written: a limit was reached by this very event; report it once.
+    LimitReached(LimitHit),
+}
+
+#[derive(Debug, Default)]
+pub struct Timeline {
+    entries: Vec<Entry>,
+    args: Vec<u32>,
+    stack: Vec<Open>,
+    last_closed: Option<Open>,
+    calls: u64,
+    fn_calls: Vec<u32>,
+    stopped: Option<LimitHit>,
+    /// Frames closed by repair: left without an exit event (a lambda that raised, a frame whose
+    /// exit happened while recording was off).
+    pub repaired: u64,
+}
+
+impl Timeline {
+    pub fn new() -> Timeline {
+        Timeline::default()
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    pub fn entries(&self) -> &[Entry] {
+        &self.entries
+    }
+
+    pub fn get(&self, idx: usize) -> Option<&Entry> {
+        self.entries.get(idx)
+    }
+
+    /// Number of fn-call entries (resumptions excluded).
+    pub fn calls(&self) -> u64 {
+        self.calls
+    }
+
+    pub fn stopped(&self) -> Option<LimitHit> {
+        self.stopped
+    }
+
+    /// Bytes held by entries and the args arena.
+    pub fn bytes(&self) -> u64 {
+        (self.entries.len() * std::mem::size_of::<Entry>() + self.args.len() * 4) as u64
+    }
+
+    /// Forgets the open frames (recording restarts; frames open before are not continued).
+    pub fn forget_open_frames(&mut self) {
+        self.stack.clear();
+        self.last_closed = None;
+    }
+
+    /// The argument values of the call at `idx`, given its form's parameter count.
+    pub fn call_args(&self, idx: usize, nparams: usize) -> Vec<ValRef> {
+        let Some(e) = self.entries.get(idx) else { return Vec::new() };
+        match (e.kind(), nparams) {
+            (Kind::Resume, _) => vec![ValRef(e.c)],
+            (Kind::Call, 0) => Vec::new(),
+            (Kind::Call, 1) => vec![ValRef(e.c)],
+            (Kind::Call, n) => {
+                let start = e.c as usize;
+                self.args.get(start..start + n).map(|s| s.iter().map(|&w| ValRef(w)).collect()).unwrap_or_default()
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    fn next_idx(&mut self, limits: &Limits) -> Result<u32, Recorded> {
+        if self.stopped.is_some() {
+            return Err(Recorded::Skipped);
+        }
+        let idx = self.entries.len() as u64;
+        let cap = limits.thread_trace_limit.unwrap_or(u64::MAX).min(u64::from(NONE - 1));
+        if idx >= cap {
+            let hit = LimitHit::ThreadTrace { limit: cap };
+            self.stopped = Some(hit);
+            return Err(Recorded::LimitReached(hit));
+        }
+        Ok(idx as u32)
+    }
+
+    fn parent(&self) -> u32 {
+        self.stack.last().map_or(NONE, |o| o.parent_for_children)
+    }
+
+    pub fn call(&mut self, form: u32, args: &[ValRef], limits: &Limits) -> Recorded {
+        if self.stopped.is_some() {
+            return Recorded::Skipped;
+        }
+        if let Some(limit) = limits.fn_call_limit {
+            let f = form as usize;
+            if self.fn_calls.len() <= f {
+                self.fn_calls.resize(f + 1, 0);
+            }
+            self.fn_calls[f] = self.fn_calls[f].saturating_add(1);
+            if self.fn_calls[f] > limit {
+                let parent = self.parent();
+                self.stack.push(Open { call_idx: NONE, form, parent_for_children: parent });
+                return if self.fn_calls[f] == limit + 1 {
+                    Recorded::LimitReached(LimitHit::FnCalls { form, limit })
+                } else {
+                    Recorded::Skipped
+                };
+            }
+        }
+        let idx = match self.next_idx(limits) {
+            Ok(idx) => idx,
+            Err(r) => return r,
+        };
+        let c = match args {
+            [] => NONE,
+            [one] => one.0,
+            many => {
+                let at = self.args.len() as u32;
+                self.args.extend(many.iter().map(|v| v.0));
+                at
+            }
+        };
+        self.push_open(Kind::Call, form, idx, c);
+        self.calls += 1;
+        Recorded::Written
+    }
+
+    pub fn resume(&mut self, form: u32, sent: ValRef, limits: &Limits) -> Recorded {
+        match self.next_idx(limits) {
+            Ok(idx) => {
+                self.push_open(Kind::Resume, form, idx, sent.0);
+                Recorded::Written
+            }
+            Err(r) => r,
+        }
+    }
+
+    fn push_open(&mut self, kind: Kind, form: u32, idx: u32, c: u32) {
+        let parent = self.parent();
+        self.entries.push(Entry::new(kind, form, parent, NONE, c));
+        self.stack.push(Open { call_idx: idx, form, parent_for_children: idx });
+    }
+
+    /// A frame of `form` exits: `kind` is `Return` (with `id` a site id; suspensions too) or
+    /// `Unwind` (with `id` the form id). Resumable frames not open are resumed implicitly (a
+    /// generator resumed by `throw()` or `close()`).
+    pub fn exit(&mut self, kind: Kind, id: u32, form: u32, resumable: bool, value: ValRef, limits: &Limits) -> Recorded {
+        debug_assert!(kind.is_exit());
+        if self.stopped.is_some() {
+            return Recorded::Skipped;
+        }
+        let open = match self.stack.iter().rposition(|o| o.form == form) {
+            Some(pos) => {
+                self.close_above(pos, if kind == Kind::Unwind { value } else { ValRef::ABSENT }, limits);
+                match self.stack.pop() {
+                    Some(o) => o,
+                    None => return Recorded::Unmatched,
+                }
+            }
+            None if resumable => {
+                if let r @ (Recorded::Skipped | Recorded::LimitReached(_) | Recorded::Unmatched) =
+                    self.resume(form, ValRef::ABSENT, limits)
+                {
+                    return r;
+                }
+                match self.stack.pop() {
+                    Some(o) => o,
+                    None => return Recorded::Unmatched,
+                }
+            }
+            None => match self.last_closed {
+                // The frame already exited and now exits again: a `finally` or a context
+                // manager's `__exit__` raised or returned after the frame's return was recorded.
+                Some(o) if o.form == form && o.call_idx != NONE => o,
+                _ => return Recorded::Unmatched,
+            },
+        };
+        if open.call_idx == NONE {
+            return Recorded::Skipped;
+        }
+        let idx = match self.next_idx(limits) {
+            Ok(idx) => idx,
+            Err(r) => return r,
+        };
+        self.entries.push(Entry::new(kind, id, open.call_idx, value.0, 0));
+        self.entries[open.call_idx as usize].b = idx;
+        self.last_closed = Some(open);
+        Recorded::Written
+    }
+
+    /// Closes the frames above stack position `pos` with synthetic unwinds: they were left without
+    /// an exit event of their own.
+    fn close_above(&mut self, pos: usize, value: ValRef, limits: &Limits) {
+        while self.stack.len() > pos + 1 {
+            let Some(o) = self.stack.pop() else { break };
+            self.repaired += 1;
+            if o.call_idx == NONE {
+                continue;
+            }
+            let Ok(idx) = self.next_idx(limits) else { return };
+            self.entries.push(Entry::new(Kind::Unwind, o.form, o.call_idx, value.0, 0));
+            self.entries[o.call_idx as usize].b = idx;
+        }
+    }
+}

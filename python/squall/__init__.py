@@ -1,0 +1,13 @@
+"""squall: an omniscient debugger for Python.
+
+Record a program (``squall run script.py``), then walk its timelines: ``squall.indexes`` for the
+queries, ``squall.values`` to see values as they were, ``squall.api`` to control recording and
+``squall.config`` for what is instrumented.
+"""
+
+from squall import api, config, indexes, values
+from squall.api import flow
+
+__version__ = "0.1.0"
+
+__all__ = ["api", "config", "flow", "indexes", "values", "__version__"]

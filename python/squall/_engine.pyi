@@ -1,0 +1,114 @@
+"""The Rust engine (crates/squall_python), built by maturin as ``squall._engine``.
+
+Two halves:
+
+* The *recording entry points* (``call``, ``ret``, ``unwind``, ``suspend``, ``resume``) are raw
+  ``METH_FASTCALL`` C functions called by instrumented code. They never raise and never change the
+  value passed through them; if something inside fails, the event is dropped and counted
+  (``engine_stats()["dropped"]``).
+* The *queries* answer over the recorded timelines. Everything else in ``squall`` builds on them.
+
+Ids: a *form* is one instrumented function (or lambda); a *site* is one place in a form's source
+(a ``return``, a ``yield``, an ``await``; expressions later). Both are registered by the
+instrumenter when it rewrites a module, and their ids are baked into the rewritten code as
+constants.
+"""
+
+from typing import Any, Callable, Optional, Sequence
+
+# Form kinds (register_form ``kind``).
+FORM_FUNCTION: int  # 0: plain function or method
+FORM_GENERATOR: int  # 1: generator function (resumable)
+FORM_COROUTINE: int  # 2: async def (resumable)
+FORM_ASYNC_GENERATOR: int  # 3: async generator (resumable)
+FORM_LAMBDA: int  # 4: lambda (no unwind is recorded: lambdas hold no statements)
+FORM_MODULE: int  # 5: a module's top-level code
+
+# Site kinds (register_site ``kind``).
+SITE_RETURN: int  # 0: `return x` or falling off the end
+SITE_YIELD: int  # 1: `yield x` (the frame suspends; it resumes with a new fn-call)
+SITE_AWAIT: int  # 2: `await x` / `yield from x` (suspends around the delegation)
+
+# --- registration (done by the instrumenter, at rewrite time) -------------------------------
+
+def register_form(
+    fn_ns: str, fn_name: str, file: str, line: int, params: Sequence[str], kind: int
+) -> int:
+    """Registers one function; returns its form id. ``params`` names what `call` will receive,
+    in order (``*args`` and ``**kwargs`` arrive as one tuple / one dict each)."""
+
+def register_site(
+    form_id: int, kind: int, line: int, col: int, end_line: int, end_col: int
+) -> int:
+    """Registers one site inside a form; returns its site id."""
+
+# --- recording entry points (hot; METH_FASTCALL; never raise) --------------------------------
+
+def call(form_id: int, *param_values: Any) -> None:
+    """A frame of ``form_id`` starts: pushes an fn-call entry with its parameter values."""
+
+def ret(site_id: int, value: Any) -> Any:
+    """The frame returns ``value`` at ``site_id``: pushes an fn-return entry; returns ``value``."""
+
+def unwind(form_id: int, exc: BaseException) -> None:
+    """The frame of ``form_id`` is left by ``exc``: pushes an fn-unwind entry."""
+
+def suspend(site_id: int, value: Any) -> Any:
+    """A resumable frame suspends (yield / await / yield from) at ``site_id`` handing out
+    ``value``: pushes an fn-return entry for this segment; returns ``value``."""
+
+def resume(form_id: int, sent: Any) -> Any:
+    """A resumable frame resumes after a suspension with ``sent`` (what ``send()`` passed, or
+    the result of the ``await`` / ``yield from``): pushes a new fn-call entry whose one arg is
+    ``sent``; returns ``sent``. A frame resumed by ``throw()`` or ``close()`` gets no call to
+    ``resume``: the engine opens the resumption itself at the frame's next event."""
+
+# --- recording control -----------------------------------------------------------------------
+
+def start_recording() -> None: ...
+def stop_recording() -> None: ...
+def is_recording() -> bool: ...
+def clear_recordings() -> None: ...
+def set_flow(flow_id: int) -> None: ...
+def current_flow() -> int: ...
+def set_thread_namer(fn: Callable[[], str]) -> None:
+    """``fn()`` is called once per new thread timeline, on that thread, for its name."""
+
+def set_limits(
+    thread_trace_limit: Optional[int] = None,
+    fn_call_limit: Optional[int] = None,
+    memory_limit: Optional[int] = None,
+) -> None: ...
+def get_limits() -> dict[str, Optional[int]]: ...
+def limits_hit() -> list[dict[str, Any]]: ...
+def engine_stats() -> dict[str, int]:
+    """entries, values, args_slots, bytes (estimated memory of the recording), dropped, ..."""
+
+def set_snapshot_budget(max_depth: int, max_length: int) -> None: ...
+def register_snapshot(tp: type, fn: Callable[[Any], Any]) -> None: ...
+
+# --- queries ---------------------------------------------------------------------------------
+
+def all_flows() -> dict[int, list[int]]: ...
+def all_threads() -> list[tuple[int, int]]: ...
+def flow_threads_info(flow_id: int) -> list[dict[str, Any]]: ...
+def timeline_len(flow_id: int, thread_id: int) -> int: ...
+def entry(flow_id: int, thread_id: int, idx: int) -> dict[str, Any]: ...
+def timeline_entry(flow_id: int, thread_id: int, idx: int, drift: str) -> dict[str, Any]: ...
+def frame_data(flow_id: int, thread_id: int, idx: int) -> dict[str, Any]: ...
+def stack_for_frame(flow_id: int, thread_id: int, idx: int) -> list[dict[str, Any]]: ...
+def callstack_node_childs(
+    flow_id: int, thread_id: int, idx: Optional[int]
+) -> list[int]: ...
+def fn_call_stats(flow_id: int, thread_id: Optional[int]) -> list[dict[str, Any]]: ...
+def find_fn_call_entry(
+    flow_id: int,
+    thread_id: int,
+    fn_ns: Optional[str],
+    fn_name: Optional[str],
+    args_pred: Optional[Callable[[list[Any]], bool]],
+    from_idx: Optional[int],
+    backward: bool,
+) -> Optional[dict[str, Any]]: ...
+def deref(value_ref: int) -> Any: ...
+def forms() -> list[dict[str, Any]]: ...

@@ -1,0 +1,134 @@
+"""Recording control (FlowStorm's ``flow-storm.api``).
+
+Under ``squall run`` recording is on from the first line of the program. In a REPL or inside a
+program that imports squall, call :func:`start_recording`: it also installs the import hook, so
+modules imported from then on (within the instrumentation scope, see ``squall.config``) are
+recorded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from typing import Any, Dict, Iterator, List, Optional
+
+from squall import _engine
+
+__all__ = [
+    "clear_recordings",
+    "current_flow",
+    "engine_stats",
+    "flow",
+    "get_limits",
+    "is_recording",
+    "limits_hit",
+    "set_flow",
+    "set_limits",
+    "start_recording",
+    "stop_recording",
+]
+
+_UNCHANGED: Any = object()
+
+
+def _thread_name() -> str:
+    return threading.current_thread().name
+
+
+_engine.set_thread_namer(_thread_name)
+
+
+def start_recording(install_hook: bool = True) -> None:
+    """Starts (or resumes) recording into the current flow. Frames that were already running
+    when recording started are not recorded; calls made after it are."""
+    if install_hook:
+        from squall._instrument import hook
+
+        if not hook.is_installed():
+            hook.install()
+    _engine.start_recording()
+
+
+def stop_recording() -> None:
+    """Stops recording; what was recorded stays queryable."""
+    _engine.stop_recording()
+
+
+def is_recording() -> bool:
+    return _engine.is_recording()
+
+
+def clear_recordings() -> None:
+    """Forgets every recording and releases the values it kept alive. Value refs obtained before
+    no longer deref."""
+    _engine.clear_recordings()
+
+
+def set_flow(flow_id: int) -> None:
+    """Records into flow ``flow_id`` from now on (FlowStorm's "Rec on flow-N")."""
+    if not isinstance(flow_id, int) or isinstance(flow_id, bool) or not 0 <= flow_id < 2**32:
+        raise ValueError(f"flow ids are ints from 0 to 2**32-1, got {flow_id!r}")
+    _engine.set_flow(flow_id)
+
+
+def current_flow() -> int:
+    return _engine.current_flow()
+
+
+@contextlib.contextmanager
+def flow(flow_id: int) -> Iterator[int]:
+    """``with squall.flow(1): ...`` records the block into flow 1, then returns to the previous
+    flow."""
+    previous = _engine.current_flow()
+    set_flow(flow_id)
+    try:
+        yield flow_id
+    finally:
+        _engine.set_flow(previous)
+
+
+def set_limits(
+    thread_trace_limit: Optional[int] = _UNCHANGED,
+    fn_call_limit: Optional[int] = _UNCHANGED,
+    memory_limit: Optional[int] = _UNCHANGED,
+) -> None:
+    """Sets recording limits (None: unlimited; omitted: unchanged):
+
+    - ``thread_trace_limit``: entries per thread timeline; the thread stops recording there;
+    - ``fn_call_limit``: recorded calls per function per thread; later calls are skipped;
+    - ``memory_limit``: bytes of recording (entries, args, value references); recording stops.
+
+    Each limit reached is reported once on stderr and listed by :func:`limits_hit`.
+    """
+    current = _engine.get_limits()
+    new = {}
+    for key, value in (
+        ("thread_trace_limit", thread_trace_limit),
+        ("fn_call_limit", fn_call_limit),
+        ("memory_limit", memory_limit),
+    ):
+        if value is _UNCHANGED:
+            new[key] = current[key]
+        elif value is None or (isinstance(value, int) and not isinstance(value, bool) and value > 0):
+            new[key] = value
+        else:
+            raise ValueError(f"{key} must be a positive int or None (unlimited), got {value!r}")
+    _engine.set_limits(new["thread_trace_limit"], new["fn_call_limit"], new["memory_limit"])
+
+
+def get_limits() -> Dict[str, Optional[int]]:
+    return dict(_engine.get_limits())
+
+
+def limits_hit() -> List[Dict[str, Any]]:
+    """Every limit reached so far: ``limit``, ``value``, ``flow_id``, ``thread_id``,
+    ``thread_name`` (and ``function`` for ``fn_call_limit``)."""
+    return list(_engine.limits_hit())
+
+
+def engine_stats() -> Dict[str, int]:
+    """Counters of the recorder: ``entries``, ``values``, ``bytes``, ``timelines``, ``forms``,
+    ``dropped`` (events lost to an internal failure), ``unmatched`` (exits of frames entered before
+    recording started), ``repaired`` (frames closed without their own exit event),
+    ``snapshot_errors``."""
+    return dict(_engine.engine_stats())

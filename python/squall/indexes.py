@@ -1,0 +1,281 @@
+"""Queries over the recorded timelines (FlowStorm's ``flow-storm.runtime.indexes.api``).
+
+A recording is a set of *flows* (``squall.api.set_flow``; 0 by default), each holding one
+*timeline* per thread. A timeline is a sequence of entries, dicts of these shapes::
+
+    {"type": "fn-call", "idx", "fn_ns", "fn_name", "form_id", "fn_args_ref", "parent_idx",
+     "ret_idx", "resumed"}
+    {"type": "fn-return", "idx", "fn_call_idx", "result_ref", "coord", "form_id", "kind"}
+    {"type": "fn-unwind", "idx", "fn_call_idx", "throwable_ref", "coord", "form_id"}
+
+``fn_ns`` is the module, ``fn_name`` the qualified name. ``parent_idx`` is None for a call made
+from unrecorded code, ``ret_idx`` None while the call has not returned. Deref ``*_ref`` keys with
+``squall.values.deref_val_id``.
+
+Generators and coroutines: each time a frame suspends (``yield``, ``await``, ``yield from``) its
+segment ends with an ``fn-return`` whose ``kind`` is ``"yield"`` or ``"await"`` and whose result is
+the yielded/awaited value; when it resumes, a new ``fn-call`` of the same function starts with
+``resumed: True`` and the sent value (or the await's result) as its only argument.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, overload
+
+from squall import _engine
+
+__all__ = [
+    "SquallWarning",
+    "all_flows",
+    "all_threads",
+    "callstack_node_childs",
+    "callstack_root_node",
+    "exceptions",
+    "find_fn_call_entry",
+    "flow_threads_info",
+    "fn_call_stats",
+    "frame_data",
+    "get_referenced_maps_timeline",
+    "stack_for_frame",
+    "timeline_count",
+    "timeline_entry",
+]
+
+
+class SquallWarning(UserWarning):
+    """Something the user should know about a query's answer (e.g. recording is off)."""
+
+
+def _warn_if_nothing_recorded() -> None:
+    if not _engine.is_recording() and not _engine.all_flows():
+        warnings.warn(
+            "squall is not recording and nothing was recorded: call squall.api.start_recording() "
+            "first (`squall run` records from the start)",
+            SquallWarning,
+            stacklevel=3,
+        )
+
+
+def all_flows() -> Dict[int, List[int]]:
+    """``{flow_id: [thread_id, ...]}`` for every flow with a recording."""
+    _warn_if_nothing_recorded()
+    return dict(_engine.all_flows())
+
+
+def all_threads() -> List[tuple]:
+    """``[(flow_id, thread_id), ...]``."""
+    _warn_if_nothing_recorded()
+    return list(_engine.all_threads())
+
+
+def flow_threads_info(flow_id: int = 0) -> List[dict]:
+    """For each thread of a flow: ``thread_id``, ``thread_name``, ``entries``, ``calls``,
+    ``values`` and ``limit_hit`` (None, or which limit stopped it)."""
+    _warn_if_nothing_recorded()
+    return list(_engine.flow_threads_info(flow_id))
+
+
+def timeline_count(flow_id: int, thread_id: int) -> int:
+    return _engine.timeline_len(flow_id, thread_id)
+
+
+class Timeline(Sequence):
+    """A thread's timeline as a read-only sequence of entry dicts, built on access.
+
+    Its length is fixed when it is made (a live recording keeps growing: ask again for a newer
+    view). Supports ``len``, indexing (negative too), slicing and iteration.
+    """
+
+    _BATCH = 4096
+
+    def __init__(self, flow_id: int, thread_id: int) -> None:
+        self.flow_id = flow_id
+        self.thread_id = thread_id
+        self._len = _engine.timeline_len(flow_id, thread_id)
+
+    def __len__(self) -> int:
+        return self._len
+
+    @overload
+    def __getitem__(self, i: int) -> dict: ...
+    @overload
+    def __getitem__(self, i: slice) -> List[dict]: ...
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            start, stop, step = i.indices(self._len)
+            if step == 1:
+                return list(_engine.entries(self.flow_id, self.thread_id, start, max(start, stop)))
+            return [self[j] for j in range(start, stop, step)]
+        if not isinstance(i, int):
+            raise TypeError(f"timeline indexes are ints (entry idxs) or slices, got {i!r}")
+        if i < 0:
+            i += self._len
+        if not 0 <= i < self._len:
+            raise IndexError(f"idx {i} is out of range: this timeline has {self._len} entries")
+        return _engine.entry(self.flow_id, self.thread_id, i)
+
+    def __iter__(self) -> Iterator[dict]:
+        for start in range(0, self._len, self._BATCH):
+            yield from _engine.entries(self.flow_id, self.thread_id, start, min(start + self._BATCH, self._len))
+
+    def __repr__(self) -> str:
+        return f"<squall timeline flow={self.flow_id} thread={self.thread_id} entries={self._len}>"
+
+
+def get_referenced_maps_timeline(flow_id: int, thread_id: int) -> Timeline:
+    """The timeline of one thread in one flow, entries as dicts with value refs."""
+    return Timeline(flow_id, thread_id)
+
+
+_DRIFTS = ("at", "next", "prev", "next-over", "prev-over", "next-out", "prev-out")
+
+
+def timeline_entry(flow_id: int, thread_id: int, idx: int, drift: str = "at") -> dict:
+    """The entry reached from ``idx`` by ``drift``:
+
+    - ``at``: idx itself; ``next`` / ``prev``: one entry forward / back (clamped to the ends);
+    - ``next-over``: from a call, its return (stepping over everything it called); otherwise next;
+    - ``prev-over``: from a return or unwind, its call; otherwise the previous entry, stepping back
+      over a whole nested call;
+    - ``next-out``: the first entry after the current frame exited (back in its caller);
+    - ``prev-out``: the call entry of the current frame's caller.
+    """
+    return _engine.timeline_entry(flow_id, thread_id, idx, drift)
+
+
+def frame_data(flow_id: int, thread_id: int, idx: int) -> dict:
+    """The frame holding ``idx``: its function (``fn_ns``, ``fn_name``, ``file``, ``line``),
+    ``fn_call_idx``, ``args_ref`` and ``arg_names``, ``parent_idx``, ``ret_idx``, ``exit_type``
+    with ``result_ref`` or ``throwable_ref``, and ``bindings`` / ``expr_executions`` (empty in calls
+    mode)."""
+    return _engine.frame_data(flow_id, thread_id, idx)
+
+
+def stack_for_frame(flow_id: int, thread_id: int, idx: int) -> List[dict]:
+    """The call stack at ``idx``, innermost frame first."""
+    return list(_engine.stack_for_frame(flow_id, thread_id, idx))
+
+
+def callstack_root_node(flow_id: int, thread_id: int) -> dict:
+    """The root of the call tree: a virtual node whose children are the top-level calls."""
+    return {"flow_id": flow_id, "thread_id": thread_id, "fn_call_idx": None, "fn_name": None, "fn_ns": None}
+
+
+def callstack_node_childs(node: dict, offset: int = 0, limit: Optional[int] = None) -> List[dict]:
+    """The calls made directly from ``node``'s frame (a node from ``callstack_root_node`` or from
+    this function), in order; ``offset`` / ``limit`` page through huge child lists. Each child is
+    its fn-call entry plus ``flow_id`` and ``thread_id``."""
+    flow_id, thread_id = node["flow_id"], node["thread_id"]
+    idxs = _engine.callstack_node_childs(flow_id, thread_id, node.get("fn_call_idx"), offset, limit)
+    out = []
+    for i in idxs:
+        e = _engine.entry(flow_id, thread_id, i)
+        e["flow_id"] = flow_id
+        e["thread_id"] = thread_id
+        e["fn_call_idx"] = i
+        out.append(e)
+    return out
+
+
+def fn_call_stats(flow_id: int = 0, thread_id: Optional[int] = None) -> List[dict]:
+    """Calls per function (``fn_ns``, ``fn_name``, ``form_id``, ``cnt``), most called first, for one
+    thread or (``thread_id=None``) all threads of the flow."""
+    _warn_if_nothing_recorded()
+    return list(_engine.fn_call_stats(flow_id, thread_id))
+
+
+def find_fn_call_entry(
+    flow_id: int = 0,
+    thread_id: Optional[int] = None,
+    fn_ns: Optional[str] = None,
+    fn_name: Optional[str] = None,
+    args_pred: Optional[Callable[[list], bool]] = None,
+    from_idx: Optional[int] = None,
+    backward: bool = False,
+) -> Optional[dict]:
+    """The first fn-call (from ``from_idx``, forward or ``backward``) of a function matching
+    ``fn_ns`` (module) and ``fn_name`` (qualname) whose args list satisfies ``args_pred``.
+    With ``thread_id=None`` every thread of the flow is searched, in thread order; the entry then
+    carries ``thread_id``."""
+    threads = [thread_id] if thread_id is not None else _engine.all_flows().get(flow_id, [])
+    for tid in threads:
+        e = _engine.find_fn_call_entry(flow_id, tid, fn_ns, fn_name, args_pred, from_idx, backward)
+        if e is not None:
+            e["thread_id"] = tid
+            return e
+    return None
+
+
+def exceptions(flow_id: Optional[int] = None, thread_id: Optional[int] = None) -> List[dict]:
+    """One dict per exception that left a recorded frame, at the innermost frame it left:
+    ``flow_id``, ``thread_id``, ``idx`` (that fn-unwind), ``fn_ns``, ``fn_name``, ``exc_type``,
+    ``message``, ``throwable_ref``, ``fn_call_idx``, ``frames`` (how many recorded frames it
+    unwound), ``caught`` (True if a recorded caller handled it: its frame did not unwind with it)
+    and ``caught_in`` (that caller, ``module.qualname``)."""
+    from squall.values import safe_repr
+
+    out: List[dict] = []
+    flows = _engine.all_flows()
+    for fid, tids in sorted(flows.items()):
+        if flow_id is not None and fid != flow_id:
+            continue
+        for tid in tids:
+            if thread_id is not None and tid != thread_id:
+                continue
+            by_exc: Dict[int, dict] = {}
+            for i in _engine.idxs_of_type(fid, tid, "fn-unwind"):
+                u = _engine.entry(fid, tid, i)
+                exc = _engine.deref(u["throwable_ref"]) if u["throwable_ref"] is not None else None
+                call = _engine.entry(fid, tid, u["fn_call_idx"])
+                key = id(exc) if exc is not None else -i
+                info = by_exc.get(key)
+                if info is None:
+                    info = {
+                        "flow_id": fid,
+                        "thread_id": tid,
+                        "idx": i,
+                        "fn_ns": call["fn_ns"],
+                        "fn_name": call["fn_name"],
+                        "exc_type": type(exc).__qualname__ if exc is not None else None,
+                        "message": _message(exc, safe_repr),
+                        "throwable_ref": u["throwable_ref"],
+                        "fn_call_idx": u["fn_call_idx"],
+                        "frames": 0,
+                        "_outer_call": None,
+                    }
+                    by_exc[key] = info
+                    out.append(info)
+                info["frames"] += 1
+                info["_outer_call"] = call
+            for info in by_exc.values():
+                outer = info.pop("_outer_call")
+                parent_idx = outer["parent_idx"] if outer else None
+                caught_in = None
+                if parent_idx is not None:
+                    parent = _engine.entry(fid, tid, parent_idx)
+                    ret = parent["ret_idx"]
+                    parent_unwound_same = False
+                    if ret is not None:
+                        exit_ = _engine.entry(fid, tid, ret)
+                        parent_unwound_same = exit_["type"] == "fn-unwind" and _same(exit_["throwable_ref"], info["throwable_ref"])
+                    if not parent_unwound_same:
+                        caught_in = f"{parent['fn_ns']}.{parent['fn_name']}"
+                info["caught"] = caught_in is not None
+                info["caught_in"] = caught_in
+    return out
+
+
+def _same(ref_a: Optional[int], ref_b: Optional[int]) -> bool:
+    if ref_a is None or ref_b is None:
+        return False
+    return _engine.deref(ref_a) is _engine.deref(ref_b)
+
+
+def _message(exc: Any, safe_repr: Callable[[Any], str]) -> str:
+    if exc is None:
+        return ""
+    try:
+        return str(exc)
+    except BaseException:  # noqa: BLE001 - str() of an exception may raise anything
+        return safe_repr(exc)
