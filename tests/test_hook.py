@@ -187,3 +187,36 @@ def test_install_twice_keeps_one_finder(env):
     hook.install(config.load(cwd=str(root), env={}), engine=eng)
     hook.install(config.load(cwd=str(root), env={}), engine=eng)
     assert sum(isinstance(f, hook.SquallFinder) for f in sys.meta_path) == 1
+
+
+def test_end_to_end_with_the_real_engine(env):
+    """No fake: the hook rewrites against squall._engine and the timeline has the calls."""
+    import threading
+
+    from squall import _engine
+
+    root, name, _ = env
+    make_pkg(root, name)
+    hook.install(config.load(cwd=str(root), env={}))
+    mod = importlib.import_module(name)
+    was = _engine.is_recording()
+    _engine.clear_recordings()
+    _engine.start_recording()
+    try:
+        assert mod.top(4) == 9
+        with pytest.raises(KeyError):
+            mod.util.boom()
+    finally:
+        if not was:
+            _engine.stop_recording()
+    tid = threading.get_ident()
+    entries = [_engine.entry(_engine.current_flow(), tid, i)
+               for i in range(_engine.timeline_len(_engine.current_flow(), tid))]
+    mine = [(e["type"], e.get("fn_name")) for e in entries]
+    assert mine[:4] == [("fn-call", "top"), ("fn-call", "double"), ("fn-return", None),
+                        ("fn-return", None)]
+    assert ("fn-call", "boom") in mine and mine[-1][0] == "fn-unwind"
+    assert entries[1]["parent_idx"] == 0 and entries[0]["ret_idx"] == 3
+    call = entries[0]
+    assert call["fn_ns"] == name
+    assert not os.path.exists(root / name / "__pycache__")

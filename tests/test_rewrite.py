@@ -618,3 +618,17 @@ def test_repl_compiler_instruments_inputs():
     assert ns["r"] == 12
     assert ("call", "f", (4,)) in eng.events and ("ret", "f", 12) in eng.events
     assert eng.form("f")["fn_ns"] == "__main__"
+
+
+def test_instrumented_console_records_functions_typed_at_the_prompt(capsys):
+    from squall._instrument.repl import InstrumentedConsole
+
+    eng = FakeEngine()
+    ns = {"__name__": "__main__"}
+    con = InstrumentedConsole(ns, engine=eng)
+    for line in ["def sq(x):", "    return x * x", "", "sq(7)", "1/0"]:
+        con.push(line)
+    out = capsys.readouterr()
+    assert "49" in out.out and "ZeroDivisionError" in out.err
+    assert eng.events == [("call", "sq", (7,)), ("ret", "sq", 49)]
+    assert eng.form("sq")["fn_ns"] == "__main__" and eng.form("sq")["file"] == "<console>"
