@@ -13,8 +13,6 @@
 //!
 //! Nothing here raises: a failed snapshot falls back to keeping the reference and is counted.
 
-use std::ffi::c_int;
-
 use pyo3::ffi;
 use squall_trace::ValRef;
 
@@ -30,14 +28,9 @@ pub unsafe fn capture(eng: &mut Engine, rec: &mut ThreadRec, o: *mut ffi::PyObje
         }
         let tp = ffi::Py_TYPE(o);
         if tp == &raw mut ffi::PyLong_Type {
-            let mut overflow: c_int = 0;
-            let v = ffi::PyLong_AsLongAndOverflow(o, &mut overflow);
-            if overflow == 0 && !(v == -1 && !ffi::PyErr_Occurred().is_null()) {
-                if let Some(r) = ValRef::small_int(v as i64) {
-                    return r;
-                }
+            if let Some(r) = crate::ints::exact_int_value(o).and_then(ValRef::small_int) {
+                return r;
             }
-            ffi::PyErr_Clear();
         } else if tp == &raw mut ffi::PyBool_Type {
             return if o == ffi::Py_True() { ValRef::TRUE } else { ValRef::FALSE };
         }
@@ -45,7 +38,7 @@ pub unsafe fn capture(eng: &mut Engine, rec: &mut ThreadRec, o: *mut ffi::PyObje
             let mut items = eng.budget.max_items;
             snapshot(eng, o, eng.budget.max_depth, &mut items)
         } else {
-            ffi::Py_IncRef(o);
+            ffi::Py_INCREF(o);
             o
         };
         keep(rec, kept)

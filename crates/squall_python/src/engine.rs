@@ -167,15 +167,22 @@ pub fn bump_epoch() {
 
 impl Engine {
     /// Accounts for one recorder outcome: counts, reports a reached limit once on stderr.
-    pub fn note(&mut self, rec_number: u32, outcome: Recorded) {
+    #[inline(always)]
+    pub fn note(&mut self, rec: &ThreadRec, outcome: Recorded) {
         match outcome {
             Recorded::Written => {
-                let Some(Some(rec)) = self.recs.get(rec_number as usize) else { return };
-                if rec.tl.len() % MEMORY_CHECK_EVERY == 0 {
-                    self.check_memory(rec_number);
+                if rec.tl.len() & (MEMORY_CHECK_EVERY - 1) == 0 {
+                    self.check_memory(rec.number);
                 }
             }
-            Recorded::Skipped => {}
+            other => self.note_unusual(rec.number, other),
+        }
+    }
+
+    #[cold]
+    fn note_unusual(&mut self, rec_number: u32, outcome: Recorded) {
+        match outcome {
+            Recorded::Written | Recorded::Skipped => {}
             Recorded::Unmatched => self.unmatched += 1,
             Recorded::LimitReached(hit) => self.report(rec_number, hit),
         }
@@ -213,6 +220,7 @@ impl Engine {
         self.recs.iter().flatten().map(|r| r.tl.bytes() + (r.values.len() * 8) as u64).sum()
     }
 
+    #[cold]
     fn check_memory(&mut self, rec_number: u32) {
         let Some(limit) = self.limits.memory_limit else { return };
         if !self.memory_stopped && self.bytes() >= limit {

@@ -4,6 +4,7 @@ mod capture;
 mod control;
 mod engine;
 mod gil_cell;
+mod ints;
 mod query;
 mod record;
 

@@ -5,7 +5,6 @@
 //! or an internal failure drops the event and counts it in `engine_stats()["dropped"]`; `ret`
 //! and `suspend` always hand back the value they were given.
 
-use std::ffi::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 
@@ -20,23 +19,12 @@ type Args = *mut *mut ffi::PyObject;
 /// Most parameters a call records inline on the stack before spilling to the heap.
 const INLINE_ARGS: usize = 8;
 
-#[inline(always)]
-unsafe fn small_id(o: *mut ffi::PyObject) -> Option<u32> {
-    unsafe {
-        let mut overflow: c_int = 0;
-        let v = ffi::PyLong_AsLongAndOverflow(o, &mut overflow);
-        if v < 0 || overflow != 0 {
-            ffi::PyErr_Clear();
-            return None;
-        }
-        u32::try_from(v).ok()
-    }
-}
+use crate::ints::id_of as small_id;
 
 unsafe fn new_none() -> *mut ffi::PyObject {
     unsafe {
         let none = ffi::Py_None();
-        ffi::Py_IncRef(none);
+        ffi::Py_INCREF(none);
         none
     }
 }
@@ -77,7 +65,7 @@ unsafe fn record_call(args: Args, nargs: usize) {
             let vals: Vec<ValRef> = (1..nargs).map(|i| capture(eng, rec, *args.add(i))).collect();
             rec.tl.call(form, &vals, &eng.limits)
         };
-        eng.note(rec.number, outcome);
+        eng.note(rec, outcome);
     }
 }
 
@@ -101,7 +89,7 @@ unsafe fn exit_through_site(args: Args, nargs: ffi::Py_ssize_t) -> *mut ffi::PyO
         if RECORDING.load(Ordering::Relaxed) {
             guarded(|| record_exit_site(*args, value));
         }
-        ffi::Py_IncRef(value);
+        ffi::Py_INCREF(value);
         value
     }
 }
@@ -113,17 +101,14 @@ unsafe fn record_exit_site(site_obj: *mut ffi::PyObject, value: *mut ffi::PyObje
             eng.dropped += 1;
             return;
         };
-        let Some((form, resumable)) = eng.forms.site(site_id).and_then(|s| {
-            let f = eng.forms.form(s.form)?;
-            Some((s.form, f.kind.is_resumable()))
-        }) else {
+        let Some((form, resumable)) = eng.forms.site_owner(site_id) else {
             eng.dropped += 1;
             return;
         };
         let Some(rec) = current_rec() else { return };
         let v = capture(eng, rec, value);
         let outcome = rec.tl.exit(Kind::Return, site_id, form, resumable, v, &eng.limits);
-        eng.note(rec.number, outcome);
+        eng.note(rec, outcome);
     }
 }
 
@@ -143,7 +128,7 @@ pub unsafe extern "C" fn unwind(_m: *mut ffi::PyObject, args: Args, nargs: ffi::
             let Some(rec) = current_rec() else { return };
             let v = capture(eng, rec, *args.add(1));
             let outcome = rec.tl.exit(Kind::Unwind, form, form, resumable, v, &eng.limits);
-            eng.note(rec.number, outcome);
+            eng.note(rec, outcome);
         });
     }
     unsafe { new_none() }
@@ -167,10 +152,10 @@ pub unsafe extern "C" fn resume(_m: *mut ffi::PyObject, args: Args, nargs: ffi::
                 let Some(rec) = current_rec() else { return };
                 let v = capture(eng, rec, sent);
                 let outcome = rec.tl.resume(form, v, &eng.limits);
-                eng.note(rec.number, outcome);
+                eng.note(rec, outcome);
             });
         }
-        ffi::Py_IncRef(sent);
+        ffi::Py_INCREF(sent);
         sent
     }
 }

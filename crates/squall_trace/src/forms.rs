@@ -106,11 +106,16 @@ pub struct Site {
 pub struct Forms {
     forms: Vec<Form>,
     sites: Vec<Site>,
+    /// Per site: its form id, with `RESUMABLE_BIT` set if the form is resumable. Read on every
+    /// exit event, so kept apart from the wide `Site`/`Form` records.
+    site_owner: Vec<u32>,
 }
+
+const RESUMABLE_BIT: u32 = 1 << 31;
 
 impl Forms {
     pub const fn new() -> Forms {
-        Forms { forms: Vec::new(), sites: Vec::new() }
+        Forms { forms: Vec::new(), sites: Vec::new(), site_owner: Vec::new() }
     }
 
     pub fn add_form(&mut self, form: Form) -> Result<u32, TraceError> {
@@ -130,8 +135,16 @@ impl Forms {
         if id > MAX_ID {
             return Err(TraceError::TooManyIds { what: "sites" });
         }
+        let resumable = self.forms[site.form as usize].kind.is_resumable();
         self.sites.push(site);
+        self.site_owner.push(site.form | if resumable { RESUMABLE_BIT } else { 0 });
         Ok(id)
+    }
+
+    /// The form a site belongs to, and whether that form is resumable.
+    #[inline]
+    pub fn site_owner(&self, site: u32) -> Option<(u32, bool)> {
+        self.site_owner.get(site as usize).map(|&w| (w & !RESUMABLE_BIT, w & RESUMABLE_BIT != 0))
     }
 
     pub fn form(&self, id: u32) -> Option<&Form> {

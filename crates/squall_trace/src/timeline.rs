@@ -182,6 +182,20 @@ impl Timeline {
         if self.stopped.is_some() {
             return Recorded::Skipped;
         }
+        // The usual case: the exiting frame is the innermost open one.
+        if let Some(&top) = self.stack.last() {
+            if top.form == form && top.call_idx != NONE {
+                let cap = limits.thread_trace_limit.unwrap_or(u64::MAX).min(u64::from(NONE - 1));
+                let idx = self.entries.len();
+                if (idx as u64) < cap {
+                    self.stack.pop();
+                    self.entries.push(Entry::new(kind, id, top.call_idx, value.0, 0));
+                    self.entries[top.call_idx as usize].b = idx as u32;
+                    self.last_closed = Some(top);
+                    return Recorded::Written;
+                }
+            }
+        }
         let open = match self.stack.iter().rposition(|o| o.form == form) {
             Some(pos) => {
                 self.close_above(pos, if kind == Kind::Unwind { value } else { ValRef::ABSENT }, limits);

@@ -1,0 +1,74 @@
+//! Reading small Python ints without a call into libpython.
+//!
+//! The recorder reads an int on every event (the form or site id, often a value too).
+//! `PyLong_AsLongAndOverflow` is an exported function call; for the one-digit ints that ids and
+//! most small values are, the value can be read from the object header directly. The layout is
+//! CPython's (not the limited API): `ob_size` + 30-bit digits before 3.12, `lv_tag` + digits from
+//! 3.12 on.
+
+use std::ffi::c_int;
+
+use pyo3::ffi;
+
+#[repr(C)]
+struct LongHeader {
+    ob_refcnt: ffi::Py_ssize_t,
+    ob_type: *mut ffi::PyTypeObject,
+    /// `ob_size` (signed digit count) before 3.12; `lv_tag` from 3.12.
+    size_or_tag: isize,
+    digit0: u32,
+}
+
+/// The value of an exact `int`, if it fits in an `i64`.
+///
+/// # Safety
+/// GIL held; `o` is a valid object whose type is exactly `int`.
+#[inline(always)]
+pub unsafe fn exact_int_value(o: *mut ffi::PyObject) -> Option<i64> {
+    unsafe {
+        let h = &*(o as *const LongHeader);
+        #[cfg(Py_3_12)]
+        {
+            let tag = h.size_or_tag as usize;
+            // Compact: at most one digit. Sign bits: 0 positive, 1 zero, 2 negative.
+            if tag < (2 << 3) {
+                let d = i64::from(h.digit0);
+                return Some(match tag & 3 {
+                    0 => d,
+                    1 => 0,
+                    _ => -d,
+                });
+            }
+        }
+        #[cfg(not(Py_3_12))]
+        {
+            match h.size_or_tag {
+                0 => return Some(0),
+                1 => return Some(i64::from(h.digit0)),
+                -1 => return Some(-i64::from(h.digit0)),
+                _ => {}
+            }
+        }
+        let mut overflow: c_int = 0;
+        let v = ffi::PyLong_AsLongAndOverflow(o, &mut overflow);
+        if overflow != 0 || (v == -1 && !ffi::PyErr_Occurred().is_null()) {
+            ffi::PyErr_Clear();
+            return None;
+        }
+        Some(v as i64)
+    }
+}
+
+/// A form or site id: a non-negative exact int below 2**32.
+///
+/// # Safety
+/// GIL held; `o` a valid object.
+#[inline(always)]
+pub unsafe fn id_of(o: *mut ffi::PyObject) -> Option<u32> {
+    unsafe {
+        if ffi::Py_TYPE(o) != &raw mut ffi::PyLong_Type {
+            return None;
+        }
+        exact_int_value(o).and_then(|v| u32::try_from(v).ok())
+    }
+}
