@@ -279,13 +279,25 @@ def test_summary_reports_uncaught_exception():
 
 @needs_engine
 def test_interactive_console_queries_recording():
-    script = "print(sorted(indexes.all_flows()))\nprint(callable(values.deref_val_id))\n"
-    r = subprocess.run([*_squall_cmd(), "run", "-i", "--no-summary", "exit3.py"],
-                       cwd=str(PROGRAMS), env=_env(), input=script, capture_output=True,
+    script = ("print('flows', sorted(indexes.all_flows()))\n"
+              "stats = indexes.fn_call_stats(0)\n"
+              "print('top', stats[0]['fn_ns'] + '.' + stats[0]['fn_name'], stats[0]['cnt'])\n"
+              "print('main globals', 'make_invoices' in dir())\n")
+    r = subprocess.run([*_squall_cmd(), "run", "-i", "--no-summary", "examples/invoices/main.py"],
+                       cwd=str(ROOT), env=_env(), input=script, capture_output=True,
                        text=True, timeout=60)
-    assert "exiting with 3" in r.stdout
-    assert "[0]" in r.stdout
-    assert "True" in r.stdout
+    assert "TOTAL" in r.stdout, r.stderr
+    assert "flows [0]" in r.stdout, r.stdout + r.stderr
+    assert "top billing.pricing.tier_discount 22" in r.stdout, r.stdout + r.stderr
+    assert "main globals True" in r.stdout
+
+
+@needs_engine
+def test_summary_nothing_recorded_says_so():
+    sq = squall_run("exit3.py", summary=True)
+    assert sq.returncode == 3
+    assert "none recorded" in sq.stderr
+    assert "Warning" not in sq.stderr
 
 
 def test_run_without_script_is_usage_error():

@@ -180,6 +180,21 @@ class _Outcome:
     def __init__(self) -> None:
         self.exit_code = 0
         self.keyboard_interrupt = False
+        self.uncaught: list[BaseException] = []  # what left the program (main and threads)
+
+    def watch_threads(self) -> None:
+        """Notes the exceptions that end a thread (threading.excepthook), then reports them as
+        python does."""
+        import threading
+
+        previous = threading.excepthook
+
+        def excepthook(args, _previous=previous, _seen=self.uncaught):
+            if args.exc_value is not None:
+                _seen.append(args.exc_value)
+            return _previous(args)
+
+        threading.excepthook = excepthook
 
 
 def _strip_own_frames(tb):
@@ -222,12 +237,15 @@ def _execute(code, globs: dict, outcome: _Outcome) -> None:
     try:
         exec(code, globs)
     except SystemExit as e:
+        outcome.uncaught.append(e)
         outcome.exit_code = _handle_system_exit(e)
     except KeyboardInterrupt as e:
+        outcome.uncaught.append(e)
         _report_uncaught(e)
         outcome.exit_code = 130
         outcome.keyboard_interrupt = True
     except BaseException as e:  # noqa: BLE001 - the program's uncaught exception
+        outcome.uncaught.append(e)
         _report_uncaught(e)
         outcome.exit_code = 1
 
@@ -387,13 +405,13 @@ def _stop_recording() -> None:
         pass
 
 
-def _print_summary(opts) -> None:
+def _print_summary(opts, outcome: _Outcome | None = None) -> None:
     if opts.no_summary or opts.quiet:
         return
     try:
         from squall.summary import render_summary
 
-        text = render_summary()
+        text = render_summary(uncaught=outcome.uncaught if outcome is not None else None)
     except Exception as e:  # the summary must never change the program's outcome
         text = f"{PROG}: could not summarize the recording: {type(e).__name__}: {e}"
     try:
@@ -484,6 +502,7 @@ def cmd_run(opts, prog_argv: list[str]) -> int:
 
     hook = _setup_recording(opts, target)
     outcome = _Outcome()
+    outcome.watch_threads()
     if target is not None:
         _run_script(target, prog_args, hook, outcome)
     else:
@@ -498,7 +517,7 @@ def cmd_run(opts, prog_argv: list[str]) -> int:
             merged.update({k: v for k, v in ns.items() if k not in merged or k == "__name__"})
             merged["__name__"] = "__main__"
             ns = merged
-        _print_summary(opts)
+        _print_summary(opts, outcome)
         _interact(ns, banner=(
             f"{PROG}: the recording is in this process. Try indexes.all_flows(), "
             "indexes.fn_call_stats(0), indexes.exceptions()."))
@@ -506,7 +525,7 @@ def cmd_run(opts, prog_argv: list[str]) -> int:
 
     _wait_for_threads()
     _stop_recording()
-    _print_summary(opts)
+    _print_summary(opts, outcome)
     if outcome.keyboard_interrupt:
         _exit_like_sigint()
     return outcome.exit_code

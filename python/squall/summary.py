@@ -6,7 +6,8 @@ and formats. Every part is guarded, so a missing piece says so instead of failin
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import warnings
+from typing import Any, Callable, Iterable, Optional
 
 TOP_FUNCTIONS = 10
 MAX_EXCEPTIONS = 10
@@ -30,8 +31,18 @@ def _qualified(ns: Any, name: Any) -> str:
     return str(name)
 
 
-def render_summary(title: str = "squall") -> str:
-    """Returns the summary text (several lines, no trailing newline)."""
+def render_summary(title: str = "squall", uncaught: Optional[Iterable[BaseException]] = None) -> str:
+    """Returns the summary text (several lines, no trailing newline).
+
+    ``uncaught``: the exceptions the runner saw leave the program (the main thread's and the
+    threads'), when it knows them. Then every other recorded exception was caught somewhere, even
+    where the catching frame was not recorded (module level, uninstrumented code)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "nothing recorded" is said below, plainly
+        return _render(title, uncaught)
+
+
+def _render(title: str, uncaught: Optional[Iterable[BaseException]]) -> str:
     try:
         from squall import indexes
     except Exception as e:  # pragma: no cover - the engine is not built
@@ -87,8 +98,9 @@ def render_summary(title: str = "squall") -> str:
     excs = _try(lambda: indexes.exceptions(), None)
     if excs:
         w(f"exceptions ({len(excs)}):")
+        escaped = None if uncaught is None else {id(x) for x in uncaught}
         for e in excs[:MAX_EXCEPTIONS]:
-            state = "caught" if e.get("caught") else "NOT caught"
+            state = _caught_state(e, escaped)
             msg = _short(e.get("message", ""))
             w(f"  {e.get('exc_type')}: {msg}  in {_qualified(e.get('fn_ns'), e.get('fn_name'))}"
               f"  [{state}; flow {e.get('flow_id')} thread {e.get('thread_id')} "
@@ -116,6 +128,28 @@ def render_summary(title: str = "squall") -> str:
         if len(skipped) > 20:
             w(f"  ... and {len(skipped) - 20} more (squall.config.skipped_user_modules())")
     return "\n".join(out)
+
+
+def _caught_state(e: dict, escaped: Optional[set]) -> str:
+    caught = bool(e.get("caught"))
+    if escaped is not None and not caught:
+        exc = _deref(e.get("throwable_ref"))
+        caught = exc is not None and id(exc) not in escaped
+    if not caught:
+        return "NOT caught"
+    where = e.get("caught_in")
+    return f"caught in {where}" if where else "caught"
+
+
+def _deref(ref: Any) -> Any:
+    if ref is None:
+        return None
+    try:
+        from squall import values
+
+        return values.deref_val_id(ref)
+    except Exception:
+        return None
 
 
 def _skipped_modules() -> list[str]:
