@@ -330,3 +330,38 @@ def test_safe_path_adds_no_entry():
     assert py.returncode == sq.returncode == 0
     if SQUALL_SCRIPT.exists():
         assert sq.stdout == py.stdout
+
+
+@needs_engine
+def test_summary_thread_exception_not_caught_and_caught():
+    py = python("thread_fails.py")
+    sq = squall_run("thread_fails.py", summary=True)
+    assert sq.returncode == py.returncode == 0
+    assert sq.stdout == py.stdout
+    assert py.stderr in sq.stderr  # the thread's traceback, as python prints it
+    lines = [ln for ln in sq.stderr.split("recording summary", 1)[1].splitlines()
+             if "RuntimeError" in ln]
+    assert len(lines) == 2, sq.stderr
+    assert any("caught in __main__.guarded" in ln for ln in lines)
+    assert any("NOT caught" in ln and "failing-worker" not in ln for ln in lines)
+    assert "failing-worker" in sq.stderr
+
+
+@needs_engine
+def test_summary_lists_skipped_user_modules():
+    sq = squall_run("--skip", "billing.pricing", "examples/invoices/main.py", cwd=ROOT,
+                    summary=True)
+    assert sq.returncode == 0
+    assert sq.stdout == python("examples/invoices/main.py", cwd=ROOT).stdout
+    skipped = sq.stderr.split("NOT instrumented", 1)[1]
+    assert "billing.pricing" in skipped
+    top = sq.stderr.split("most called functions", 1)[1].split("exceptions", 1)[0]
+    assert "billing.pricing" not in top
+    assert "billing.models" in top
+
+
+def test_bad_skip_regex_is_a_usage_error():
+    sq = squall_run("--skip-regex", "(", "exit3.py")
+    assert sq.returncode == 2
+    assert sq.stderr.startswith("squall")
+    assert sq.stdout == ""
