@@ -145,7 +145,7 @@ impl Timeline {
             Err(r) => return r,
         };
         let c = match args {
-            [] => NONE,
+            [] => ValRef::ABSENT.0,
             [one] => one.0,
             many => {
                 let at = self.args.len() as u32;

@@ -1,0 +1,248 @@
+//! The recorder state machine and the queries, on timelines built event by event.
+
+use std::sync::Arc;
+
+use squall_trace::{Coord, Drift, Form, FormKind, Forms, Kind, LimitHit, Limits, Recorded, Site, SiteKind, Timeline, ValRef};
+
+fn forms(specs: &[(&str, FormKind)]) -> (Forms, Vec<u32>) {
+    let mut forms = Forms::new();
+    let mut ret_sites = Vec::new();
+    for (name, kind) in specs {
+        let id = forms
+            .add_form(Form {
+                ns: Arc::from("m"),
+                name: Arc::from(*name),
+                file: Arc::from("m.py"),
+                line: 1,
+                params: vec![Arc::from("x")],
+                kind: *kind,
+            })
+            .unwrap();
+        let coord = Coord { line: 2, col: 4, end_line: 2, end_col: 10 };
+        ret_sites.push(forms.add_site(Site { form: id, kind: SiteKind::Return, coord }).unwrap());
+    }
+    (forms, ret_sites)
+}
+
+fn int(v: i64) -> ValRef {
+    ValRef::small_int(v).unwrap()
+}
+
+/// One line per entry: idx, indentation by depth, what it is.
+fn render(tl: &Timeline) -> String {
+    let mut out = String::new();
+    let mut depth = 0usize;
+    for (i, e) in tl.entries().iter().enumerate() {
+        let line = match e.kind() {
+            Kind::Call | Kind::Resume => {
+                let s = format!(
+                    "{}{} form={} parent={:?} ret={:?} arg={:?}",
+                    "  ".repeat(depth),
+                    if e.kind() == Kind::Call { "call" } else { "resume" },
+                    e.id(),
+                    e.parent_idx(),
+                    e.ret_idx(),
+                    ValRef(e.c).decode()
+                );
+                depth += 1;
+                s
+            }
+            Kind::Return | Kind::Unwind => {
+                depth = depth.saturating_sub(1);
+                format!(
+                    "{}{} id={} of={} value={:?}",
+                    "  ".repeat(depth),
+                    if e.kind() == Kind::Return { "return" } else { "unwind" },
+                    e.id(),
+                    e.fn_call_idx(),
+                    e.value().decode()
+                )
+            }
+        };
+        out.push_str(&format!("{i:>3} {line}\n"));
+    }
+    out
+}
+
+const NO_LIMITS: Limits = Limits { thread_trace_limit: None, fn_call_limit: None, memory_limit: None };
+
+#[test]
+fn calls_and_returns_pair_up_with_parents() {
+    let (_, sites) = forms(&[("f", FormKind::Function), ("g", FormKind::Function)]);
+    let mut tl = Timeline::new();
+    tl.call(0, &[int(1)], &NO_LIMITS);
+    tl.call(1, &[int(2)], &NO_LIMITS);
+    tl.exit(Kind::Return, sites[1], 1, false, int(20), &NO_LIMITS);
+    tl.call(1, &[int(3)], &NO_LIMITS);
+    tl.exit(Kind::Unwind, 1, 1, false, ValRef::slot(0).unwrap(), &NO_LIMITS);
+    tl.exit(Kind::Return, sites[0], 0, false, int(10), &NO_LIMITS);
+    insta::assert_snapshot!(render(&tl), @r"
+      0 call form=0 parent=None ret=Some(5) arg=Int(1)
+      1   call form=1 parent=Some(0) ret=Some(2) arg=Int(2)
+      2   return id=1 of=1 value=Int(20)
+      3   call form=1 parent=Some(0) ret=Some(4) arg=Int(3)
+      4   unwind id=1 of=3 value=Slot(0)
+      5 return id=0 of=0 value=Int(10)
+    ");
+    assert_eq!(tl.calls(), 3);
+}
+
+#[test]
+fn an_exit_after_the_return_is_recorded_against_the_same_call() {
+    // `try: return 1 finally: raise E` — the return is recorded, then the unwind.
+    let (_, sites) = forms(&[("f", FormKind::Function)]);
+    let mut tl = Timeline::new();
+    tl.call(0, &[], &NO_LIMITS);
+    tl.exit(Kind::Return, sites[0], 0, false, int(1), &NO_LIMITS);
+    assert_eq!(tl.exit(Kind::Unwind, 0, 0, false, ValRef::slot(3).unwrap(), &NO_LIMITS), Recorded::Written);
+    assert_eq!(tl.get(0).unwrap().ret_idx(), Some(2));
+}
+
+#[test]
+fn frames_left_without_an_exit_are_closed_when_their_caller_exits() {
+    // A lambda (form 1) raises inside f (form 0): lambdas record no unwind of their own.
+    let (_, sites) = forms(&[("f", FormKind::Function), ("<lambda>", FormKind::Lambda)]);
+    let mut tl = Timeline::new();
+    tl.call(0, &[], &NO_LIMITS);
+    tl.call(1, &[], &NO_LIMITS);
+    let exc = ValRef::slot(7).unwrap();
+    tl.exit(Kind::Unwind, 0, 0, false, exc, &NO_LIMITS);
+    insta::assert_snapshot!(render(&tl), @r"
+      0 call form=0 parent=None ret=Some(3) arg=Absent
+      1   call form=1 parent=Some(0) ret=Some(2) arg=Absent
+      2   unwind id=1 of=1 value=Slot(7)
+      3 unwind id=0 of=0 value=Slot(7)
+    ");
+    assert_eq!(tl.repaired, 1);
+    let _ = sites;
+}
+
+#[test]
+fn a_generator_resumed_by_throw_gets_an_implicit_resumption() {
+    let (_, sites) = forms(&[("main", FormKind::Function), ("gen", FormKind::Generator)]);
+    let mut tl = Timeline::new();
+    tl.call(0, &[], &NO_LIMITS);
+    tl.call(1, &[int(5)], &NO_LIMITS);
+    tl.exit(Kind::Return, sites[1], 1, true, int(0), &NO_LIMITS); // yield 0
+    tl.resume(1, ValRef::NONE, &NO_LIMITS); // next()
+    tl.exit(Kind::Return, sites[1], 1, true, int(1), &NO_LIMITS); // yield 1
+    // gen.throw(E): the frame unwinds without a resume call.
+    tl.exit(Kind::Unwind, 1, 1, true, ValRef::slot(0).unwrap(), &NO_LIMITS);
+    tl.exit(Kind::Return, sites[0], 0, false, ValRef::NONE, &NO_LIMITS);
+    insta::assert_snapshot!(render(&tl), @r"
+      0 call form=0 parent=None ret=Some(7) arg=Absent
+      1   call form=1 parent=Some(0) ret=Some(2) arg=Int(5)
+      2   return id=1 of=1 value=Int(0)
+      3   resume form=1 parent=Some(0) ret=Some(4) arg=None
+      4   return id=1 of=3 value=Int(1)
+      5   resume form=1 parent=Some(0) ret=Some(6) arg=Absent
+      6   unwind id=1 of=5 value=Slot(0)
+      7 return id=0 of=0 value=None
+    ");
+}
+
+#[test]
+fn exits_of_frames_never_entered_are_unmatched() {
+    let (_, sites) = forms(&[("f", FormKind::Function)]);
+    let mut tl = Timeline::new();
+    assert_eq!(tl.exit(Kind::Return, sites[0], 0, false, int(1), &NO_LIMITS), Recorded::Unmatched);
+    assert!(tl.is_empty());
+}
+
+#[test]
+fn fn_call_limit_skips_later_calls_and_reparents_their_callees() {
+    let (forms, sites) = forms(&[("f", FormKind::Function), ("g", FormKind::Function)]);
+    let limits = Limits { fn_call_limit: Some(1), ..NO_LIMITS };
+    let mut tl = Timeline::new();
+    assert_eq!(tl.call(0, &[int(1)], &limits), Recorded::Written);
+    tl.exit(Kind::Return, sites[0], 0, false, ValRef::NONE, &limits);
+    assert_eq!(tl.call(0, &[int(2)], &limits), Recorded::LimitReached(LimitHit::FnCalls { form: 0, limit: 1 }));
+    assert_eq!(tl.call(1, &[int(3)], &limits), Recorded::Written);
+    tl.exit(Kind::Return, sites[1], 1, false, ValRef::NONE, &limits);
+    assert_eq!(tl.exit(Kind::Return, sites[0], 0, false, ValRef::NONE, &limits), Recorded::Skipped);
+    assert_eq!(tl.call(0, &[int(4)], &limits), Recorded::Skipped);
+    insta::assert_snapshot!(render(&tl), @r"
+      0 call form=0 parent=None ret=Some(1) arg=Int(1)
+      1 return id=0 of=0 value=None
+      2 call form=1 parent=None ret=Some(3) arg=Int(3)
+      3 return id=1 of=2 value=None
+    ");
+    assert_eq!(forms.forms().len(), 2);
+}
+
+#[test]
+fn thread_trace_limit_stops_the_timeline_once() {
+    let (_, sites) = forms(&[("f", FormKind::Function)]);
+    let limits = Limits { thread_trace_limit: Some(3), ..NO_LIMITS };
+    let mut tl = Timeline::new();
+    for _ in 0..2 {
+        tl.call(0, &[], &limits);
+    }
+    tl.exit(Kind::Return, sites[0], 0, false, ValRef::NONE, &limits);
+    assert_eq!(tl.call(0, &[], &limits), Recorded::LimitReached(LimitHit::ThreadTrace { limit: 3 }));
+    assert_eq!(tl.call(0, &[], &limits), Recorded::Skipped);
+    assert_eq!(tl.len(), 3);
+    assert_eq!(tl.stopped(), Some(LimitHit::ThreadTrace { limit: 3 }));
+}
+
+/// main(0) -> [a(1) -> [b(2) ret(3)] ret(4)], c(5) ret(6) ; ret(7)
+fn sample() -> Timeline {
+    let (_, sites) = forms(&[("main", FormKind::Function), ("a", FormKind::Function), ("b", FormKind::Function), ("c", FormKind::Function)]);
+    let mut tl = Timeline::new();
+    tl.call(0, &[], &NO_LIMITS);
+    tl.call(1, &[int(1)], &NO_LIMITS);
+    tl.call(2, &[int(2)], &NO_LIMITS);
+    tl.exit(Kind::Return, sites[2], 2, false, int(4), &NO_LIMITS);
+    tl.exit(Kind::Return, sites[1], 1, false, int(5), &NO_LIMITS);
+    tl.call(3, &[int(3)], &NO_LIMITS);
+    tl.exit(Kind::Return, sites[3], 3, false, int(6), &NO_LIMITS);
+    tl.exit(Kind::Return, sites[0], 0, false, ValRef::NONE, &NO_LIMITS);
+    tl
+}
+
+#[test]
+fn drifts_move_like_a_stepper() {
+    let tl = sample();
+    let go = |idx, d| tl.timeline_entry(idx, d).unwrap();
+    assert_eq!(go(1, Drift::Next), 2);
+    assert_eq!(go(0, Drift::Prev), 0);
+    assert_eq!(go(7, Drift::Next), 7);
+    assert_eq!(go(1, Drift::NextOver), 4);
+    assert_eq!(go(4, Drift::Next), 5);
+    assert_eq!(go(5, Drift::PrevOver), 1);
+    assert_eq!(go(4, Drift::PrevOver), 1);
+    assert_eq!(go(2, Drift::NextOut), 4);
+    assert_eq!(go(2, Drift::PrevOut), 1);
+    assert_eq!(go(0, Drift::PrevOut), 0);
+    assert!(tl.timeline_entry(8, Drift::At).is_err());
+    assert_eq!(Drift::parse("next-over").unwrap(), Drift::NextOver);
+    assert_eq!(
+        Drift::parse("sideways").unwrap_err().to_string(),
+        "unknown drift `sideways`; use one of: at, next, prev, next-over, prev-over, next-out, prev-out"
+    );
+}
+
+#[test]
+fn call_tree_stacks_and_stats() {
+    let tl = sample();
+    assert_eq!(tl.callstack_node_childs(None, 0, None).unwrap(), vec![0]);
+    assert_eq!(tl.callstack_node_childs(Some(0), 0, None).unwrap(), vec![1, 5]);
+    assert_eq!(tl.callstack_node_childs(Some(0), 1, Some(5)).unwrap(), vec![5]);
+    assert_eq!(tl.callstack_node_childs(Some(1), 0, None).unwrap(), vec![2]);
+    let stack: Vec<u32> = tl.stack_for_frame(3).unwrap().iter().map(|f| f.fn_call_idx).collect();
+    assert_eq!(stack, vec![2, 1, 0]);
+    let stats: Vec<(u32, u64)> = tl.fn_call_stats().iter().map(|s| (s.form, s.count)).collect();
+    assert_eq!(stats, vec![(0, 1), (1, 1), (2, 1), (3, 1)]);
+}
+
+#[test]
+fn find_fn_call_searches_both_ways() {
+    let tl = sample();
+    let only = |f: u32| (0..4).map(|i| i == f).collect::<Vec<bool>>();
+    let none = |_| Ok::<bool, ()>(true);
+    assert_eq!(tl.find_fn_call(&only(3), None, false, none).unwrap(), Some(5));
+    assert_eq!(tl.find_fn_call(&only(1), Some(2), false, none).unwrap(), None);
+    assert_eq!(tl.find_fn_call(&only(1), Some(6), true, none).unwrap(), Some(1));
+    let all = vec![true; 4];
+    assert_eq!(tl.find_fn_call(&all, None, false, |i| Ok::<bool, ()>(i >= 2)).unwrap(), Some(2));
+}
