@@ -4,7 +4,8 @@ A recording is a set of *flows* (``squall.api.set_flow``; 0 by default), each ho
 *timeline* per thread. A timeline is a sequence of entries, dicts of these shapes::
 
     {"type": "fn-call", "idx", "fn_ns", "fn_name", "form_id", "fn_args_ref", "parent_idx",
-     "ret_idx", "resumed"}
+     "ret_idx", "resumed": False}
+    {"type": "fn-resume", ... the same keys as fn-call ..., "resumed": True}
     {"type": "fn-return", "idx", "fn_call_idx", "result_ref", "coord", "form_id", "kind"}
     {"type": "fn-unwind", "idx", "fn_call_idx", "throwable_ref", "coord", "form_id"}
 
@@ -14,8 +15,11 @@ from unrecorded code, ``ret_idx`` None while the call has not returned. Deref ``
 
 Generators and coroutines: each time a frame suspends (``yield``, ``await``, ``yield from``) its
 segment ends with an ``fn-return`` whose ``kind`` is ``"yield"`` or ``"await"`` and whose result is
-the yielded/awaited value; when it resumes, a new ``fn-call`` of the same function starts with
-``resumed: True`` and the sent value (or the await's result) as its only argument.
+the yielded/awaited value; when it resumes, an ``fn-resume`` entry (shaped like an ``fn-call``,
+``resumed: True``) opens the next segment with the sent value (or the await's result) as its
+only argument. So counting ``fn-call`` entries counts calls, as ``fn_call_stats`` does; a frame
+resumed by ``throw()``/``close()`` shows an ``fn-resume`` with no argument (``fn_args_ref``
+derefs to ``[None]``).
 """
 
 from __future__ import annotations

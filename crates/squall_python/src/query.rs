@@ -360,12 +360,13 @@ pub fn forms(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
 pub fn idxs_of_type(flow_id: u32, thread_id: u64, entry_type: &str) -> PyResult<Vec<u32>> {
     let rec = rec_of(eng(), flow_id, thread_id)?;
     let want: fn(Kind) -> bool = match entry_type {
-        "fn-call" => |k| k.is_call(),
+        "fn-call" => |k| k == Kind::Call,
+        "fn-resume" => |k| k == Kind::Resume,
         "fn-return" => |k| k == Kind::Return,
         "fn-unwind" => |k| k == Kind::Unwind,
         other => {
             return Err(PyValueError::new_err(format!(
-                "unknown entry type `{other}`; use fn-call, fn-return or fn-unwind"
+                "unknown entry type `{other}`; use fn-call, fn-resume, fn-return or fn-unwind"
             )))
         }
     };

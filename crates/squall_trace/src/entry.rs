@@ -9,8 +9,9 @@
 //!
 //! A call's `c` holds its arguments according to the form's parameter count: nothing for 0, the
 //! value itself for 1, an offset into the timeline's args arena for 2 or more (the arena then holds
-//! exactly that many values). A `Resume` is an `fn-call` for every query; it starts a new segment
-//! of a generator or coroutine frame after a suspension.
+//! exactly that many values). A `Resume` (`fn-resume`) opens a frame like a call: it starts a new
+//! segment of a generator or coroutine frame after a suspension. Keeping it a separate type keeps
+//! "how often was f called" the same whether counted from entries or from `fn_call_stats`.
 
 use crate::value::ValRef;
 
@@ -54,7 +55,8 @@ impl Kind {
     /// The FlowStorm entry type name.
     pub fn type_name(self) -> &'static str {
         match self {
-            Kind::Call | Kind::Resume => "fn-call",
+            Kind::Call => "fn-call",
+            Kind::Resume => "fn-resume",
             Kind::Return => "fn-return",
             Kind::Unwind => "fn-unwind",
         }
