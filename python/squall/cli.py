@@ -38,12 +38,29 @@ def _add_config_options(p: argparse.ArgumentParser) -> None:
                    help="never instrument modules whose name matches this regex")
     g.add_argument("--mode", choices=["full", "calls"], default=None,
                    help="full: calls, returns, exceptions, expressions, bindings; calls: calls only")
+    lim = p.add_argument_group("recording limits (each reached limit is reported once on stderr)")
+    lim.add_argument("--thread-trace-limit", type=_positive_int, default=None, metavar="N",
+                     help="entries per thread timeline; the thread stops recording there")
+    lim.add_argument("--fn-call-limit", type=_positive_int, default=None, metavar="N",
+                     help="recorded calls per function per thread; later calls are skipped")
+    lim.add_argument("--memory-limit", type=_positive_int, default=None, metavar="MIB",
+                     help="MiB of recording; recording stops there (default 4096)")
     p.add_argument("-i", dest="interactive", action="store_true",
                    help="after the program ends, open a console in this process to query the "
                         "recording (squall, indexes, values are imported)")
     p.add_argument("--no-summary", action="store_true", help="print no summary at the end")
     p.add_argument("-q", "--quiet", action="store_true", help="print nothing of squall's own "
                    "except errors (implies --no-summary)")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got `{text}`")
+    return value
 
 
 def _version() -> str:
@@ -89,7 +106,7 @@ def _parser() -> argparse.ArgumentParser:
 def _split_run_argv(argv: list[str]) -> tuple[list[str], list[str]]:
     """Splits ``run``'s argv into squall's options and the program's argv: everything from the
     script (or from ``-m MODULE``) on belongs to the program, even if it looks like an option."""
-    with_value = {"--include", "--skip", "--skip-regex", "--mode"}
+    with_value = {"--include", "--skip", "--skip-regex", "--mode", "--thread-trace-limit", "--fn-call-limit", "--memory-limit"}
     i = 0
     while i < len(argv):
         a = argv[i]
@@ -152,6 +169,12 @@ def _setup_recording(opts, script_path: str | None = None) -> object | None:
     try:
         from squall import api
 
+        limits = {
+            "thread_trace_limit": getattr(opts, "thread_trace_limit", None),
+            "fn_call_limit": getattr(opts, "fn_call_limit", None),
+            "memory_limit": (opts.memory_limit << 20) if getattr(opts, "memory_limit", None) else None,
+        }
+        api.set_limits(**{k: v for k, v in limits.items() if v is not None})
         api.start_recording()
     except ImportError as e:
         _warn(f"recording unavailable ({e})")
