@@ -632,3 +632,38 @@ def test_instrumented_console_records_functions_typed_at_the_prompt(capsys):
     assert "49" in out.out and "ZeroDivisionError" in out.err
     assert eng.events == [("call", "sq", (7,)), ("ret", "sq", 49)]
     assert eng.form("sq")["fn_ns"] == "__main__" and eng.form("sq")["file"] == "<console>"
+
+
+def test_threads_metaclass_init_subclass_and_recursion_limit():
+    src = """
+    import sys, threading
+    class Meta(type):
+        def __new__(mcls, name, bases, ns):
+            ns["tag"] = name.lower()
+            return super().__new__(mcls, name, bases, ns)
+    class Base(metaclass=Meta):
+        subs = []
+        def __init_subclass__(cls, **kw):
+            super().__init_subclass__(**kw)
+            Base.subs.append(cls.__name__)
+    class Sub(Base):
+        pass
+    def work(out, i):
+        out[i] = i * i
+    def deep(n):
+        return 0 if n == 0 else 1 + deep(n - 1)
+    def main():
+        out = {}
+        ts = [threading.Thread(target=work, args=(out, i)) for i in range(4)]
+        for t in ts: t.start()
+        for t in ts: t.join()
+        try:
+            deep(sys.getrecursionlimit() + 10)
+        except RecursionError:
+            rec = "recursion"
+        return sorted(out.items()), Sub.tag, Base.subs, rec, deep(50)
+    """
+    res, eng = same(src)
+    assert res == ("ok", ([(0, 0), (1, 1), (2, 4), (3, 9)], "sub", ["Sub"], "recursion", 50))
+    assert ev(eng).count(("call", "work")) == 4
+    assert ("call", "Base.__init_subclass__") in ev(eng)
