@@ -1,0 +1,117 @@
+"""A plain-text rendering of a thread's recorded call tree (for tests, the CLI and agents).
+
+One line per recorded call, indented two spaces per nesting level::
+
+    __main__.fib(n=2) -> 1                     a call and what it returned
+    __main__.parse(text='x') !! ValueError: no  a call left by an exception
+    __main__.gen(n=1) -> yield 1               a generator segment ending at a `yield`
+    __main__.gen resumed(5) -> yield 10        the same generator resumed with send(5)
+    __main__.main() -> await <coroutine ...>   a coroutine segment ending at an `await`
+    __main__.work() -> <no exit recorded>      a call still running (or never left)
+
+Values are printed with :func:`squall.values.pformat` (what ``val_pprint`` uses) within
+``print_level`` / ``print_length``; a snapshot the recorder cut keeps its marker visible even when
+``print_length`` hides the items before it. An exception the recorder did not keep (a lambda's:
+lambdas have no statements to catch it in) shows as ``!! <exception not recorded>``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional
+
+from squall import _engine
+from squall import indexes as _indexes
+from squall import values as _values
+
+__all__ = ["render_call_tree", "render_flow"]
+
+
+def _params_by_form() -> Dict[int, List[str]]:
+    return {f["form_id"]: list(f["params"]) for f in _engine.forms()}
+
+
+class _Printer(_values._Printer):
+    """``pformat``'s printer, except that a snapshot the recorder cut keeps its Truncated marker
+    visible (at any depth) even when ``print_length`` hides the items before it."""
+
+    def items(self, v: Any, kind: str, depth: int, active: set) -> "tuple[list, bool]":
+        parts, more = super().items(v, kind, depth, active)
+        if more and type(v) in (list, tuple, dict):
+            last = next(reversed(v)) if isinstance(v, dict) else v[-1]  # a dict's marker is its last key
+            if isinstance(last, _values.Truncated):
+                return parts + ["...", repr(last)], False
+        return parts, more
+
+
+def _fmt(value: Any, print_level: Optional[int], print_length: Optional[int]) -> str:
+    return _Printer(print_level, print_length).fmt(value, 0, set())
+
+
+def _exc_text(exc: Any) -> str:
+    if exc is None:
+        return "<exception not recorded>"
+    name = type(exc).__qualname__
+    try:
+        msg = str(exc)
+    except BaseException:  # noqa: BLE001 - str() of an exception may raise anything
+        msg = _values.safe_repr(exc)
+    return f"{name}: {msg}" if msg else name
+
+
+def _call_line(
+    e: dict, flow_id: int, thread_id: int, params: Dict[int, List[str]],
+    print_level: Optional[int], print_length: Optional[int],
+) -> str:
+    args = _values.deref_val_id(e["fn_args_ref"]) or []
+    if e.get("resumed"):
+        head = f"{e['fn_ns']}.{e['fn_name']} resumed"
+        arg_text = ", ".join(_fmt(a, print_level, print_length) for a in args)
+    else:
+        head = f"{e['fn_ns']}.{e['fn_name']}"
+        names = params.get(e["form_id"], [])
+        parts = []
+        for i, a in enumerate(args):
+            text = _fmt(a, print_level, print_length)
+            parts.append(f"{names[i]}={text}" if i < len(names) else text)
+        arg_text = ", ".join(parts)
+    line = f"{head}({arg_text})"
+    ret_idx = e.get("ret_idx")
+    if ret_idx is None:
+        return f"{line} -> <no exit recorded>"
+    x = _engine.entry(flow_id, thread_id, ret_idx)
+    if x["type"] == "fn-unwind":
+        exc = _values.deref_val_id(x["throwable_ref"]) if x["throwable_ref"] is not None else None
+        return f"{line} !! {_exc_text(exc)}"
+    result = _fmt(_values.deref_val_id(x["result_ref"]), print_level, print_length)
+    kind = x.get("kind", "return")
+    if kind in ("yield", "await"):
+        return f"{line} -> {kind} {result}"
+    return f"{line} -> {result}"
+
+
+def render_call_tree(
+    flow_id: int, thread_id: int, print_level: Optional[int] = 3, print_length: Optional[int] = 8
+) -> str:
+    """The call tree of one thread of a flow, one line per call (see the module docstring)."""
+    params = _params_by_form()
+    lines: List[str] = []
+    root = _indexes.callstack_root_node(flow_id, thread_id)
+    # Iterative depth-first walk: recorded trees can be deeper than Python's recursion limit.
+    stack: List[tuple] = [(c, 0) for c in reversed(_indexes.callstack_node_childs(root))]
+    while stack:
+        node, depth = stack.pop()
+        lines.append("  " * depth + _call_line(node, flow_id, thread_id, params, print_level, print_length))
+        stack.extend((c, depth + 1) for c in reversed(_indexes.callstack_node_childs(node)))
+    return "\n".join(lines)
+
+
+def render_flow(flow_id: int = 0, print_level: Optional[int] = 3, print_length: Optional[int] = 8) -> str:
+    """Every thread of a flow, sorted by thread name (then by content), each under a
+    ``thread <name>:`` header with its call tree indented below."""
+    blocks = []
+    for info in _indexes.flow_threads_info(flow_id):
+        tree = render_call_tree(flow_id, info["thread_id"], print_level, print_length)
+        body = "\n".join("  " + ln for ln in tree.splitlines()) if tree else "  <no calls>"
+        blocks.append((str(info.get("thread_name")), body))
+    blocks.sort()
+    return "\n".join(f"thread {name}:\n{body}" for name, body in blocks) + "\n"
