@@ -123,9 +123,6 @@ async def other():
         mark(i)
         await asyncio.sleep(0)
 
-async def consumer():
-    return [t async for t in ticks(2)] + [t for t in [9]]
-
 async def consumer_for():
     out = []
     async for t in ticks(2):
