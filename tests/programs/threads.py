@@ -1,7 +1,8 @@
-"""Two named worker threads, each with its own timeline."""
+"""Two named worker threads, alive at the same time, each with its own timeline."""
 import threading
 
 results = {}
+both_started = threading.Barrier(2)
 
 
 def square(x):
@@ -9,6 +10,7 @@ def square(x):
 
 
 def worker(label, numbers):
+    both_started.wait()  # both threads are alive together: they have different idents
     results[label] = [square(n) for n in numbers]
 
 
