@@ -34,7 +34,7 @@ def rec():
 
 
 def main_timeline():
-    return indexes.get_referenced_maps_timeline(0, threading.get_ident())
+    return indexes.get_referenced_maps_timeline(0, threading.get_native_id())
 
 
 def calls_of(name):
@@ -148,7 +148,7 @@ def test_threads_get_their_own_timelines_with_names(rec):
     infos = {i["thread_name"]: i for i in indexes.flow_threads_info(0)}
     assert set(infos) == {"worker-0", "worker-1"}
     for i, t in enumerate(threads):
-        tl = indexes.get_referenced_maps_timeline(0, t.ident)
+        tl = indexes.get_referenced_maps_timeline(0, t.native_id)
         assert [e["type"] for e in tl] == ["fn-call", "fn-return"]
         assert values.deref_val_id(tl[1]["result_ref"]) == i * 2
 
@@ -160,7 +160,7 @@ def test_flows_separate_recordings(rec):
         ns["f"]()
         ns["f"]()
     ns["f"]()
-    tid = threading.get_ident()
+    tid = threading.get_native_id()
     assert indexes.all_flows() == {0: [tid], 3: [tid]}
     assert indexes.fn_call_stats(3)[0]["cnt"] == 2
     assert indexes.fn_call_stats(0)[0]["cnt"] == 2
@@ -209,7 +209,7 @@ def test_queries_say_plainly_when_nothing_is_recorded():
 def test_bad_query_input_gets_clear_errors(rec):
     ns = rec("def f():\n    return 1\n")
     ns["f"]()
-    tid = threading.get_ident()
+    tid = threading.get_native_id()
     with pytest.raises(KeyError, match="no recording for flow 7"):
         indexes.get_referenced_maps_timeline(7, tid)
     with pytest.raises(ValueError, match="idx 99 is out of range"):
@@ -255,7 +255,7 @@ def test_stepping_queries_on_a_real_recording(rec):
         "def top():\n    a = mid(1)\n    return mid(a)\n"
     )
     assert ns["top"]() == 10
-    tid = threading.get_ident()
+    tid = threading.get_native_id()
     tl = main_timeline()
     names = [(e["type"], e.get("fn_name")) for e in tl]
     assert names[:3] == [("fn-call", "top"), ("fn-call", "mid"), ("fn-call", "leaf")]

@@ -37,7 +37,7 @@ def test_1_squall_run_records_from_the_first_line(tmp_path):
             return 2 * x
 
         double(21)
-        tl = indexes.get_referenced_maps_timeline(0, threading.get_ident())
+        tl = indexes.get_referenced_maps_timeline(0, threading.get_native_id())
         call = next(e for e in tl if e["type"] == "fn-call" and e["fn_name"] == "double")
         print(call["fn_ns"], values.deref_val_id(call["fn_args_ref"]), values.deref_val_id(tl[call["ret_idx"]]["result_ref"]))
     """))
@@ -75,7 +75,7 @@ def test_5_functions_typed_at_the_repl_are_recorded(tmp_path):
         greet("ana")
         import threading
         from squall import indexes
-        [(e["fn_ns"], e["fn_name"]) for e in indexes.get_referenced_maps_timeline(0, threading.get_ident()) if e["type"] == "fn-call"]
+        [(e["fn_ns"], e["fn_name"]) for e in indexes.get_referenced_maps_timeline(0, threading.get_native_id()) if e["type"] == "fn-call"]
     """)
     p = run([SQUALL, "repl"], tmp_path, stdin=session)
     assert p.returncode == 0, p.stderr

@@ -209,7 +209,7 @@ def test_end_to_end_with_the_real_engine(env):
     finally:
         if not was:
             _engine.stop_recording()
-    tid = threading.get_ident()
+    tid = threading.get_native_id()
     entries = [_engine.entry(_engine.current_flow(), tid, i)
                for i in range(_engine.timeline_len(_engine.current_flow(), tid))]
     mine = [(e["type"], e.get("fn_name")) for e in entries]

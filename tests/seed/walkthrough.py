@@ -41,7 +41,7 @@ assert list(flows) == [0] and len(flows[0]) == 1, flows
 tid = flows[0][0]
 import threading
 
-assert tid == threading.get_ident()
+assert tid == threading.get_native_id()
 
 # Analyzing Recordings
 from squall import values as vals

@@ -10,6 +10,11 @@ use squall_trace::{display_name, Forms, LimitHit, Limits, Recorded, Timeline};
 
 use crate::gil_cell::GilCell;
 
+unsafe extern "C" {
+    // Exported by CPython >= 3.8 on every platform squall supports; pyo3-ffi does not declare it.
+    fn PyThread_get_thread_native_id() -> std::ffi::c_ulong;
+}
+
 /// One thread's recording in one flow: its timeline and the objects its entries refer to.
 pub struct ThreadRec {
     pub tl: Timeline,
@@ -105,7 +110,9 @@ unsafe fn current_rec_slow() -> Option<&'static mut ThreadRec> {
     }
     let eng = unsafe { ENGINE.get() };
     let flow = eng.current_flow;
-    let thread_id = unsafe { ffi::PyThread_get_thread_ident() } as u64;
+    // The native id (`threading.get_native_id()`), not `get_ident()`: the latter is reused as
+    // soon as a thread ends, and a new thread would be merged into the old one's timeline.
+    let thread_id = unsafe { PyThread_get_thread_native_id() } as u64;
     let existing = eng.flows.get(&flow).and_then(|nums| {
         nums.iter().copied().find(|&n| eng.recs[n as usize].as_ref().is_some_and(|r| r.thread_id == thread_id))
     });

@@ -51,6 +51,35 @@ impl Timeline {
         Timeline::default()
     }
 
+    /// A finished timeline rebuilt from stored entries and args (a recording file). Each call's
+    /// ret idx is recomputed from the exits that name it (the last one wins, as when recording).
+    pub fn from_parts(mut entries: Vec<Entry>, args: Vec<u32>) -> Timeline {
+        let mut calls = 0;
+        for i in 0..entries.len() {
+            let e = entries[i];
+            match e.kind() {
+                Kind::Call => {
+                    calls += 1;
+                    entries[i].b = NONE;
+                }
+                Kind::Resume => entries[i].b = NONE,
+                Kind::Return | Kind::Unwind => {
+                    if let Some(c) = entries.get_mut(e.fn_call_idx() as usize) {
+                        if c.kind().is_call() {
+                            c.b = i as u32;
+                        }
+                    }
+                }
+            }
+        }
+        Timeline { entries, args, calls, ..Timeline::default() }
+    }
+
+    /// The args arena (values of calls with 2+ parameters, see `Entry`).
+    pub fn args(&self) -> &[u32] {
+        &self.args
+    }
+
     pub fn len(&self) -> usize {
         self.entries.len()
     }
