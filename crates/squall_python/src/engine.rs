@@ -237,14 +237,6 @@ impl Engine {
         }
     }
 
-    pub fn rec(&self, flow: u32, thread_id: u64) -> Option<&ThreadRec> {
-        self.flows
-            .get(&flow)?
-            .iter()
-            .filter_map(|&n| self.recs.get(n as usize)?.as_deref())
-            .find(|r| r.thread_id == thread_id)
-    }
-
     /// Releases every recording and the objects it kept alive.
     ///
     /// # Safety
