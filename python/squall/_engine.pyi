@@ -28,6 +28,8 @@ FORM_MODULE: int  # 5: a module's top-level code
 SITE_RETURN: int  # 0: `return x` or falling off the end
 SITE_YIELD: int  # 1: `yield x` (the frame suspends; it resumes with a new fn-call)
 SITE_AWAIT: int  # 2: `await x` / `yield from x` (suspends around the delegation)
+SITE_EXPR: int  # 3: a sub-expression whose value is recorded (full mode)
+SITE_BIND: int  # 4: a binding of `symbol` (full mode)
 
 # --- registration (done by the instrumenter, at rewrite time) -------------------------------
 
@@ -38,9 +40,16 @@ def register_form(
     in order (``*args`` and ``**kwargs`` arrive as one tuple / one dict each)."""
 
 def register_site(
-    form_id: int, kind: int, line: int, col: int, end_line: int, end_col: int
+    form_id: int,
+    kind: int,
+    line: int,
+    col: int,
+    end_line: int,
+    end_col: int,
+    symbol: Optional[str] = None,
 ) -> int:
-    """Registers one site inside a form; returns its site id."""
+    """Registers one site inside a form; returns its site id. Binding sites name their
+    ``symbol``."""
 
 # --- recording entry points (hot; METH_FASTCALL; never raise) --------------------------------
 
@@ -62,6 +71,13 @@ def resume(form_id: int, sent: Any) -> Any:
     the result of the ``await`` / ``yield from``): pushes a new fn-call entry whose one arg is
     ``sent``; returns ``sent``. A frame resumed by ``throw()`` or ``close()`` gets no call to
     ``resume``: the engine opens the resumption itself at the frame's next event."""
+
+def expr(site_id: int, value: Any) -> Any:
+    """A sub-expression at ``site_id`` evaluated to ``value``: pushes an expr entry in the
+    innermost frame of the site's form; returns ``value``."""
+
+def bind(site_id: int, value: Any) -> None:
+    """The symbol of binding site ``site_id`` was bound to ``value``: pushes a bind entry."""
 
 # --- recording control -----------------------------------------------------------------------
 
@@ -110,5 +126,19 @@ def find_fn_call_entry(
     from_idx: Optional[int],
     backward: bool,
 ) -> Optional[dict[str, Any]]: ...
+def bindings(flow_id: int, thread_id: int, idx: int) -> list[dict[str, Any]]: ...
+def find_expr_entry(
+    flow_id: int,
+    thread_id: int,
+    coord: Optional[tuple[int, int, int, int]] = None,
+    file: Optional[str] = None,
+    line: Optional[int] = None,
+    value_pred: Optional[Callable[[Any], bool]] = None,
+    from_idx: Optional[int] = None,
+    backward: bool = False,
+    any_kind: bool = False,
+) -> Optional[dict[str, Any]]: ...
+def idxs_of_type(flow_id: int, thread_id: int, entry_type: str) -> list[int]: ...
+def entries(flow_id: int, thread_id: int, start: int, end: int) -> list[dict[str, Any]]: ...
 def deref(value_ref: int) -> Any: ...
 def forms() -> list[dict[str, Any]]: ...

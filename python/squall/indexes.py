@@ -8,6 +8,9 @@ A recording is a set of *flows* (``squall.api.set_flow``; 0 by default), each ho
     {"type": "fn-resume", ... the same keys as fn-call ..., "resumed": True}
     {"type": "fn-return", "idx", "fn_call_idx", "result_ref", "coord", "form_id", "kind"}
     {"type": "fn-unwind", "idx", "fn_call_idx", "throwable_ref", "coord", "form_id"}
+    {"type": "expr", "idx", "fn_call_idx", "result_ref", "coord", "form_id"}          (full mode)
+    {"type": "bind", "idx", "fn_call_idx", "symbol", "value_ref", "coord", "visible_after",
+     "form_id"}                                                                         (full mode)
 
 ``fn_ns`` is the module, ``fn_name`` the qualified name. ``parent_idx`` is None for a call made
 from unrecorded code, ``ret_idx`` None while the call has not returned. Deref ``*_ref`` keys with
@@ -33,14 +36,17 @@ __all__ = [
     "SquallWarning",
     "all_flows",
     "all_threads",
+    "bindings",
     "callstack_node_childs",
     "callstack_root_node",
     "exceptions",
+    "find_expr_entry",
     "find_fn_call_entry",
     "flow_threads_info",
     "fn_call_stats",
     "frame_data",
     "get_referenced_maps_timeline",
+    "goto_line",
     "stack_for_frame",
     "timeline_count",
     "timeline_entry",
@@ -283,3 +289,66 @@ def _message(exc: Any, safe_repr: Callable[[Any], str]) -> str:
         return str(exc)
     except BaseException:  # noqa: BLE001 - str() of an exception may raise anything
         return safe_repr(exc)
+
+
+def bindings(flow_id: int, thread_id: int, idx: int) -> List[dict]:
+    """The locals visible at ``idx`` in its frame: the parameters, then for each symbol bound up
+    to ``idx`` its latest binding (loops included): dicts with ``symbol``, ``value_ref``,
+    ``coord``, ``visible_after`` (the idx from which the binding holds)."""
+    return list(_engine.bindings(flow_id, thread_id, idx))
+
+
+_UNSET: Any = object()
+
+
+def find_expr_entry(
+    flow_id: int = 0,
+    thread_id: Optional[int] = None,
+    identity_val: Any = _UNSET,
+    equality_val: Any = _UNSET,
+    coord: Optional[tuple] = None,
+    file: Optional[str] = None,
+    line: Optional[int] = None,
+    pred: Optional[Callable[[Any], bool]] = None,
+    from_idx: Optional[int] = None,
+    backward: bool = False,
+) -> Optional[dict]:
+    """The first ``expr`` entry (from ``from_idx``, forward or ``backward``) matching every filter
+    given: its value ``is identity_val``, ``== equality_val`` (an ``__eq__`` that raises counts as
+    not equal), its exact source range ``coord`` ``(line, col, end_line, end_col)``, its ``file``
+    (full path or a trailing part of it) and ``line``, and ``pred(value)``. With
+    ``thread_id=None`` every thread of the flow is searched in order."""
+    tests = []
+    if identity_val is not _UNSET:
+        tests.append(lambda v: v is identity_val)
+    if equality_val is not _UNSET:
+        tests.append(lambda v: _safe_eq(v, equality_val))
+    if pred is not None:
+        tests.append(pred)
+    value_pred = (lambda v: all(t(v) for t in tests)) if tests else None
+    threads = [thread_id] if thread_id is not None else _engine.all_flows().get(flow_id, [])
+    for tid in threads:
+        e = _engine.find_expr_entry(flow_id, tid, coord, file, line, value_pred, from_idx, backward, False)
+        if e is not None:
+            e["thread_id"] = tid
+            return e
+    return None
+
+
+def goto_line(file: str, line: int, flow_id: int = 0, thread_id: Optional[int] = None) -> Optional[dict]:
+    """"Goto file:line": the first entry of any type recorded at ``line`` of ``file`` (a call of a
+    function defined there, or an expression, binding, return at that line), or None."""
+    threads = [thread_id] if thread_id is not None else _engine.all_flows().get(flow_id, [])
+    for tid in threads:
+        e = _engine.find_expr_entry(flow_id, tid, None, file, line, None, None, False, True)
+        if e is not None:
+            e["thread_id"] = tid
+            return e
+    return None
+
+
+def _safe_eq(a: Any, b: Any) -> bool:
+    try:
+        return bool(a == b)
+    except Exception:  # noqa: BLE001 - a user's __eq__ may raise anything
+        return False

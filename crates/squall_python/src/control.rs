@@ -31,9 +31,10 @@ pub fn register_form(fn_ns: &str, fn_name: &str, file: &str, line: u32, params: 
 }
 
 #[pyfunction]
-pub fn register_site(form_id: u32, kind: i64, line: u32, col: u32, end_line: u32, end_col: u32) -> PyResult<u32> {
+#[pyo3(signature = (form_id, kind, line, col, end_line, end_col, symbol=None))]
+pub fn register_site(form_id: u32, kind: i64, line: u32, col: u32, end_line: u32, end_col: u32, symbol: Option<&str>) -> PyResult<u32> {
     let kind = SiteKind::from_code(kind).map_err(trace_err)?;
-    let site = Site { form: form_id, kind, coord: Coord { line, col, end_line, end_col } };
+    let site = Site { form: form_id, kind, coord: Coord { line, col, end_line, end_col }, symbol: symbol.map(Arc::from) };
     eng().forms.add_site(site).map_err(trace_err)
 }
 

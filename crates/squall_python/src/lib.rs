@@ -43,6 +43,8 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     add_fast(m, c"unwind", c"unwind(form_id, exc) -> None: a frame is left by an exception.", record::unwind)?;
     add_fast(m, c"suspend", c"suspend(site_id, value) -> value: a resumable frame suspends.", record::suspend)?;
     add_fast(m, c"resume", c"resume(form_id, sent) -> sent: a resumable frame resumes.", record::resume)?;
+    add_fast(m, c"expr", c"expr(site_id, value) -> value: a sub-expression's value.", record::expr)?;
+    add_fast(m, c"bind", c"bind(site_id, value) -> None: a local binding.", record::bind)?;
 
     m.add("FORM_FUNCTION", 0)?;
     m.add("FORM_GENERATOR", 1)?;
@@ -53,6 +55,8 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SITE_RETURN", 0)?;
     m.add("SITE_YIELD", 1)?;
     m.add("SITE_AWAIT", 2)?;
+    m.add("SITE_EXPR", 3)?;
+    m.add("SITE_BIND", 4)?;
 
     let py = m.py();
     // SAFETY: module init runs with the GIL held.
@@ -97,5 +101,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(query::deref, m)?)?;
     m.add_function(wrap_pyfunction!(query::forms, m)?)?;
     m.add_function(wrap_pyfunction!(query::idxs_of_type, m)?)?;
+    m.add_function(wrap_pyfunction!(query::bindings, m)?)?;
+    m.add_function(wrap_pyfunction!(query::find_expr_entry, m)?)?;
     Ok(())
 }

@@ -113,6 +113,21 @@ pub fn entry_dict<'py, B: Backend + ?Sized>(py: Python<'py>, b: &B, rec: &TlView
             d.set_item("coord", py.None())?;
             d.set_item("form_id", e.id())?;
         }
+        Kind::Expr => {
+            d.set_item("fn_call_idx", e.fn_call_idx())?;
+            d.set_item("result_ref", value_ref(rec, e.value()))?;
+            d.set_item("coord", coord_tuple(py, forms, e.id())?)?;
+            d.set_item("form_id", forms.site(e.id()).map(|s| s.form))?;
+        }
+        Kind::Bind => {
+            let site = forms.site(e.id());
+            d.set_item("fn_call_idx", e.fn_call_idx())?;
+            d.set_item("symbol", site.and_then(|s| s.symbol.as_deref()))?;
+            d.set_item("value_ref", value_ref(rec, e.value()))?;
+            d.set_item("coord", coord_tuple(py, forms, e.id())?)?;
+            d.set_item("visible_after", idx)?;
+            d.set_item("form_id", site.map(|s| s.form))?;
+        }
     }
     Ok(d)
 }
@@ -280,9 +295,132 @@ pub mod q {
                 d.set_item("throwable_ref", py.None())?;
             }
         }
-        d.set_item("bindings", PyList::empty(py))?;
-        d.set_item("expr_executions", PyList::empty(py))?;
+        let events = rec.tl.frame_events(u64::from(call_idx), None).map_err(trace_err)?;
+        let mut binds = params_as_bindings(py, b, &rec, call_idx)?;
+        let mut exprs = Vec::new();
+        for i in events {
+            let e = entry_dict(py, b, &rec, i as usize)?;
+            if rec.tl.get(i as usize).is_some_and(|x| x.kind() == Kind::Bind) {
+                binds.push(e);
+            } else {
+                exprs.push(e);
+            }
+        }
+        d.set_item("bindings", binds)?;
+        d.set_item("expr_executions", exprs)?;
         Ok(d)
+    }
+
+    /// A call's parameters as bindings visible from the call entry on.
+    fn params_as_bindings<'py, B: Backend + ?Sized>(py: Python<'py>, b: &B, rec: &TlView<'_>, call_idx: u32) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        let Some(call) = rec.tl.get(call_idx as usize) else { return Ok(Vec::new()) };
+        if call.kind() != Kind::Call {
+            return Ok(Vec::new());
+        }
+        let Some(form) = b.forms().form(call.id()) else { return Ok(Vec::new()) };
+        let vals = rec.tl.call_args(call_idx as usize, form.params.len());
+        form.params
+            .iter()
+            .zip(vals)
+            .map(|(name, v)| {
+                let d = PyDict::new(py);
+                d.set_item("type", "bind")?;
+                d.set_item("idx", call_idx)?;
+                d.set_item("fn_call_idx", call_idx)?;
+                d.set_item("symbol", &**name)?;
+                d.set_item("value_ref", value_ref(rec, v))?;
+                d.set_item("coord", py.None())?;
+                d.set_item("visible_after", call_idx)?;
+                d.set_item("form_id", call.id())?;
+                Ok(d)
+            })
+            .collect()
+    }
+
+    /// The locals visible at `idx`: the frame's parameters, then each symbol's latest binding.
+    pub fn bindings<'py, B: Backend + ?Sized>(py: Python<'py>, b: &B, flow_id: u32, thread_id: u64, idx: u64) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        let rec = rec_of(b, flow_id, thread_id)?;
+        let frame = rec.tl.frame_of(idx).map_err(trace_err)?;
+        let mut out = params_as_bindings(py, b, &rec, frame)?;
+        for i in rec.tl.bindings_at(b.forms(), idx).map_err(trace_err)? {
+            let e = entry_dict(py, b, &rec, i as usize)?;
+            let sym: Option<String> = e.get_item("symbol")?.and_then(|s| s.extract().ok());
+            out.retain(|p| p.get_item("symbol").ok().flatten().and_then(|s| s.extract::<String>().ok()) != sym);
+            out.push(e);
+        }
+        Ok(out)
+    }
+
+    /// The first expr (or, with `any_kind`, any entry) from `from_idx` matching every filter
+    /// given: the exact source range `coord`, the `file` and `line` of its site (for calls, the
+    /// def line), and `value_pred` on its value.
+    #[expect(clippy::too_many_arguments, reason = "mirrors FlowStorm's find-expr-entry options")]
+    pub fn find_expr_entry<'py, B: Backend + ?Sized>(
+        py: Python<'py>,
+        b: &B,
+        flow_id: u32,
+        thread_id: u64,
+        coord: Option<(u32, u32, u32, u32)>,
+        file: Option<&str>,
+        line: Option<u32>,
+        value_pred: Option<Bound<'py, PyAny>>,
+        from_idx: Option<u64>,
+        backward: bool,
+        any_kind: bool,
+    ) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let rec = rec_of(b, flow_id, thread_id)?;
+        let forms = b.forms();
+        let kinds: &[Kind] = if any_kind {
+            &[Kind::Call, Kind::Return, Kind::Unwind, Kind::Expr, Kind::Bind]
+        } else {
+            &[Kind::Expr]
+        };
+        let found = rec.tl.find_entry(kinds, from_idx, backward, |i, e| -> PyResult<bool> {
+            let (site_coord, form_id) = match e.kind() {
+                Kind::Call | Kind::Resume => (None, Some(e.id())),
+                Kind::Unwind => (None, Some(e.id())),
+                _ => match forms.site(e.id()) {
+                    Some(s) => (Some(s.coord), Some(s.form)),
+                    None => (None, None),
+                },
+            };
+            let form = form_id.and_then(|f| forms.form(f));
+            if let Some((l, c, el, ec)) = coord {
+                if site_coord.is_none_or(|sc| (sc.line, sc.col, sc.end_line, sc.end_col) != (l, c, el, ec)) {
+                    return Ok(false);
+                }
+            }
+            if let Some(f) = file {
+                if form.is_none_or(|fm| !same_file(&fm.file, f)) {
+                    return Ok(false);
+                }
+            }
+            if let Some(l) = line {
+                let at = site_coord.map(|sc| sc.line).or_else(|| form.filter(|_| e.kind().is_call()).map(|fm| fm.line));
+                if at != Some(l) {
+                    return Ok(false);
+                }
+            }
+            if let Some(pred) = &value_pred {
+                if e.kind().is_call() {
+                    return Ok(false);
+                }
+                let v = match value_ref(&rec, e.value()) {
+                    Some(r) => deref_value(py, b, r)?,
+                    None => return Ok(false),
+                };
+                let _ = i;
+                return crate::engine::without_recording(|| pred.call1((v,))?.is_truthy());
+            }
+            Ok(true)
+        })?;
+        found.map(|i| entry_dict(py, b, &rec, i as usize)).transpose()
+    }
+
+    /// `recorded` (a path as the instrumenter saw it) names `wanted` (as a user typed it): equal,
+    /// or `wanted` is a trailing part of it on a path-component boundary.
+    fn same_file(recorded: &str, wanted: &str) -> bool {
+        recorded == wanted || (recorded.ends_with(wanted) && recorded[..recorded.len() - wanted.len()].ends_with('/'))
     }
 
     pub fn stack_for_frame<'py, B: Backend + ?Sized>(py: Python<'py>, b: &B, flow_id: u32, thread_id: u64, idx: u64) -> PyResult<Vec<Bound<'py, PyDict>>> {
@@ -385,9 +523,11 @@ pub mod q {
             "fn-resume" => |k| k == Kind::Resume,
             "fn-return" => |k| k == Kind::Return,
             "fn-unwind" => |k| k == Kind::Unwind,
+            "expr" => |k| k == Kind::Expr,
+            "bind" => |k| k == Kind::Bind,
             other => {
                 return Err(PyValueError::new_err(format!(
-                    "unknown entry type `{other}`; use fn-call, fn-resume, fn-return or fn-unwind"
+                    "unknown entry type `{other}`; use fn-call, fn-resume, fn-return, fn-unwind, expr or bind"
                 )))
             }
         };
@@ -483,4 +623,27 @@ pub fn forms(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
 #[pyfunction]
 pub fn idxs_of_type(flow_id: u32, thread_id: u64, entry_type: &str) -> PyResult<Vec<u32>> {
     q::idxs_of_type(eng(), flow_id, thread_id, entry_type)
+}
+
+#[pyfunction]
+pub fn bindings(py: Python<'_>, flow_id: u32, thread_id: u64, idx: u64) -> PyResult<Vec<Bound<'_, PyDict>>> {
+    q::bindings(py, eng(), flow_id, thread_id, idx)
+}
+
+#[pyfunction]
+#[pyo3(signature = (flow_id, thread_id, coord=None, file=None, line=None, value_pred=None, from_idx=None, backward=false, any_kind=false))]
+#[expect(clippy::too_many_arguments, reason = "mirrors FlowStorm's find-expr-entry options")]
+pub fn find_expr_entry<'py>(
+    py: Python<'py>,
+    flow_id: u32,
+    thread_id: u64,
+    coord: Option<(u32, u32, u32, u32)>,
+    file: Option<&str>,
+    line: Option<u32>,
+    value_pred: Option<Bound<'py, PyAny>>,
+    from_idx: Option<u64>,
+    backward: bool,
+    any_kind: bool,
+) -> PyResult<Option<Bound<'py, PyDict>>> {
+    q::find_expr_entry(py, eng(), flow_id, thread_id, coord, file, line, value_pred, from_idx, backward, any_kind)
 }

@@ -159,3 +159,49 @@ pub unsafe extern "C" fn resume(_m: *mut ffi::PyObject, args: Args, nargs: ffi::
         sent
     }
 }
+
+/// `expr(site_id, value) -> value`: a sub-expression's value (full mode).
+pub unsafe extern "C" fn expr(_m: *mut ffi::PyObject, args: Args, nargs: ffi::Py_ssize_t) -> *mut ffi::PyObject {
+    unsafe {
+        if nargs != 2 {
+            ENGINE.get().dropped += 1;
+            return new_none();
+        }
+        let value = *args.add(1);
+        if RECORDING.load(Ordering::Relaxed) {
+            guarded(|| record_event(Kind::Expr, *args, value));
+        }
+        ffi::Py_INCREF(value);
+        value
+    }
+}
+
+/// `bind(site_id, value) -> None`: a local binding (full mode).
+pub unsafe extern "C" fn bind(_m: *mut ffi::PyObject, args: Args, nargs: ffi::Py_ssize_t) -> *mut ffi::PyObject {
+    unsafe {
+        if nargs != 2 {
+            ENGINE.get().dropped += 1;
+        } else if RECORDING.load(Ordering::Relaxed) {
+            guarded(|| record_event(Kind::Bind, *args, *args.add(1)));
+        }
+        new_none()
+    }
+}
+
+unsafe fn record_event(kind: Kind, site_obj: *mut ffi::PyObject, value: *mut ffi::PyObject) {
+    unsafe {
+        let eng = ENGINE.get();
+        let Some(site_id) = small_id(site_obj) else {
+            eng.dropped += 1;
+            return;
+        };
+        let Some((form, resumable)) = eng.forms.site_owner(site_id) else {
+            eng.dropped += 1;
+            return;
+        };
+        let Some(rec) = current_rec() else { return };
+        let v = capture(eng, rec, value);
+        let outcome = rec.tl.event(kind, site_id, form, resumable, v, &eng.limits);
+        eng.note(rec, outcome);
+    }
+}

@@ -6,6 +6,8 @@
 //! | `Resume`   | form id            | parent idx     | ret idx (`NONE` if open) | sent value          |
 //! | `Return`   | site id            | fn-call idx    | result value             | unused              |
 //! | `Unwind`   | form id            | fn-call idx    | throwable value          | unused              |
+//! | `Expr`     | site id            | fn-call idx    | the expression's value   | unused              |
+//! | `Bind`     | site id            | fn-call idx    | the bound value          | unused              |
 //!
 //! A call's `c` holds its arguments according to the form's parameter count: nothing for 0, the
 //! value itself for 1, an offset into the timeline's args arena for 2 or more (the arena then holds
@@ -30,16 +32,23 @@ pub enum Kind {
     Resume = 1,
     Return = 2,
     Unwind = 3,
+    /// A sub-expression's value (full mode), at a site with its source range.
+    Expr = 4,
+    /// A local binding (full mode), at a site naming the symbol.
+    Bind = 5,
 }
 
 impl Kind {
-    fn from_bits(bits: u32) -> Kind {
-        match bits {
+    fn from_bits(bits: u32) -> Option<Kind> {
+        Some(match bits {
             0 => Kind::Call,
             1 => Kind::Resume,
             2 => Kind::Return,
-            _ => Kind::Unwind,
-        }
+            3 => Kind::Unwind,
+            4 => Kind::Expr,
+            5 => Kind::Bind,
+            _ => return None,
+        })
     }
 
     /// True for the entries that open a frame (`fn-call` in the query vocabulary).
@@ -52,6 +61,11 @@ impl Kind {
         matches!(self, Kind::Return | Kind::Unwind)
     }
 
+    /// True for expression values and bindings: events inside a frame.
+    pub fn is_event(self) -> bool {
+        matches!(self, Kind::Expr | Kind::Bind)
+    }
+
     /// The FlowStorm entry type name.
     pub fn type_name(self) -> &'static str {
         match self {
@@ -59,6 +73,8 @@ impl Kind {
             Kind::Resume => "fn-resume",
             Kind::Return => "fn-return",
             Kind::Unwind => "fn-unwind",
+            Kind::Expr => "expr",
+            Kind::Bind => "bind",
         }
     }
 }
@@ -80,8 +96,20 @@ impl Entry {
         Entry { head: ((kind as u32) << KIND_SHIFT) | (id & ID_MASK), a, b, c }
     }
 
+    /// An entry from its four stored words, if its kind is one this version knows.
+    pub fn from_raw(head: u32, a: u32, b: u32, c: u32) -> Option<Entry> {
+        Kind::from_bits(head >> KIND_SHIFT)?;
+        Some(Entry { head, a, b, c })
+    }
+
+    /// The four stored words.
+    pub fn raw(&self) -> [u32; 4] {
+        [self.head, self.a, self.b, self.c]
+    }
+
     pub fn kind(&self) -> Kind {
-        Kind::from_bits(self.head >> KIND_SHIFT)
+        // Entries are only made by `new` and `from_raw`, which admit known kinds only.
+        Kind::from_bits(self.head >> KIND_SHIFT).unwrap_or(Kind::Expr)
     }
 
     /// Form id for calls, resumes and unwinds; site id for returns.
@@ -99,14 +127,15 @@ impl Entry {
         opt(self.b)
     }
 
+    /// The frame an exit closes, or an expression or binding happens in.
     pub fn fn_call_idx(&self) -> u32 {
-        debug_assert!(self.kind().is_exit());
+        debug_assert!(!self.kind().is_call());
         self.a
     }
 
-    /// The result of a return, the throwable of an unwind.
+    /// The result of a return, the throwable of an unwind, an expression's or binding's value.
     pub fn value(&self) -> ValRef {
-        debug_assert!(self.kind().is_exit());
+        debug_assert!(!self.kind().is_call());
         ValRef(self.b)
     }
 }

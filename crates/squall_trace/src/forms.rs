@@ -52,6 +52,8 @@ pub enum SiteKind {
     Return = 0,
     Yield = 1,
     Await = 2,
+    Expr = 3,
+    Bind = 4,
 }
 
 impl SiteKind {
@@ -60,6 +62,8 @@ impl SiteKind {
             0 => SiteKind::Return,
             1 => SiteKind::Yield,
             2 => SiteKind::Await,
+            3 => SiteKind::Expr,
+            4 => SiteKind::Bind,
             other => return Err(TraceError::BadKind { what: "site", code: other }),
         })
     }
@@ -69,6 +73,8 @@ impl SiteKind {
             SiteKind::Return => "return",
             SiteKind::Yield => "yield",
             SiteKind::Await => "await",
+            SiteKind::Expr => "expr",
+            SiteKind::Bind => "bind",
         }
     }
 }
@@ -94,11 +100,13 @@ pub struct Coord {
     pub end_col: u32,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Site {
     pub form: u32,
     pub kind: SiteKind,
     pub coord: Coord,
+    /// The bound name, for binding sites.
+    pub symbol: Option<Arc<str>>,
 }
 
 /// Every form and site registered so far. Ids are indexes and are never reused.
@@ -136,8 +144,8 @@ impl Forms {
             return Err(TraceError::TooManyIds { what: "sites" });
         }
         let resumable = self.forms[site.form as usize].kind.is_resumable();
-        self.sites.push(site);
         self.site_owner.push(site.form | if resumable { RESUMABLE_BIT } else { 0 });
+        self.sites.push(site);
         Ok(id)
     }
 
@@ -157,6 +165,10 @@ impl Forms {
 
     pub fn forms(&self) -> &[Form] {
         &self.forms
+    }
+
+    pub fn sites(&self) -> &[Site] {
+        &self.sites
     }
 
     /// Form ids whose module and name match the given filters (`None` matches anything).

@@ -204,6 +204,84 @@ impl Timeline {
     }
 }
 
+impl Timeline {
+    /// The expression and binding entries directly inside the frame opened at `call` (not inside
+    /// frames it called), in order, up to `upto` inclusive.
+    pub fn frame_events(&self, call: u64, upto: Option<u64>) -> Result<Vec<u32>, TraceError> {
+        let c = self.check(call)?;
+        let mut out = Vec::new();
+        if !self.at(c).kind().is_call() {
+            return Ok(out);
+        }
+        let end = self.frame_end(c).min(upto.map_or(usize::MAX, |u| u as usize + 1));
+        let mut i = c + 1;
+        while i < end {
+            let e = self.at(i);
+            match e.kind() {
+                k if k.is_call() => i = self.frame_end(i) + 1,
+                k if k.is_event() && e.fn_call_idx() as usize == c => {
+                    out.push(i as u32);
+                    i += 1;
+                }
+                _ => i += 1,
+            }
+        }
+        Ok(out)
+    }
+
+    /// The bindings visible at `idx`: for each symbol bound in the frame holding `idx` up to
+    /// `idx`, its latest binding entry; ordered by first binding.
+    pub fn bindings_at(&self, forms: &Forms, idx: u64) -> Result<Vec<u32>, TraceError> {
+        let frame = self.frame_of(idx)?;
+        let mut order: Vec<&str> = Vec::new();
+        let mut latest: HashMap<&str, u32> = HashMap::new();
+        for i in self.frame_events(u64::from(frame), Some(idx))? {
+            let e = self.at(i as usize);
+            if e.kind() != Kind::Bind {
+                continue;
+            }
+            let Some(sym) = forms.site(e.id()).and_then(|s| s.symbol.as_deref()) else { continue };
+            if latest.insert(sym, i).is_none() {
+                order.push(sym);
+            }
+        }
+        Ok(order.into_iter().filter_map(|s| latest.get(s).copied()).collect())
+    }
+
+    /// The first entry of one of `kinds` from `from_idx` (inclusive) in the given direction that
+    /// `pred` accepts.
+    pub fn find_entry<E>(
+        &self,
+        kinds: &[Kind],
+        from_idx: Option<u64>,
+        backward: bool,
+        mut pred: impl FnMut(u32, &Entry) -> Result<bool, E>,
+    ) -> Result<Option<u32>, E> {
+        let n = self.len();
+        if n == 0 {
+            return Ok(None);
+        }
+        let wanted = |e: &Entry| kinds.contains(&e.kind());
+        if backward {
+            let start = from_idx.map_or(n - 1, |f| (f as usize).min(n - 1));
+            for i in (0..=start).rev() {
+                let e = self.at(i);
+                if wanted(e) && pred(i as u32, e)? {
+                    return Ok(Some(i as u32));
+                }
+            }
+        } else {
+            for i in from_idx.map_or(0, |f| f as usize)..n {
+                let e = self.at(i);
+                if wanted(e) && pred(i as u32, e)? {
+                    return Ok(Some(i as u32));
+                }
+            }
+        }
+        Ok(None)
+    }
+}
+
 /// Calls per form summed over several timelines, most called first.
 pub fn merge_call_stats<'a>(timelines: impl IntoIterator<Item = &'a Timeline>) -> Vec<CallStat> {
     let mut counts: HashMap<u32, u64> = HashMap::new();

@@ -70,6 +70,7 @@ impl Timeline {
                         }
                     }
                 }
+                Kind::Expr | Kind::Bind => {}
             }
         }
         Timeline { entries, args, calls, ..Timeline::default() }
@@ -262,6 +263,49 @@ impl Timeline {
         self.entries[open.call_idx as usize].b = idx;
         self.last_closed = Some(open);
         Recorded::Written
+    }
+
+    /// An expression value or a binding (`kind` `Expr` or `Bind`, `site` its site) inside the
+    /// innermost open frame of `form`.
+    pub fn event(&mut self, kind: Kind, site: u32, form: u32, resumable: bool, value: ValRef, limits: &Limits) -> Recorded {
+        debug_assert!(kind.is_event());
+        if self.stopped.is_some() {
+            return Recorded::Skipped;
+        }
+        let frame = match self.stack.last() {
+            Some(top) if top.form == form => top.call_idx,
+            _ => match self.stack.iter().rposition(|o| o.form == form) {
+                Some(pos) => {
+                    self.close_above(pos, ValRef::ABSENT, limits);
+                    match self.stack.last() {
+                        Some(top) => top.call_idx,
+                        None => return Recorded::Unmatched,
+                    }
+                }
+                None if resumable => {
+                    if let r @ (Recorded::Skipped | Recorded::LimitReached(_) | Recorded::Unmatched) =
+                        self.resume(form, ValRef::ABSENT, limits)
+                    {
+                        return r;
+                    }
+                    match self.stack.last() {
+                        Some(top) => top.call_idx,
+                        None => return Recorded::Unmatched,
+                    }
+                }
+                None => return Recorded::Unmatched,
+            },
+        };
+        if frame == NONE {
+            return Recorded::Skipped;
+        }
+        match self.next_idx(limits) {
+            Ok(_) => {
+                self.entries.push(Entry::new(kind, site, frame, value.0, 0));
+                Recorded::Written
+            }
+            Err(r) => r,
+        }
     }
 
     /// Closes the frames above stack position `pos` with synthetic unwinds: they were left without

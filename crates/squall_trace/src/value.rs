@@ -38,7 +38,7 @@ impl ValRef {
 
     /// The inline form of `v`, if it fits in 31 bits.
     pub fn small_int(v: i64) -> Option<ValRef> {
-        (INLINE_MIN..=INLINE_MAX).contains(&v).then(|| ValRef(INLINE_INT | (v as u32 & !INLINE_INT)))
+        (INLINE_MIN..=INLINE_MAX).contains(&v).then_some(ValRef(INLINE_INT | (v as u32 & !INLINE_INT)))
     }
 
     pub fn slot(index: u32) -> Option<ValRef> {

@@ -1,0 +1,213 @@
+//! The columnar encoding of an ENTRIES chunk body (see `docs/format.md`, "ENTRIES").
+//!
+//! Four streams, one per entry word, each a run of LEB128 varints, plus one for the args arena:
+//! - `H`: `id << 2 | kind`;
+//! - `A`: the parent / fn-call idx relative to the entry's own idx: `0` for `NONE`, else
+//!   `zigzag(idx - a) + 1`;
+//! - `B`: exits only (a call's ret idx is recomputed on load): a value code;
+//! - `C`: calls and resumes: a value code, or an args-arena offset (tag 3); exits: the raw word;
+//! - `G`: the args arena slice: value codes.
+//!
+//! A value code is `payload << 2 | tag`: tag 0 an inline int (payload `zigzag(int)`), tag 1 a
+//! constant (payload `word - MAX_SLOT`), tag 2 a value slot (payload `zigzag(slot - previous slot
+//! in this stream and chunk)`), tag 3 an args offset (payload `zigzag(offset - previous offset)`).
+
+use squall_trace::{Entry, Kind, MAX_ID, MAX_SLOT, NONE};
+
+use crate::wire::{put_uv, unzigzag, zigzag, Bad, Rd};
+
+const INLINE: u32 = 1 << 31;
+
+/// The predictors of one value stream.
+#[derive(Default)]
+struct Pred {
+    slot: u32,
+    args: u32,
+}
+
+#[inline]
+fn put_val(out: &mut Vec<u8>, w: u32, p: &mut Pred) {
+    let code = if w & INLINE != 0 {
+        let i = ((w << 1) as i32 >> 1) as i64;
+        zigzag(i) << 2
+    } else if w >= MAX_SLOT {
+        (u64::from(w - MAX_SLOT) << 2) | 1
+    } else {
+        let d = i64::from(w) - i64::from(p.slot);
+        p.slot = w;
+        (zigzag(d) << 2) | 2
+    };
+    put_uv(out, code);
+}
+
+#[inline]
+fn put_args_off(out: &mut Vec<u8>, w: u32, p: &mut Pred) {
+    let d = i64::from(w) - i64::from(p.args);
+    p.args = w;
+    put_uv(out, (zigzag(d) << 2) | 3);
+}
+
+#[inline]
+fn get_val(r: &mut Rd, p: &mut Pred, allow_args: bool) -> Result<u32, Bad> {
+    let code = r.uv()?;
+    let payload = code >> 2;
+    match code & 3 {
+        0 => {
+            let i = unzigzag(payload);
+            if !(-(1i64 << 30)..(1i64 << 30)).contains(&i) {
+                return Err(Bad("inline int out of range"));
+            }
+            Ok(INLINE | (i as u32 & !INLINE))
+        }
+        1 => {
+            if payload > u64::from(u32::MAX - MAX_SLOT) || MAX_SLOT as u64 + payload >= u64::from(INLINE) {
+                return Err(Bad("constant out of range"));
+            }
+            Ok(MAX_SLOT + payload as u32)
+        }
+        2 => {
+            let w = i64::from(p.slot) + unzigzag(payload);
+            if !(0..i64::from(MAX_SLOT)).contains(&w) {
+                return Err(Bad("slot out of range"));
+            }
+            p.slot = w as u32;
+            Ok(w as u32)
+        }
+        _ => {
+            if !allow_args {
+                return Err(Bad("args offset where a value belongs"));
+            }
+            let w = i64::from(p.args) + unzigzag(payload);
+            let w = u32::try_from(w).map_err(|_| Bad("args offset out of range"))?;
+            p.args = w;
+            Ok(w)
+        }
+    }
+}
+
+/// Reusable stream buffers of the writer.
+#[derive(Default)]
+pub(crate) struct Streams {
+    h: Vec<u8>,
+    a: Vec<u8>,
+    b: Vec<u8>,
+    c: Vec<u8>,
+    g: Vec<u8>,
+}
+
+/// Encodes one ENTRIES body (uncompressed) into `out`. `nparams[form]` is the form's parameter
+/// count when known: calls of forms with 2+ parameters hold an args offset in `c`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn encode_entries(
+    out: &mut Vec<u8>,
+    s: &mut Streams,
+    timeline: u32,
+    first_idx: u64,
+    entries: &[Entry],
+    args_first: u64,
+    args: &[u32],
+    nparams: &[u32],
+) {
+    for v in [&mut s.h, &mut s.a, &mut s.b, &mut s.c, &mut s.g] {
+        v.clear();
+    }
+    s.h.reserve(entries.len() * 2);
+    s.a.reserve(entries.len() * 2);
+    s.b.reserve(entries.len());
+    s.c.reserve(entries.len());
+    let (mut pb, mut pc, mut pg) = (Pred::default(), Pred::default(), Pred::default());
+    for (i, e) in entries.iter().enumerate() {
+        let idx = first_idx + i as u64;
+        let kind = e.kind();
+        put_uv(&mut s.h, (u64::from(e.id()) << 2) | kind as u64);
+        put_uv(&mut s.a, if e.a == NONE { 0 } else { zigzag(idx as i64 - i64::from(e.a)) + 1 });
+        if kind.is_call() {
+            let many = kind == Kind::Call && nparams.get(e.id() as usize).is_some_and(|&n| n >= 2);
+            if many {
+                put_args_off(&mut s.c, e.c, &mut pc);
+            } else {
+                put_val(&mut s.c, e.c, &mut pc);
+            }
+        } else {
+            put_val(&mut s.b, e.b, &mut pb);
+            put_uv(&mut s.c, u64::from(e.c));
+        }
+    }
+    for &w in args {
+        put_val(&mut s.g, w, &mut pg);
+    }
+    put_uv(out, u64::from(timeline));
+    put_uv(out, first_idx);
+    put_uv(out, entries.len() as u64);
+    put_uv(out, args_first);
+    put_uv(out, args.len() as u64);
+    for v in [&s.h, &s.a, &s.b, &s.c, &s.g] {
+        put_uv(out, v.len() as u64);
+        out.extend_from_slice(v);
+    }
+}
+
+/// A decoded ENTRIES body.
+pub(crate) struct EntriesPart {
+    pub timeline: u32,
+    pub first_idx: u64,
+    pub entries: Vec<Entry>,
+    pub args_first: u64,
+    pub args: Vec<u32>,
+}
+
+/// Decodes one ENTRIES body (uncompressed).
+pub(crate) fn decode_entries(body: &[u8]) -> Result<EntriesPart, Bad> {
+    let mut r = Rd::new(body);
+    let timeline = r.u32v()?;
+    let first_idx = r.uv()?;
+    let n = r.uv()?;
+    let args_first = r.uv()?;
+    let nargs = r.uv()?;
+    if first_idx.checked_add(n).is_none_or(|end| end > u64::from(NONE)) {
+        return Err(Bad("entry idx beyond u32"));
+    }
+    let (mut h, mut a, mut b, mut c, mut g) =
+        (Rd::new(r.block()?), Rd::new(r.block()?), Rd::new(r.block()?), Rd::new(r.block()?), Rd::new(r.block()?));
+    // Every entry takes at least one byte of `H`, every arg one byte of `G`.
+    if n > h.remaining() as u64 || nargs > g.remaining() as u64 {
+        return Err(Bad("count larger than the data"));
+    }
+    let mut entries = Vec::with_capacity(n as usize);
+    let (mut pb, mut pc, mut pg) = (Pred::default(), Pred::default(), Pred::default());
+    for i in 0..n {
+        let idx = first_idx + i;
+        let head = h.uv()?;
+        let id = head >> 2;
+        if id > u64::from(MAX_ID) {
+            return Err(Bad("id out of range"));
+        }
+        let kind = match head & 3 {
+            0 => Kind::Call,
+            1 => Kind::Resume,
+            2 => Kind::Return,
+            _ => Kind::Unwind,
+        };
+        let ac = a.uv()?;
+        let aw = if ac == 0 {
+            NONE
+        } else {
+            let v = idx as i64 - unzigzag(ac - 1);
+            u32::try_from(v).ok().filter(|&w| w != NONE).ok_or(Bad("relative idx out of range"))?
+        };
+        let (bw, cw) = if kind.is_call() {
+            (NONE, get_val(&mut c, &mut pc, kind == Kind::Call)?)
+        } else {
+            (get_val(&mut b, &mut pb, false)?, c.u32v()?)
+        };
+        entries.push(Entry::new(kind, id as u32, aw, bw, cw));
+    }
+    let mut args = Vec::with_capacity(nargs as usize);
+    for _ in 0..nargs {
+        args.push(get_val(&mut g, &mut pg, false)?);
+    }
+    if !(h.at_end() && a.at_end() && b.at_end() && c.at_end() && g.at_end()) {
+        return Err(Bad("trailing bytes in an entries stream"));
+    }
+    Ok(EntriesPart { timeline, first_idx, entries, args_first, args })
+}

@@ -1,0 +1,272 @@
+//! The streaming writer.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+
+use squall_trace::{Entry, Forms, Snap};
+
+use crate::codec::{encode_entries, Streams};
+use crate::snapcodec::put_snap;
+use crate::wire::{chunk, put_body, put_chunk, put_str, put_uv, Codec, FORMAT_VERSION, MAGIC};
+use crate::{Header, StoreError, ThreadMeta};
+
+/// Entries per ENTRIES chunk at most: bounds a chunk's memory and lets readers decode in parallel.
+const ENTRIES_PER_CHUNK: usize = 1 << 18;
+/// Raw value bytes per VALUES chunk, roughly.
+const VALUE_BYTES_PER_CHUNK: usize = 4 << 20;
+
+#[derive(Default)]
+struct TlState {
+    entries: u64,
+    args: u64,
+    values: u64,
+}
+
+/// Streams a recording to `W`: a header, then chunks as the recorder hands over data. Every chunk
+/// is written whole with one `write_all`; after [`Writer::flush`] the data so far survives the
+/// process being killed. Call [`Writer::finish`] to mark the recording complete.
+pub struct Writer<W: Write> {
+    w: W,
+    codec: Codec,
+    forms: u32,
+    sites: u32,
+    nparams: Vec<u32>,
+    timelines: HashMap<u32, TlState>,
+    streams: Streams,
+    raw: Vec<u8>,
+    payload: Vec<u8>,
+    out: Vec<u8>,
+    bytes: u64,
+}
+
+impl Writer<BufWriter<File>> {
+    /// Creates (or truncates) the file at `path` and writes the header.
+    pub fn create(path: &Path, header: &Header) -> Result<Self, StoreError> {
+        let f = File::create(path).map_err(|source| StoreError::Io {
+            action: "create",
+            path: path.display().to_string(),
+            source,
+        })?;
+        let mut w = Writer::new(BufWriter::with_capacity(1 << 20, f), header)?;
+        w.flush()?;
+        Ok(w)
+    }
+}
+
+impl<W: Write> Writer<W> {
+    /// Starts a recording on `w`: writes the magic, the format version and the header chunk.
+    pub fn new(w: W, header: &Header) -> Result<Self, StoreError> {
+        let mut me = Writer {
+            w,
+            codec: Codec::default(),
+            forms: 0,
+            sites: 0,
+            nparams: Vec::new(),
+            timelines: HashMap::new(),
+            streams: Streams::default(),
+            raw: Vec::new(),
+            payload: Vec::new(),
+            out: Vec::new(),
+            bytes: 0,
+        };
+        let mut p = Vec::new();
+        put_str(&mut p, &header.program);
+        put_uv(&mut p, header.argv.len() as u64);
+        for a in &header.argv {
+            put_str(&mut p, a);
+        }
+        put_str(&mut p, &header.python);
+        put_str(&mut p, &header.squall);
+        put_uv(&mut p, header.started_unix_ms);
+        put_str(&mut p, &header.cwd);
+        let mut out = Vec::with_capacity(p.len() + 32);
+        out.extend_from_slice(&MAGIC);
+        out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        put_chunk(&mut out, chunk::HEADER, 0, &p);
+        me.w.write_all(&out)?;
+        me.bytes += out.len() as u64;
+        Ok(me)
+    }
+
+    /// Chooses how later chunk bodies are compressed (default: zstd level 1). For benchmarks and
+    /// tests; every reader reads every codec.
+    pub fn set_codec(&mut self, codec: Codec) {
+        self.codec = codec;
+    }
+
+    /// Bytes handed to the underlying stream so far.
+    pub fn bytes_written(&self) -> u64 {
+        self.bytes
+    }
+
+    fn emit(&mut self, ty: u8, flags: u8) -> Result<(), StoreError> {
+        self.payload.clear();
+        put_body(&mut self.payload, self.codec, &self.raw);
+        self.out.clear();
+        put_chunk(&mut self.out, ty, flags, &self.payload);
+        self.w.write_all(&self.out)?;
+        self.bytes += self.out.len() as u64;
+        Ok(())
+    }
+
+    /// Writes the forms and sites registered since the last call (ids are indexes, append-only).
+    /// Call it before writing entries that use them.
+    pub fn forms(&mut self, forms: &Forms) -> Result<(), StoreError> {
+        let all = forms.forms();
+        let first_form = self.forms as usize;
+        let first_site = self.sites;
+        let mut nsites = 0u32;
+        while forms.site(first_site + nsites).is_some() {
+            nsites += 1;
+        }
+        if first_form >= all.len() && nsites == 0 {
+            return Ok(());
+        }
+        let new = all.get(first_form..).unwrap_or(&[]);
+        let r = &mut self.raw;
+        r.clear();
+        put_uv(r, first_form as u64);
+        put_uv(r, new.len() as u64);
+        for f in new {
+            put_str(r, &f.ns);
+            put_str(r, &f.name);
+            put_str(r, &f.file);
+            put_uv(r, u64::from(f.line));
+            r.push(f.kind as u8);
+            put_uv(r, f.params.len() as u64);
+            for p in &f.params {
+                put_str(r, p);
+            }
+            self.nparams.push(f.params.len() as u32);
+        }
+        put_uv(r, u64::from(first_site));
+        put_uv(r, u64::from(nsites));
+        for i in first_site..first_site + nsites {
+            let Some(s) = forms.site(i) else { break };
+            put_uv(r, u64::from(s.form));
+            r.push(s.kind as u8);
+            for v in [s.coord.line, s.coord.col, s.coord.end_line, s.coord.end_col] {
+                put_uv(r, u64::from(v));
+            }
+        }
+        self.forms = all.len() as u32;
+        self.sites = first_site + nsites;
+        self.emit(chunk::FORMS, 0)
+    }
+
+    /// Declares a timeline: once per timeline, before its entries and values.
+    pub fn thread(&mut self, meta: &ThreadMeta) -> Result<(), StoreError> {
+        if self.timelines.contains_key(&meta.timeline) {
+            return Err(StoreError::Usage(format!("timeline {} was declared twice", meta.timeline)));
+        }
+        self.timelines.insert(meta.timeline, TlState::default());
+        let r = &mut self.raw;
+        r.clear();
+        put_uv(r, u64::from(meta.timeline));
+        put_uv(r, u64::from(meta.flow));
+        put_uv(r, meta.thread_id);
+        put_str(r, &meta.name);
+        self.emit(chunk::THREAD, 0)
+    }
+
+    fn state(&mut self, timeline: u32) -> Result<&mut TlState, StoreError> {
+        self.timelines
+            .get_mut(&timeline)
+            .ok_or_else(|| StoreError::Usage(format!("timeline {timeline} was not declared with `thread` first")))
+    }
+
+    /// Appends entries `first_idx..` and args-arena words `args_first..` of a timeline. Both must
+    /// continue exactly where the previous call for that timeline stopped. A call's ret idx (`b`)
+    /// is not stored: readers recompute it from the exits.
+    pub fn entries(&mut self, timeline: u32, first_idx: u64, entries: &[Entry], args_first: u64, args: &[u32]) -> Result<(), StoreError> {
+        let st = self.state(timeline)?;
+        if first_idx != st.entries || args_first != st.args {
+            return Err(StoreError::Usage(format!(
+                "timeline {timeline}: entries must be appended contiguously: expected entry {} and arg {}, got {first_idx} and {args_first}",
+                st.entries, st.args
+            )));
+        }
+        if first_idx + entries.len() as u64 >= u64::from(u32::MAX) {
+            return Err(StoreError::Usage(format!("timeline {timeline}: more than 2^32-1 entries")));
+        }
+        st.entries += entries.len() as u64;
+        st.args += args.len() as u64;
+        if entries.is_empty() && args.is_empty() {
+            return Ok(());
+        }
+        let nchunks = entries.len().div_ceil(ENTRIES_PER_CHUNK).max(1);
+        let args_per = args.len().div_ceil(nchunks);
+        for k in 0..nchunks {
+            let e = &entries[(k * ENTRIES_PER_CHUNK).min(entries.len())..((k + 1) * ENTRIES_PER_CHUNK).min(entries.len())];
+            let lo = (k * args_per).min(args.len());
+            let g = &args[lo..(lo + args_per).min(args.len())];
+            self.raw.clear();
+            encode_entries(
+                &mut self.raw,
+                &mut self.streams,
+                timeline,
+                first_idx + (k * ENTRIES_PER_CHUNK) as u64,
+                e,
+                args_first + lo as u64,
+                g,
+                &self.nparams,
+            );
+            self.emit(chunk::ENTRIES, 0)?;
+        }
+        Ok(())
+    }
+
+    /// Appends value-table slots `first_slot..` of a timeline (the snapshots `ValRef` slots in its
+    /// entries point at). Slots must not go backwards; slots skipped read back as placeholders.
+    pub fn values(&mut self, timeline: u32, first_slot: u64, values: &[Snap]) -> Result<(), StoreError> {
+        let st = self.state(timeline)?;
+        if first_slot < st.values {
+            return Err(StoreError::Usage(format!(
+                "timeline {timeline}: value slot {first_slot} was already written (next is {})",
+                st.values
+            )));
+        }
+        st.values = first_slot + values.len() as u64;
+        let mut i = 0;
+        while i < values.len() {
+            self.raw.clear();
+            let mut body = Vec::new();
+            let start = i;
+            while i < values.len() && body.len() < VALUE_BYTES_PER_CHUNK {
+                put_snap(&mut body, &values[i]);
+                i += 1;
+            }
+            put_uv(&mut self.raw, u64::from(timeline));
+            put_uv(&mut self.raw, first_slot + start as u64);
+            put_uv(&mut self.raw, (i - start) as u64);
+            self.raw.extend_from_slice(&body);
+            self.emit(chunk::VALUES, 0)?;
+        }
+        Ok(())
+    }
+
+    /// Hands everything written so far to the OS: it survives the process being killed (not a
+    /// power loss: there is no fsync).
+    pub fn flush(&mut self) -> Result<(), StoreError> {
+        self.w.flush()?;
+        Ok(())
+    }
+
+    /// Writes the end marker (the recording completed) with the recorder's closing statistics,
+    /// flushes, and returns the underlying stream.
+    pub fn finish(mut self, ended_unix_ms: u64, stats: &[(String, u64)]) -> Result<W, StoreError> {
+        let r = &mut self.raw;
+        r.clear();
+        put_uv(r, ended_unix_ms);
+        put_uv(r, stats.len() as u64);
+        for (k, v) in stats {
+            put_str(r, k);
+            put_uv(r, *v);
+        }
+        self.emit(chunk::END, 0)?;
+        self.w.flush()?;
+        Ok(self.w)
+    }
+}
