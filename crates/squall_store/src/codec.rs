@@ -1,18 +1,19 @@
 //! The columnar encoding of an ENTRIES chunk body (see `docs/format.md`, "ENTRIES").
 //!
 //! Four streams, one per entry word, each a run of LEB128 varints, plus one for the args arena:
-//! - `H`: `id << 2 | kind`;
+//! - `H`: `id << 4 | kind` (the entry's head word rotated: kind is its top 4 bits);
 //! - `A`: the parent / fn-call idx relative to the entry's own idx: `0` for `NONE`, else
 //!   `zigzag(idx - a) + 1`;
-//! - `B`: exits only (a call's ret idx is recomputed on load): a value code;
-//! - `C`: calls and resumes: a value code, or an args-arena offset (tag 3); exits: the raw word;
+//! - `B`: every kind but calls and resumes (a call's ret idx is recomputed on load): a value code;
+//! - `C`: calls and resumes: a value code, or an args-arena offset (tag 3); the others: the raw
+//!   word (unused, 0);
 //! - `G`: the args arena slice: value codes.
 //!
 //! A value code is `payload << 2 | tag`: tag 0 an inline int (payload `zigzag(int)`), tag 1 a
 //! constant (payload `word - MAX_SLOT`), tag 2 a value slot (payload `zigzag(slot - previous slot
 //! in this stream and chunk)`), tag 3 an args offset (payload `zigzag(offset - previous offset)`).
 
-use squall_trace::{Entry, Kind, MAX_ID, MAX_SLOT, NONE};
+use squall_trace::{Entry, Kind, MAX_SLOT, NONE};
 
 use crate::wire::{put_uv, unzigzag, zigzag, Bad, Rd};
 
@@ -119,7 +120,8 @@ pub(crate) fn encode_entries(
     for (i, e) in entries.iter().enumerate() {
         let idx = first_idx + i as u64;
         let kind = e.kind();
-        put_uv(&mut s.h, (u64::from(e.id()) << 2) | kind as u64);
+        let head = e.raw()[0];
+        put_uv(&mut s.h, (u64::from(head & 0x0FFF_FFFF) << 4) | u64::from(head >> 28));
         put_uv(&mut s.a, if e.a == NONE { 0 } else { zigzag(idx as i64 - i64::from(e.a)) + 1 });
         if kind.is_call() {
             let many = kind == Kind::Call && nparams.get(e.id() as usize).is_some_and(|&n| n >= 2);
@@ -177,17 +179,12 @@ pub(crate) fn decode_entries(body: &[u8]) -> Result<EntriesPart, Bad> {
     let (mut pb, mut pc, mut pg) = (Pred::default(), Pred::default(), Pred::default());
     for i in 0..n {
         let idx = first_idx + i;
-        let head = h.uv()?;
-        let id = head >> 2;
-        if id > u64::from(MAX_ID) {
+        let code = h.uv()?;
+        if code >> 32 != 0 {
             return Err(Bad("id out of range"));
         }
-        let kind = match head & 3 {
-            0 => Kind::Call,
-            1 => Kind::Resume,
-            2 => Kind::Return,
-            _ => Kind::Unwind,
-        };
+        let head = ((code as u32) >> 4) | ((code as u32 & 15) << 28);
+        let kind = Entry::from_raw(head, 0, 0, 0).ok_or(Bad("unknown entry kind"))?.kind();
         let ac = a.uv()?;
         let aw = if ac == 0 {
             NONE
@@ -200,7 +197,7 @@ pub(crate) fn decode_entries(body: &[u8]) -> Result<EntriesPart, Bad> {
         } else {
             (get_val(&mut b, &mut pb, false)?, c.u32v()?)
         };
-        entries.push(Entry::new(kind, id as u32, aw, bw, cw));
+        entries.push(Entry::from_raw(head, aw, bw, cw).ok_or(Bad("unknown entry kind"))?);
     }
     let mut args = Vec::with_capacity(nargs as usize);
     for _ in 0..nargs {

@@ -150,6 +150,13 @@ impl<W: Write> Writer<W> {
             for v in [s.coord.line, s.coord.col, s.coord.end_line, s.coord.end_col] {
                 put_uv(r, u64::from(v));
             }
+            match &s.symbol {
+                None => put_uv(r, 0),
+                Some(sym) => {
+                    put_uv(r, sym.len() as u64 + 1);
+                    r.extend_from_slice(sym.as_bytes());
+                }
+            }
         }
         self.forms = all.len() as u32;
         self.sites = first_site + nsites;

@@ -1,0 +1,161 @@
+//! Short, Python-like text previews of stored values (for exports and listings).
+
+use std::fmt::Write;
+
+use squall_trace::{Decoded, SeqKind, Snap, ValRef};
+
+/// A Python-repr-like preview of `snap`, at most about `max` characters (longer ones end in `…`).
+/// Truncated containers (fewer items than `len`) end in `...`.
+pub fn preview(snap: &Snap, max: usize) -> String {
+    let mut s = String::new();
+    write_snap(&mut s, snap, max.saturating_add(1));
+    cut(s, max)
+}
+
+/// A preview of a value reference: inline ints and constants directly, slots through `values`.
+pub fn preview_ref(v: ValRef, values: &[Snap], max: usize) -> String {
+    match v.decode() {
+        Decoded::Int(i) => i.to_string(),
+        Decoded::None => "None".into(),
+        Decoded::Bool(true) => "True".into(),
+        Decoded::Bool(false) => "False".into(),
+        Decoded::Absent => "<absent>".into(),
+        Decoded::Slot(i) => values.get(i as usize).map_or_else(|| format!("<value #{i} not in file>"), |s| preview(s, max)),
+    }
+}
+
+fn cut(s: String, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s;
+    }
+    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+fn float(out: &mut String, f: f64) {
+    if f.is_nan() {
+        out.push_str("nan");
+    } else if f.is_infinite() {
+        out.push_str(if f > 0.0 { "inf" } else { "-inf" });
+    } else {
+        let _ = write!(out, "{f:?}");
+    }
+}
+
+fn py_str(out: &mut String, s: &str, budget: usize) {
+    out.push('\'');
+    for c in s.chars() {
+        if out.len() > budget {
+            break;
+        }
+        match c {
+            '\'' => out.push_str("\\'"),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => {
+                let _ = write!(out, "\\x{:02x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('\'');
+}
+
+fn write_snap(out: &mut String, s: &Snap, budget: usize) {
+    if out.len() > budget {
+        return;
+    }
+    match s {
+        Snap::None => out.push_str("None"),
+        Snap::Bool(b) => out.push_str(if *b { "True" } else { "False" }),
+        Snap::Int(i) => {
+            let _ = write!(out, "{i}");
+        }
+        Snap::BigInt(d) => out.push_str(d),
+        Snap::Float(f) => float(out, *f),
+        Snap::Complex { re, im } => {
+            out.push('(');
+            float(out, *re);
+            if *im >= 0.0 || im.is_nan() {
+                out.push('+');
+            }
+            float(out, *im);
+            out.push_str("j)");
+        }
+        Snap::Str(v) => py_str(out, v, budget),
+        Snap::Bytes(v) => {
+            out.push_str("b'");
+            for &c in v {
+                if out.len() > budget {
+                    break;
+                }
+                match c {
+                    b'\'' => out.push_str("\\'"),
+                    b'\\' => out.push_str("\\\\"),
+                    0x20..=0x7e => out.push(c as char),
+                    _ => {
+                        let _ = write!(out, "\\x{c:02x}");
+                    }
+                }
+            }
+            out.push('\'');
+        }
+        Snap::Seq { kind, type_name, items, len } => {
+            let (open, close) = match kind {
+                SeqKind::List if type_name == "list" => ("[".to_string(), "]".to_string()),
+                SeqKind::Tuple if type_name == "tuple" => ("(".into(), if items.len() == 1 && *len == 1 { ",)".into() } else { ")".into() }),
+                SeqKind::Set if type_name == "set" && !items.is_empty() => ("{".into(), "}".into()),
+                SeqKind::FrozenSet if type_name == "frozenset" => ("frozenset({".into(), "})".into()),
+                SeqKind::List => (format!("{type_name}(["), "])".into()),
+                SeqKind::Set | SeqKind::FrozenSet => (format!("{type_name}({{"), "})".into()),
+                _ => (format!("{type_name}(("), "))".into()),
+            };
+            out.push_str(&open);
+            for (i, it) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                if out.len() > budget {
+                    break;
+                }
+                write_snap(out, it, budget);
+            }
+            if (items.len() as u64) < *len {
+                out.push_str(if items.is_empty() { "..." } else { ", ..." });
+            }
+            out.push_str(&close);
+        }
+        Snap::Map { type_name, entries, len } => {
+            let plain = type_name == "dict";
+            if !plain {
+                let _ = write!(out, "{type_name}(");
+            }
+            out.push('{');
+            for (i, (k, v)) in entries.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                if out.len() > budget {
+                    break;
+                }
+                write_snap(out, k, budget);
+                out.push_str(": ");
+                write_snap(out, v, budget);
+            }
+            if (entries.len() as u64) < *len {
+                out.push_str(if entries.is_empty() { "..." } else { ", ..." });
+            }
+            out.push('}');
+            if !plain {
+                out.push(')');
+            }
+        }
+        Snap::Object { repr, .. } | Snap::Opaque { repr, .. } => out.push_str(repr),
+        Snap::Cut { type_name, len } => {
+            let _ = write!(out, "<{type_name} of {len}, not recorded: too deep>");
+        }
+    }
+}

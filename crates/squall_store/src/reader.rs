@@ -1,0 +1,432 @@
+//! The reader: validates the prefix and header, then loads every complete, valid chunk in order
+//! and stops at the first truncated or corrupt one.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use squall_trace::{Coord, Entry, Form, FormKind, Forms, Kind, Site, SiteKind, Snap, Timeline, NONE};
+
+use crate::codec::{decode_entries, EntriesPart};
+use crate::snapcodec::get_snap;
+use crate::wire::{
+    chunk, frame_crc, get_body, Bad, Rd, FLAG_OPTIONAL, FORMAT_VERSION, FRAME_LEN, MAGIC, MAX_PAYLOAD, PREFIX_LEN,
+};
+use crate::{Header, LoadedTimeline, Progress, Recording, StoreError, ThreadMeta, MISSING_VALUE};
+
+/// Opens and loads the recording at `path`.
+pub fn open(path: &Path) -> Result<Recording, StoreError> {
+    open_with_progress(path, None)
+}
+
+/// [`open`], reporting progress in bytes of the file.
+pub fn open_with_progress(path: &Path, progress: Option<Progress>) -> Result<Recording, StoreError> {
+    let name = path.display().to_string();
+    let bytes = std::fs::read(path).map_err(|source| StoreError::Io { action: "open", path: name.clone(), source })?;
+    read_named(&bytes, &name, progress)
+}
+
+/// Loads a recording from bytes in memory.
+pub fn read(bytes: &[u8]) -> Result<Recording, StoreError> {
+    read_named(bytes, "the recording", None)
+}
+
+/// [`read`], reporting progress in bytes.
+pub fn read_with_progress(bytes: &[u8], progress: Option<Progress>) -> Result<Recording, StoreError> {
+    read_named(bytes, "the recording", progress)
+}
+
+fn sniff(b: &[u8]) -> String {
+    let trimmed = b.iter().position(|c| !c.is_ascii_whitespace()).map_or(&b[..0], |i| &b[i..]);
+    if b.starts_with(b"SQLite format 3\0") {
+        "it is an SQLite database, perhaps a squall export: open it with sqlite3".into()
+    } else if trimmed.starts_with(b"{") || trimmed.starts_with(b"[") {
+        "it looks like JSON, perhaps a Chrome trace export: open it in Perfetto".into()
+    } else if b.starts_with(&[0x1f, 0x8b]) {
+        "it is gzip-compressed: decompress it first".into()
+    } else if b.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+        "it is zstd-compressed: decompress it first".into()
+    } else if b.starts_with(b"PK\x03\x04") {
+        "it is a zip archive: extract the recording first".into()
+    } else {
+        let hex: Vec<String> = b.iter().take(8).map(|c| format!("{c:02x}")).collect();
+        format!("it starts with bytes {}, not the squall magic", hex.join(" "))
+    }
+}
+
+fn parse_header(p: &[u8]) -> Result<Header, Bad> {
+    let mut r = Rd::new(p);
+    let program = r.string()?;
+    let n = r.count()?;
+    let mut argv = Vec::with_capacity(n);
+    for _ in 0..n {
+        argv.push(r.string()?);
+    }
+    Ok(Header { program, argv, python: r.string()?, squall: r.string()?, started_unix_ms: r.uv()?, cwd: r.string()? })
+}
+
+/// One chunk's frame, checked.
+struct Frame<'a> {
+    ty: u8,
+    flags: u8,
+    payload: &'a [u8],
+    at: usize,
+}
+
+enum FrameErr {
+    Truncated(String),
+    Corrupt(String),
+}
+
+fn frame_at(b: &[u8], pos: usize) -> Result<Frame<'_>, FrameErr> {
+    let left = b.len() - pos;
+    if left < FRAME_LEN {
+        return Err(FrameErr::Truncated(format!("its frame needs {FRAME_LEN} bytes, {left} left")));
+    }
+    let f = &b[pos..pos + FRAME_LEN];
+    let len = u32::from_le_bytes([f[4], f[5], f[6], f[7]]);
+    let crc = u32::from_le_bytes([f[8], f[9], f[10], f[11]]);
+    if len > MAX_PAYLOAD {
+        return Err(FrameErr::Corrupt(format!("impossible length {len}")));
+    }
+    let end = pos + FRAME_LEN + len as usize;
+    if end > b.len() {
+        return Err(FrameErr::Truncated(format!("it declares {len} bytes, {} left", left - FRAME_LEN)));
+    }
+    let payload = &b[pos + FRAME_LEN..end];
+    if frame_crc(&f[..8], payload) != crc || f[2] != 0 || f[3] != 0 {
+        return Err(FrameErr::Corrupt("checksum mismatch".into()));
+    }
+    Ok(Frame { ty: f[0], flags: f[1], payload, at: pos })
+}
+
+enum Part {
+    Forms { first_form: u64, forms: Vec<Form>, first_site: u64, sites: Vec<Site> },
+    Thread(ThreadMeta),
+    Entries(EntriesPart),
+    Values { timeline: u32, first_slot: u64, values: Vec<Snap> },
+    End { ended: u64, stats: Vec<(String, u64)> },
+    Skip,
+}
+
+fn decode(f: &Frame) -> Result<Part, Bad> {
+    if f.ty == chunk::HEADER {
+        return Err(Bad("a second header chunk"));
+    }
+    if !(chunk::FORMS..=chunk::END).contains(&f.ty) {
+        return if f.flags & FLAG_OPTIONAL != 0 { Ok(Part::Skip) } else { Err(Bad("unknown required chunk type")) };
+    }
+    let raw = get_body(f.payload)?;
+    let mut r = Rd::new(&raw);
+    Ok(match f.ty {
+        chunk::FORMS => {
+            let first_form = r.uv()?;
+            let n = r.count()?;
+            let mut forms = Vec::with_capacity(n);
+            for _ in 0..n {
+                let ns: Arc<str> = r.str()?.into();
+                let name: Arc<str> = r.str()?.into();
+                let file: Arc<str> = r.str()?.into();
+                let line = r.u32v()?;
+                let kind = FormKind::from_code(i64::from(r.u8()?)).map_err(|_| Bad("unknown form kind"))?;
+                let np = r.count()?;
+                let mut params = Vec::with_capacity(np);
+                for _ in 0..np {
+                    params.push(r.str()?.into());
+                }
+                forms.push(Form { ns, name, file, line, params, kind });
+            }
+            let first_site = r.uv()?;
+            let n = r.count()?;
+            let mut sites = Vec::with_capacity(n);
+            for _ in 0..n {
+                let form = r.u32v()?;
+                let kind = SiteKind::from_code(i64::from(r.u8()?)).map_err(|_| Bad("unknown site kind"))?;
+                let coord = Coord { line: r.u32v()?, col: r.u32v()?, end_line: r.u32v()?, end_col: r.u32v()? };
+                let symbol = match r.uv()? {
+                    0 => None,
+                    n => {
+                        let n = usize::try_from(n - 1).map_err(|_| Bad("symbol length"))?;
+                        let b = r.bytes(n)?;
+                        Some(std::str::from_utf8(b).map_err(|_| Bad("invalid UTF-8"))?.into())
+                    }
+                };
+                sites.push(Site { form, kind, coord, symbol });
+            }
+            Part::Forms { first_form, forms, first_site, sites }
+        }
+        chunk::THREAD => Part::Thread(ThreadMeta {
+            timeline: r.u32v()?,
+            flow: r.u32v()?,
+            thread_id: r.uv()?,
+            name: r.string()?,
+        }),
+        chunk::ENTRIES => Part::Entries(decode_entries(&raw)?),
+        chunk::VALUES => {
+            let timeline = r.u32v()?;
+            let first_slot = r.uv()?;
+            let n = r.count()?;
+            let mut values = Vec::with_capacity(n);
+            for _ in 0..n {
+                values.push(get_snap(&mut r, 0)?);
+            }
+            Part::Values { timeline, first_slot, values }
+        }
+        _ => {
+            let ended = r.uv()?;
+            let n = r.count()?;
+            let mut stats = Vec::with_capacity(n);
+            for _ in 0..n {
+                let k = r.string()?;
+                stats.push((k, r.uv()?));
+            }
+            Part::End { ended, stats }
+        }
+    })
+}
+
+struct Building {
+    meta: ThreadMeta,
+    entries: Vec<Entry>,
+    args: Vec<u32>,
+    values: Vec<Snap>,
+}
+
+struct State {
+    forms: Forms,
+    nsites: u64,
+    timelines: Vec<Building>,
+    by_number: HashMap<u32, usize>,
+    ended: Option<(u64, Vec<(String, u64)>)>,
+}
+
+/// Checks the entries `from..` of a timeline against the forms and the entries before them, so
+/// every query over a loaded timeline stays in bounds.
+fn validate(entries: &[Entry], from: usize, nforms: u64, nsites: u64) -> Result<(), Bad> {
+    for (i, e) in entries.iter().enumerate().skip(from) {
+        let kind = e.kind();
+        let id_ok = match kind {
+            Kind::Call | Kind::Resume | Kind::Unwind => u64::from(e.id()) < nforms,
+            Kind::Return | Kind::Expr | Kind::Bind => u64::from(e.id()) < nsites,
+        };
+        if !id_ok {
+            return Err(Bad("an entry names a form or site not registered before it"));
+        }
+        let a = e.a;
+        let a_ok = if kind.is_call() && a == NONE {
+            true
+        } else {
+            (a as usize) < i && entries[a as usize].kind().is_call()
+        };
+        if !a_ok {
+            return Err(Bad("an entry's parent or fn-call idx is not an earlier call"));
+        }
+    }
+    Ok(())
+}
+
+impl State {
+    fn apply(&mut self, part: Part) -> Result<(), Bad> {
+        match part {
+            Part::Skip => {}
+            Part::Forms { first_form, forms, first_site, sites } => {
+                if first_form != self.forms.forms().len() as u64 || first_site != self.nsites {
+                    return Err(Bad("forms or sites out of order"));
+                }
+                for f in forms {
+                    self.forms.add_form(f).map_err(|_| Bad("too many forms"))?;
+                }
+                for s in sites {
+                    self.forms.add_site(s).map_err(|_| Bad("a site of an unknown form"))?;
+                    self.nsites += 1;
+                }
+            }
+            Part::Thread(meta) => {
+                if self.by_number.contains_key(&meta.timeline) {
+                    return Err(Bad("a timeline declared twice"));
+                }
+                self.by_number.insert(meta.timeline, self.timelines.len());
+                self.timelines.push(Building { meta, entries: Vec::new(), args: Vec::new(), values: Vec::new() });
+            }
+            Part::Entries(p) => {
+                let &i = self.by_number.get(&p.timeline).ok_or(Bad("entries of an undeclared timeline"))?;
+                let tl = &mut self.timelines[i];
+                if p.first_idx != tl.entries.len() as u64 || p.args_first != tl.args.len() as u64 {
+                    return Err(Bad("entries not contiguous with the previous chunk"));
+                }
+                let from = tl.entries.len();
+                if from == 0 {
+                    tl.entries = p.entries;
+                } else {
+                    tl.entries.extend_from_slice(&p.entries);
+                }
+                if let Err(e) = validate(&tl.entries, from, self.forms.forms().len() as u64, self.nsites) {
+                    tl.entries.truncate(from);
+                    return Err(e);
+                }
+                tl.args.extend_from_slice(&p.args);
+            }
+            Part::Values { timeline, first_slot, values } => {
+                let &i = self.by_number.get(&timeline).ok_or(Bad("values of an undeclared timeline"))?;
+                let tl = &mut self.timelines[i];
+                let have = tl.values.len() as u64;
+                if first_slot < have {
+                    return Err(Bad("value slots written twice"));
+                }
+                if first_slot - have > u64::from(u32::MAX) {
+                    return Err(Bad("value slot out of range"));
+                }
+                let gap = (first_slot - have) as usize;
+                tl.values.extend(
+                    std::iter::repeat_with(|| Snap::Opaque { type_name: MISSING_VALUE.into(), repr: "<value not saved>".into() })
+                        .take(gap),
+                );
+                tl.values.extend(values);
+            }
+            Part::End { ended, stats } => self.ended = Some((ended, stats)),
+        }
+        Ok(())
+    }
+}
+
+/// Decodes chunk bodies on all cores; results come back in file order.
+fn decode_all(frames: &[Frame]) -> Vec<Result<Part, Bad>> {
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8).min(frames.len().max(1));
+    if workers <= 1 || frames.len() < 4 {
+        return frames.iter().map(decode).collect();
+    }
+    let next = AtomicUsize::new(0);
+    let mut out: Vec<Option<Result<Part, Bad>>> = (0..frames.len()).map(|_| None).collect();
+    let done: Vec<Vec<(usize, Result<Part, Bad>)>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        if i >= frames.len() {
+                            break;
+                        }
+                        mine.push((i, decode(&frames[i])));
+                    }
+                    mine
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap_or_default()).collect()
+    });
+    for (i, r) in done.into_iter().flatten() {
+        out[i] = Some(r);
+    }
+    out.into_iter().map(|r| r.unwrap_or(Err(Bad("decoder thread failed")))).collect()
+}
+
+pub(crate) fn read_named(b: &[u8], name: &str, mut progress: Option<Progress>) -> Result<Recording, StoreError> {
+    let name = name.to_string();
+    let total = b.len() as u64;
+    if b.is_empty() {
+        return Err(StoreError::Empty { name });
+    }
+    if b.len() < MAGIC.len() && MAGIC.starts_with(b) {
+        return Err(StoreError::TruncatedHeader { name, len: total });
+    }
+    if !b.starts_with(&MAGIC) {
+        if b.starts_with(&MAGIC[..6]) {
+            return Err(StoreError::CorruptHeader {
+                name,
+                detail: "the magic bytes were altered, as by a text-mode transfer that rewrote line endings".into(),
+            });
+        }
+        return Err(StoreError::Foreign { what: sniff(b), name });
+    }
+    if b.len() < PREFIX_LEN {
+        return Err(StoreError::TruncatedHeader { name, len: total });
+    }
+    let version = u32::from_le_bytes([b[8], b[9], b[10], b[11]]);
+    if version == 0 {
+        return Err(StoreError::CorruptHeader { name, detail: "format version 0 does not exist".into() });
+    }
+    if version > FORMAT_VERSION {
+        return Err(StoreError::NewerVersion { name, found: version, supported: FORMAT_VERSION });
+    }
+    let hf = match frame_at(b, PREFIX_LEN) {
+        Ok(f) => f,
+        Err(FrameErr::Truncated(_)) => return Err(StoreError::TruncatedHeader { name, len: total }),
+        Err(FrameErr::Corrupt(d)) => return Err(StoreError::CorruptHeader { name, detail: format!("header chunk: {d}") }),
+    };
+    if hf.ty != chunk::HEADER {
+        return Err(StoreError::CorruptHeader { name, detail: format!("the first chunk has type {}, not the header", hf.ty) });
+    }
+    let header = parse_header(hf.payload)
+        .map_err(|e| StoreError::CorruptHeader { name: name.clone(), detail: format!("header fields: {}", e.0) })?;
+
+    // Pass 1: frames and checksums, up to the end marker or the first bad frame.
+    let mut frames = Vec::new();
+    let mut pos = PREFIX_LEN + FRAME_LEN + hf.payload.len();
+    let mut cut: Option<String> = None;
+    while pos < b.len() {
+        match frame_at(b, pos) {
+            Ok(f) => {
+                pos += FRAME_LEN + f.payload.len();
+                let end = f.ty == chunk::END;
+                frames.push(f);
+                if end {
+                    break;
+                }
+            }
+            Err(FrameErr::Truncated(d)) => {
+                cut = Some(format!(
+                    "truncated chunk at byte {pos}: the file ends inside it ({d}); the program was killed or the disk filled while it was written"
+                ));
+                break;
+            }
+            Err(FrameErr::Corrupt(d)) => {
+                cut = Some(format!("corrupt chunk at byte {pos} ({d}); the file was damaged there, the rest was not read"));
+                break;
+            }
+        }
+    }
+    if let Some(p) = progress.as_mut() {
+        p(pos as u64 / 4, total);
+    }
+
+    // Pass 2: decode bodies in parallel, apply them in order.
+    let decoded = decode_all(&frames);
+    let mut st = State { forms: Forms::new(), nsites: 0, timelines: Vec::new(), by_number: HashMap::new(), ended: None };
+    let mut last_report = 0u64;
+    for (f, part) in frames.iter().zip(decoded) {
+        if let Err(e) = part.and_then(|p| st.apply(p)) {
+            cut = Some(format!(
+                "corrupt chunk at byte {} (type {}: {}); the rest was not read",
+                f.at, f.ty, e.0
+            ));
+            st.ended = None;
+            break;
+        }
+        if let Some(p) = progress.as_mut() {
+            let done = total / 4 + (f.at as u64) * 3 / 4;
+            if done - last_report > total / 200 {
+                p(done, total);
+                last_report = done;
+            }
+        }
+    }
+    let completed = st.ended.is_some();
+    if cut.is_none() && !completed {
+        cut = Some("no end marker: the program was killed or crashed after the last flush".into());
+    }
+    let (ended_unix_ms, stats) = match st.ended {
+        Some((t, s)) => (Some(t), s),
+        None => (None, Vec::new()),
+    };
+    let timelines = st
+        .timelines
+        .into_iter()
+        .map(|t| LoadedTimeline { meta: t.meta, timeline: Timeline::from_parts(t.entries, t.args), values: t.values })
+        .collect();
+    if let Some(p) = progress.as_mut() {
+        p(total, total);
+    }
+    Ok(Recording { header, forms: st.forms, timelines, completed, ended_unix_ms, stats, file_bytes: total, cut_short: cut })
+}
