@@ -33,7 +33,9 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, over
 from squall import _engine
 
 __all__ = [
+    "Queries",
     "SquallWarning",
+    "Timeline",
     "all_flows",
     "all_threads",
     "bindings",
@@ -57,37 +59,7 @@ class SquallWarning(UserWarning):
     """Something the user should know about a query's answer (e.g. recording is off)."""
 
 
-def _warn_if_nothing_recorded() -> None:
-    if not _engine.is_recording() and not _engine.all_flows():
-        warnings.warn(
-            "squall is not recording and nothing was recorded: call squall.api.start_recording() "
-            "first (`squall run` records from the start)",
-            SquallWarning,
-            stacklevel=3,
-        )
-
-
-def all_flows() -> Dict[int, List[int]]:
-    """``{flow_id: [thread_id, ...]}`` for every flow with a recording."""
-    _warn_if_nothing_recorded()
-    return dict(_engine.all_flows())
-
-
-def all_threads() -> List[tuple]:
-    """``[(flow_id, thread_id), ...]``."""
-    _warn_if_nothing_recorded()
-    return list(_engine.all_threads())
-
-
-def flow_threads_info(flow_id: int = 0) -> List[dict]:
-    """For each thread of a flow: ``thread_id``, ``thread_name``, ``entries``, ``calls``,
-    ``values`` and ``limit_hit`` (None, or which limit stopped it)."""
-    _warn_if_nothing_recorded()
-    return list(_engine.flow_threads_info(flow_id))
-
-
-def timeline_count(flow_id: int, thread_id: int) -> int:
-    return _engine.timeline_len(flow_id, thread_id)
+_UNSET: Any = object()
 
 
 class Timeline(Sequence):
@@ -99,10 +71,11 @@ class Timeline(Sequence):
 
     _BATCH = 4096
 
-    def __init__(self, flow_id: int, thread_id: int) -> None:
+    def __init__(self, flow_id: int, thread_id: int, backend: Any = None) -> None:
         self.flow_id = flow_id
         self.thread_id = thread_id
-        self._len = _engine.timeline_len(flow_id, thread_id)
+        self._b = backend if backend is not None else _engine
+        self._len = self._b.timeline_len(flow_id, thread_id)
 
     def __len__(self) -> int:
         return self._len
@@ -115,7 +88,7 @@ class Timeline(Sequence):
         if isinstance(i, slice):
             start, stop, step = i.indices(self._len)
             if step == 1:
-                return list(_engine.entries(self.flow_id, self.thread_id, start, max(start, stop)))
+                return list(self._b.entries(self.flow_id, self.thread_id, start, max(start, stop)))
             return [self[j] for j in range(start, stop, step)]
         if not isinstance(i, int):
             raise TypeError(f"timeline indexes are ints (entry idxs) or slices, got {i!r}")
@@ -123,163 +96,291 @@ class Timeline(Sequence):
             i += self._len
         if not 0 <= i < self._len:
             raise IndexError(f"idx {i} is out of range: this timeline has {self._len} entries")
-        return _engine.entry(self.flow_id, self.thread_id, i)
+        return self._b.entry(self.flow_id, self.thread_id, i)
 
     def __iter__(self) -> Iterator[dict]:
         for start in range(0, self._len, self._BATCH):
-            yield from _engine.entries(self.flow_id, self.thread_id, start, min(start + self._BATCH, self._len))
+            yield from self._b.entries(self.flow_id, self.thread_id, start, min(start + self._BATCH, self._len))
 
     def __repr__(self) -> str:
         return f"<squall timeline flow={self.flow_id} thread={self.thread_id} entries={self._len}>"
 
 
-def get_referenced_maps_timeline(flow_id: int, thread_id: int) -> Timeline:
-    """The timeline of one thread in one flow, entries as dicts with value refs."""
-    return Timeline(flow_id, thread_id)
 
+class Queries:
+    """Every query, over one backend: the live recording in this process (the module-level
+    functions of ``squall.indexes``) or a recording file (``squall.load(path)``). Both answer
+    the same way."""
 
-_DRIFTS = ("at", "next", "prev", "next-over", "prev-over", "next-out", "prev-out")
+    def __init__(self, backend: Any) -> None:
+        self._b = backend
 
+    def deref_val_id(self, value_ref: Optional[int]) -> Any:
+        """The value a ref names, as recorded (see ``squall.values.deref_val_id``)."""
+        if value_ref is None:
+            return None
+        if not isinstance(value_ref, int) or isinstance(value_ref, bool):
+            raise TypeError(
+                f"deref_val_id expects a value ref (an int from an entry's `*_ref` key), got {value_ref!r}"
+            )
+        return self._b.deref(value_ref)
 
-def timeline_entry(flow_id: int, thread_id: int, idx: int, drift: str = "at") -> dict:
-    """The entry reached from ``idx`` by ``drift``:
+    def val_pprint(
+        self, value_ref: Optional[int], print_level: Optional[int] = None, print_length: Optional[int] = None
+    ) -> str:
+        """The recorded value printed within bounds (see ``squall.values.val_pprint``)."""
+        from squall.values import pformat
 
-    - ``at``: idx itself; ``next`` / ``prev``: one entry forward / back (clamped to the ends);
-    - ``next-over``: from a call, its return (stepping over everything it called); otherwise next;
-    - ``prev-over``: from a return or unwind, its call; otherwise the previous entry, stepping back
-      over a whole nested call;
-    - ``next-out``: the first entry after the current frame exited (back in its caller);
-    - ``prev-out``: the call entry of the current frame's caller.
-    """
-    return _engine.timeline_entry(flow_id, thread_id, idx, drift)
+        return pformat(self.deref_val_id(value_ref), print_level=print_level, print_length=print_length)
 
+    def _warn_if_nothing_recorded(self) -> None:
+        if not self._b.is_recording() and not self._b.all_flows():
+            warnings.warn(
+                "squall is not recording and nothing was recorded: call squall.api.start_recording() "
+                "first (`squall run` records from the start)",
+                SquallWarning,
+                stacklevel=4,
+            )
 
-def frame_data(flow_id: int, thread_id: int, idx: int) -> dict:
-    """The frame holding ``idx``: its function (``fn_ns``, ``fn_name``, ``file``, ``line``),
-    ``fn_call_idx``, ``args_ref`` and ``arg_names``, ``parent_idx``, ``ret_idx``, ``exit_type``
-    with ``result_ref`` or ``throwable_ref``, and ``bindings`` / ``expr_executions`` (empty in calls
-    mode)."""
-    return _engine.frame_data(flow_id, thread_id, idx)
+    def all_flows(self) -> Dict[int, List[int]]:
+        """``{flow_id: [thread_id, ...]}`` for every flow with a recording."""
+        self._warn_if_nothing_recorded()
+        return dict(self._b.all_flows())
 
+    def all_threads(self) -> List[tuple]:
+        """``[(flow_id, thread_id), ...]``."""
+        self._warn_if_nothing_recorded()
+        return list(self._b.all_threads())
 
-def stack_for_frame(flow_id: int, thread_id: int, idx: int) -> List[dict]:
-    """The call stack at ``idx``, innermost frame first."""
-    return list(_engine.stack_for_frame(flow_id, thread_id, idx))
+    def flow_threads_info(self, flow_id: int = 0) -> List[dict]:
+        """For each thread of a flow: ``thread_id``, ``thread_name``, ``entries``, ``calls``,
+        ``values`` and ``limit_hit`` (None, or which limit stopped it)."""
+        self._warn_if_nothing_recorded()
+        return list(self._b.flow_threads_info(flow_id))
 
+    def timeline_count(self, flow_id: int, thread_id: int) -> int:
+        return self._b.timeline_len(flow_id, thread_id)
 
-def callstack_root_node(flow_id: int, thread_id: int) -> dict:
-    """The root of the call tree: a virtual node whose children are the top-level calls."""
-    return {"flow_id": flow_id, "thread_id": thread_id, "fn_call_idx": None, "fn_name": None, "fn_ns": None}
+    def get_referenced_maps_timeline(self, flow_id: int, thread_id: int) -> Timeline:
+        """The timeline of one thread in one flow, entries as dicts with value refs."""
+        return Timeline(flow_id, thread_id, self._b)
 
+    def timeline_entry(self, flow_id: int, thread_id: int, idx: int, drift: str = "at") -> dict:
+        """The entry reached from ``idx`` by ``drift``:
 
-def callstack_node_childs(node: dict, offset: int = 0, limit: Optional[int] = None) -> List[dict]:
-    """The calls made directly from ``node``'s frame (a node from ``callstack_root_node`` or from
-    this function), in order; ``offset`` / ``limit`` page through huge child lists. Each child is
-    its fn-call entry plus ``flow_id`` and ``thread_id``."""
-    flow_id, thread_id = node["flow_id"], node["thread_id"]
-    idxs = _engine.callstack_node_childs(flow_id, thread_id, node.get("fn_call_idx"), offset, limit)
-    out = []
-    for i in idxs:
-        e = _engine.entry(flow_id, thread_id, i)
-        e["flow_id"] = flow_id
-        e["thread_id"] = thread_id
-        e["fn_call_idx"] = i
-        out.append(e)
-    return out
+        - ``at``: idx itself; ``next`` / ``prev``: one entry forward / back (clamped to the ends);
+        - ``next-over``: from a call, its return (stepping over everything it called); otherwise next;
+        - ``prev-over``: from a return or unwind, its call; otherwise the previous entry, stepping back
+          over a whole nested call;
+        - ``next-out``: the first entry after the current frame exited (back in its caller);
+        - ``prev-out``: the call entry of the current frame's caller.
+        """
+        return self._b.timeline_entry(flow_id, thread_id, idx, drift)
 
+    def frame_data(self, flow_id: int, thread_id: int, idx: int) -> dict:
+        """The frame holding ``idx``: its function (``fn_ns``, ``fn_name``, ``file``, ``line``),
+        ``fn_call_idx``, ``args_ref`` and ``arg_names``, ``parent_idx``, ``ret_idx``, ``exit_type``
+        with ``result_ref`` or ``throwable_ref``, and ``bindings`` / ``expr_executions`` (empty in calls
+        mode)."""
+        return self._b.frame_data(flow_id, thread_id, idx)
 
-def fn_call_stats(flow_id: int = 0, thread_id: Optional[int] = None) -> List[dict]:
-    """Calls per function (``fn_ns``, ``fn_name``, ``form_id``, ``cnt``), most called first, for one
-    thread or (``thread_id=None``) all threads of the flow."""
-    _warn_if_nothing_recorded()
-    return list(_engine.fn_call_stats(flow_id, thread_id))
+    def stack_for_frame(self, flow_id: int, thread_id: int, idx: int) -> List[dict]:
+        """The call stack at ``idx``, innermost frame first."""
+        return list(self._b.stack_for_frame(flow_id, thread_id, idx))
 
+    def callstack_root_node(self, flow_id: int, thread_id: int) -> dict:
+        """The root of the call tree: a virtual node whose children are the top-level calls."""
+        return {"flow_id": flow_id, "thread_id": thread_id, "fn_call_idx": None, "fn_name": None, "fn_ns": None}
 
-def find_fn_call_entry(
-    flow_id: int = 0,
-    thread_id: Optional[int] = None,
-    fn_ns: Optional[str] = None,
-    fn_name: Optional[str] = None,
-    args_pred: Optional[Callable[[list], bool]] = None,
-    from_idx: Optional[int] = None,
-    backward: bool = False,
-) -> Optional[dict]:
-    """The first fn-call (from ``from_idx``, forward or ``backward``) of a function matching
-    ``fn_ns`` (module) and ``fn_name`` (qualname) whose args list satisfies ``args_pred``.
-    With ``thread_id=None`` every thread of the flow is searched, in thread order; the entry then
-    carries ``thread_id``."""
-    threads = [thread_id] if thread_id is not None else _engine.all_flows().get(flow_id, [])
-    for tid in threads:
-        e = _engine.find_fn_call_entry(flow_id, tid, fn_ns, fn_name, args_pred, from_idx, backward)
-        if e is not None:
-            e["thread_id"] = tid
-            return e
-    return None
+    def callstack_node_childs(self, node: dict, offset: int = 0, limit: Optional[int] = None) -> List[dict]:
+        """The calls made directly from ``node``'s frame (a node from ``callstack_root_node`` or from
+        this function), in order; ``offset`` / ``limit`` page through huge child lists. Each child is
+        its fn-call entry plus ``flow_id`` and ``thread_id``."""
+        flow_id, thread_id = node["flow_id"], node["thread_id"]
+        idxs = self._b.callstack_node_childs(flow_id, thread_id, node.get("fn_call_idx"), offset, limit)
+        out = []
+        for i in idxs:
+            e = self._b.entry(flow_id, thread_id, i)
+            e["flow_id"] = flow_id
+            e["thread_id"] = thread_id
+            e["fn_call_idx"] = i
+            out.append(e)
+        return out
 
+    def fn_call_stats(self, flow_id: int = 0, thread_id: Optional[int] = None) -> List[dict]:
+        """Calls per function (``fn_ns``, ``fn_name``, ``form_id``, ``cnt``), most called first, for one
+        thread or (``thread_id=None``) all threads of the flow."""
+        self._warn_if_nothing_recorded()
+        return list(self._b.fn_call_stats(flow_id, thread_id))
 
-def exceptions(flow_id: Optional[int] = None, thread_id: Optional[int] = None) -> List[dict]:
-    """One dict per exception that left a recorded frame, at the innermost frame it left:
-    ``flow_id``, ``thread_id``, ``idx`` (that fn-unwind), ``fn_ns``, ``fn_name``, ``exc_type``,
-    ``message``, ``throwable_ref``, ``fn_call_idx``, ``frames`` (how many recorded frames it
-    unwound), ``caught`` (True if a recorded caller handled it: its frame did not unwind with it)
-    and ``caught_in`` (that caller, ``module.qualname``)."""
-    from squall.values import safe_repr
+    def find_fn_call_entry(self, 
+        flow_id: int = 0,
+        thread_id: Optional[int] = None,
+        fn_ns: Optional[str] = None,
+        fn_name: Optional[str] = None,
+        args_pred: Optional[Callable[[list], bool]] = None,
+        from_idx: Optional[int] = None,
+        backward: bool = False,
+    ) -> Optional[dict]:
+        """The first fn-call (from ``from_idx``, forward or ``backward``) of a function matching
+        ``fn_ns`` (module) and ``fn_name`` (qualname) whose args list satisfies ``args_pred``.
+        With ``thread_id=None`` every thread of the flow is searched, in thread order; the entry then
+        carries ``thread_id``."""
+        threads = [thread_id] if thread_id is not None else self._b.all_flows().get(flow_id, [])
+        for tid in threads:
+            e = self._b.find_fn_call_entry(flow_id, tid, fn_ns, fn_name, args_pred, from_idx, backward)
+            if e is not None:
+                e["thread_id"] = tid
+                return e
+        return None
 
-    out: List[dict] = []
-    flows = _engine.all_flows()
-    for fid, tids in sorted(flows.items()):
-        if flow_id is not None and fid != flow_id:
-            continue
-        for tid in tids:
-            if thread_id is not None and tid != thread_id:
+    def exceptions(self, flow_id: Optional[int] = None, thread_id: Optional[int] = None) -> List[dict]:
+        """One dict per exception that left a recorded frame, at the innermost frame it left:
+        ``flow_id``, ``thread_id``, ``idx`` (that fn-unwind), ``fn_ns``, ``fn_name``, ``exc_type``,
+        ``message``, ``throwable_ref``, ``fn_call_idx``, ``frames`` (how many recorded frames it
+        unwound), ``caught`` (True if a recorded caller handled it: its frame did not unwind with
+        it) and ``caught_in`` (that caller, ``module.qualname``)."""
+        out: List[dict] = []
+        for fid, tids in sorted(self._b.all_flows().items()):
+            if flow_id is not None and fid != flow_id:
                 continue
-            by_exc: Dict[int, dict] = {}
-            for i in _engine.idxs_of_type(fid, tid, "fn-unwind"):
-                u = _engine.entry(fid, tid, i)
-                exc = _engine.deref(u["throwable_ref"]) if u["throwable_ref"] is not None else None
-                call = _engine.entry(fid, tid, u["fn_call_idx"])
-                key = id(exc) if exc is not None else -i
-                info = by_exc.get(key)
-                if info is None:
-                    info = {
-                        "flow_id": fid,
-                        "thread_id": tid,
-                        "idx": i,
-                        "fn_ns": call["fn_ns"],
-                        "fn_name": call["fn_name"],
-                        "exc_type": type(exc).__qualname__ if exc is not None else None,
-                        "message": _message(exc, safe_repr),
-                        "throwable_ref": u["throwable_ref"],
-                        "fn_call_idx": u["fn_call_idx"],
-                        "frames": 0,
-                        "_outer_call": None,
-                    }
-                    by_exc[key] = info
-                    out.append(info)
-                info["frames"] += 1
-                info["_outer_call"] = call
-            for info in by_exc.values():
-                outer = info.pop("_outer_call")
-                parent_idx = outer["parent_idx"] if outer else None
-                caught_in = None
-                if parent_idx is not None:
-                    parent = _engine.entry(fid, tid, parent_idx)
-                    ret = parent["ret_idx"]
-                    parent_unwound_same = False
-                    if ret is not None:
-                        exit_ = _engine.entry(fid, tid, ret)
-                        parent_unwound_same = exit_["type"] == "fn-unwind" and _same(exit_["throwable_ref"], info["throwable_ref"])
-                    if not parent_unwound_same:
-                        caught_in = f"{parent['fn_ns']}.{parent['fn_name']}"
-                info["caught"] = caught_in is not None
-                info["caught_in"] = caught_in
-    return out
+            for tid in tids:
+                if thread_id is not None and tid != thread_id:
+                    continue
+                out.extend(self._thread_exceptions(fid, tid))
+        return out
+
+    def _thread_exceptions(self, fid: int, tid: int) -> List[dict]:
+        from squall.values import safe_repr
+
+        found: List[dict] = []
+        # An exception unwinding several frames shows as one fn-unwind per frame, each in the
+        # caller of the previous one, all with the same exception.
+        open_by_frame: Dict[int, dict] = {}
+        for i in self._b.idxs_of_type(fid, tid, "fn-unwind"):
+            u = self._b.entry(fid, tid, i)
+            exc = self._b.deref(u["throwable_ref"]) if u["throwable_ref"] is not None else None
+            call = self._b.entry(fid, tid, u["fn_call_idx"])
+            info = open_by_frame.pop(u["fn_call_idx"], None)
+            if info is None or not _same_exception(info["_exc"], exc):
+                info = {
+                    "flow_id": fid,
+                    "thread_id": tid,
+                    "idx": i,
+                    "fn_ns": call["fn_ns"],
+                    "fn_name": call["fn_name"],
+                    "exc_type": _type_name(exc),
+                    "message": _message(exc, safe_repr),
+                    "throwable_ref": u["throwable_ref"],
+                    "fn_call_idx": u["fn_call_idx"],
+                    "frames": 0,
+                    "_exc": exc,
+                }
+                found.append(info)
+            info["frames"] += 1
+            info["_outer"] = call
+            if call["parent_idx"] is not None:
+                open_by_frame[call["parent_idx"]] = info
+        for info in found:
+            info.pop("_exc")
+            outer = info.pop("_outer")
+            # The outermost frame it unwound is the last one: a recorded caller of that frame
+            # did not unwind with it, so it handled the exception.
+            caught_in = None
+            if outer["parent_idx"] is not None:
+                parent = self._b.entry(fid, tid, outer["parent_idx"])
+                caught_in = f"{parent['fn_ns']}.{parent['fn_name']}"
+            info["caught"] = caught_in is not None
+            info["caught_in"] = caught_in
+        return found
+
+    def bindings(self, flow_id: int, thread_id: int, idx: int) -> List[dict]:
+        """The locals visible at ``idx`` in its frame: the parameters, then for each symbol bound up
+        to ``idx`` its latest binding (loops included): dicts with ``symbol``, ``value_ref``,
+        ``coord``, ``visible_after`` (the idx from which the binding holds)."""
+        return list(self._b.bindings(flow_id, thread_id, idx))
+
+    def find_expr_entry(self, 
+        flow_id: int = 0,
+        thread_id: Optional[int] = None,
+        identity_val: Any = _UNSET,
+        equality_val: Any = _UNSET,
+        coord: Optional[tuple] = None,
+        file: Optional[str] = None,
+        line: Optional[int] = None,
+        pred: Optional[Callable[[Any], bool]] = None,
+        from_idx: Optional[int] = None,
+        backward: bool = False,
+    ) -> Optional[dict]:
+        """The first ``expr`` entry (from ``from_idx``, forward or ``backward``) matching every filter
+        given: its value ``is identity_val``, ``== equality_val`` (an ``__eq__`` that raises counts as
+        not equal), its exact source range ``coord`` ``(line, col, end_line, end_col)``, its ``file``
+        (full path or a trailing part of it) and ``line``, and ``pred(value)``. With
+        ``thread_id=None`` every thread of the flow is searched in order."""
+        tests = []
+        if identity_val is not _UNSET:
+            tests.append(lambda v: v is identity_val)
+        if equality_val is not _UNSET:
+            tests.append(lambda v: _safe_eq(v, equality_val))
+        if pred is not None:
+            tests.append(pred)
+        value_pred = (lambda v: all(t(v) for t in tests)) if tests else None
+        threads = [thread_id] if thread_id is not None else self._b.all_flows().get(flow_id, [])
+        for tid in threads:
+            e = self._b.find_expr_entry(flow_id, tid, coord, file, line, value_pred, from_idx, backward, False)
+            if e is not None:
+                e["thread_id"] = tid
+                return e
+        return None
+
+    def goto_line(self, file: str, line: int, flow_id: int = 0, thread_id: Optional[int] = None) -> Optional[dict]:
+        """"Goto file:line": the first entry of any type recorded at ``line`` of ``file`` (a call of a
+        function defined there, or an expression, binding, return at that line), or None."""
+        threads = [thread_id] if thread_id is not None else self._b.all_flows().get(flow_id, [])
+        for tid in threads:
+            e = self._b.find_expr_entry(flow_id, tid, None, file, line, None, None, False, True)
+            if e is not None:
+                e["thread_id"] = tid
+                return e
+        return None
 
 
-def _same(ref_a: Optional[int], ref_b: Optional[int]) -> bool:
-    if ref_a is None or ref_b is None:
-        return False
-    return _engine.deref(ref_a) is _engine.deref(ref_b)
+_live = Queries(_engine)
+
+all_flows = _live.all_flows
+all_threads = _live.all_threads
+flow_threads_info = _live.flow_threads_info
+timeline_count = _live.timeline_count
+get_referenced_maps_timeline = _live.get_referenced_maps_timeline
+timeline_entry = _live.timeline_entry
+frame_data = _live.frame_data
+stack_for_frame = _live.stack_for_frame
+callstack_root_node = _live.callstack_root_node
+callstack_node_childs = _live.callstack_node_childs
+fn_call_stats = _live.fn_call_stats
+find_fn_call_entry = _live.find_fn_call_entry
+exceptions = _live.exceptions
+bindings = _live.bindings
+find_expr_entry = _live.find_expr_entry
+goto_line = _live.goto_line
+
+
+def _same_exception(a: Any, b: Any) -> bool:
+    """The same exception object: by identity when live; when read from a file (snapshots),
+    by type and repr."""
+    if isinstance(a, BaseException) or isinstance(b, BaseException):
+        return a is b
+    return a is not None and b is not None and type(a) is type(b) and repr(a) == repr(b)
+
+
+def _type_name(exc: Any) -> Optional[str]:
+    if exc is None:
+        return None
+    if isinstance(exc, BaseException):
+        return type(exc).__qualname__
+    name = getattr(exc, "type_name", None)
+    return name.rsplit(".", 1)[-1] if isinstance(name, str) else type(exc).__qualname__
+
 
 
 def _message(exc: Any, safe_repr: Callable[[Any], str]) -> str:
@@ -290,65 +391,9 @@ def _message(exc: Any, safe_repr: Callable[[Any], str]) -> str:
     except BaseException:  # noqa: BLE001 - str() of an exception may raise anything
         return safe_repr(exc)
 
-
-def bindings(flow_id: int, thread_id: int, idx: int) -> List[dict]:
-    """The locals visible at ``idx`` in its frame: the parameters, then for each symbol bound up
-    to ``idx`` its latest binding (loops included): dicts with ``symbol``, ``value_ref``,
-    ``coord``, ``visible_after`` (the idx from which the binding holds)."""
-    return list(_engine.bindings(flow_id, thread_id, idx))
-
-
-_UNSET: Any = object()
-
-
-def find_expr_entry(
-    flow_id: int = 0,
-    thread_id: Optional[int] = None,
-    identity_val: Any = _UNSET,
-    equality_val: Any = _UNSET,
-    coord: Optional[tuple] = None,
-    file: Optional[str] = None,
-    line: Optional[int] = None,
-    pred: Optional[Callable[[Any], bool]] = None,
-    from_idx: Optional[int] = None,
-    backward: bool = False,
-) -> Optional[dict]:
-    """The first ``expr`` entry (from ``from_idx``, forward or ``backward``) matching every filter
-    given: its value ``is identity_val``, ``== equality_val`` (an ``__eq__`` that raises counts as
-    not equal), its exact source range ``coord`` ``(line, col, end_line, end_col)``, its ``file``
-    (full path or a trailing part of it) and ``line``, and ``pred(value)``. With
-    ``thread_id=None`` every thread of the flow is searched in order."""
-    tests = []
-    if identity_val is not _UNSET:
-        tests.append(lambda v: v is identity_val)
-    if equality_val is not _UNSET:
-        tests.append(lambda v: _safe_eq(v, equality_val))
-    if pred is not None:
-        tests.append(pred)
-    value_pred = (lambda v: all(t(v) for t in tests)) if tests else None
-    threads = [thread_id] if thread_id is not None else _engine.all_flows().get(flow_id, [])
-    for tid in threads:
-        e = _engine.find_expr_entry(flow_id, tid, coord, file, line, value_pred, from_idx, backward, False)
-        if e is not None:
-            e["thread_id"] = tid
-            return e
-    return None
-
-
-def goto_line(file: str, line: int, flow_id: int = 0, thread_id: Optional[int] = None) -> Optional[dict]:
-    """"Goto file:line": the first entry of any type recorded at ``line`` of ``file`` (a call of a
-    function defined there, or an expression, binding, return at that line), or None."""
-    threads = [thread_id] if thread_id is not None else _engine.all_flows().get(flow_id, [])
-    for tid in threads:
-        e = _engine.find_expr_entry(flow_id, tid, None, file, line, None, None, False, True)
-        if e is not None:
-            e["thread_id"] = tid
-            return e
-    return None
-
-
 def _safe_eq(a: Any, b: Any) -> bool:
     try:
         return bool(a == b)
     except Exception:  # noqa: BLE001 - a user's __eq__ may raise anything
         return False
+

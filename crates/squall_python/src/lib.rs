@@ -3,10 +3,13 @@
 mod capture;
 mod control;
 mod engine;
+mod file;
 mod gil_cell;
 mod ints;
 mod query;
 mod record;
+mod sink;
+mod snap;
 
 use std::ffi::CStr;
 use std::ptr::null_mut;
@@ -103,5 +106,12 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(query::idxs_of_type, m)?)?;
     m.add_function(wrap_pyfunction!(query::bindings, m)?)?;
     m.add_function(wrap_pyfunction!(query::find_expr_entry, m)?)?;
+
+    m.add_class::<file::FileRecording>()?;
+    m.add_function(wrap_pyfunction!(file::load_recording, m)?)?;
+    m.add_function(wrap_pyfunction!(sink::open_sink, m)?)?;
+    m.add_function(wrap_pyfunction!(sink::flush_sink, m)?)?;
+    m.add_function(wrap_pyfunction!(sink::sink_path, m)?)?;
+    m.add_function(wrap_pyfunction!(sink::close_sink, m)?)?;
     Ok(())
 }

@@ -1,0 +1,214 @@
+//! A recording read from a file: the second backend of the queries.
+
+use std::path::PathBuf;
+
+use pyo3::exceptions::{PyKeyError, PyOSError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use squall_store::{Recording, StoreError};
+use squall_trace::Forms;
+
+use crate::query::{deref_value, q, Backend, TlView};
+use crate::snap::to_python;
+
+#[pyclass(module = "squall._engine", frozen)]
+pub struct FileRecording {
+    rec: Recording,
+    path: PathBuf,
+}
+
+impl Backend for FileRecording {
+    fn forms(&self) -> &Forms {
+        &self.rec.forms
+    }
+
+    fn flows(&self) -> Vec<(u32, Vec<TlView<'_>>)> {
+        let mut flows: Vec<u32> = self.rec.timelines.iter().map(|t| t.meta.flow).collect();
+        flows.sort_unstable();
+        flows.dedup();
+        flows
+            .into_iter()
+            .map(|f| {
+                let views = (0..self.rec.timelines.len() as u32)
+                    .filter(|&n| self.rec.timelines[n as usize].meta.flow == f)
+                    .filter_map(|n| self.view_of(n))
+                    .collect();
+                (f, views)
+            })
+            .collect()
+    }
+
+    fn by_number(&self, number: u32) -> Result<TlView<'_>, PyErr> {
+        self.view_of(number).ok_or_else(|| PyKeyError::new_err("it was not made by this recording"))
+    }
+
+    fn slot_value(&self, py: Python<'_>, view: &TlView<'_>, slot: u32) -> PyResult<Py<PyAny>> {
+        let t = &self.rec.timelines[view.number as usize];
+        let snap = t.values.get(slot as usize).ok_or_else(|| {
+            PyKeyError::new_err(format!(
+                "value slot {slot} of thread {} is not in `{}` (the recording was cut short before it was saved)",
+                t.meta.thread_id,
+                self.path.display()
+            ))
+        })?;
+        to_python(py, snap)
+    }
+}
+
+impl FileRecording {
+    fn view_of(&self, number: u32) -> Option<TlView<'_>> {
+        let t = self.rec.timelines.get(number as usize)?;
+        Some(TlView {
+            number,
+            thread_id: t.meta.thread_id,
+            name: &t.meta.name,
+            tl: &t.timeline,
+            values: t.values.len(),
+            limit_hit: None,
+        })
+    }
+}
+
+fn load_error(e: StoreError) -> PyErr {
+    match e {
+        StoreError::Io { .. } | StoreError::Write(_) => PyOSError::new_err(e.to_string()),
+        _ => PyValueError::new_err(e.to_string()),
+    }
+}
+
+/// Reads a recording file. `progress(done, total)` is called while reading big files.
+#[pyfunction]
+#[pyo3(signature = (path, progress=None))]
+pub fn load_recording(py: Python<'_>, path: PathBuf, progress: Option<Bound<'_, PyAny>>) -> PyResult<FileRecording> {
+    let progress: Option<Py<PyAny>> = progress.map(Bound::unbind);
+    let result = py.detach(|| match &progress {
+        None => squall_store::open(&path),
+        Some(cb) => {
+            let mut report = |done: u64, total: u64| {
+                Python::attach(|py| {
+                    let _ = cb.bind(py).call1((done, total));
+                });
+            };
+            squall_store::open_with_progress(&path, Some(&mut report))
+        }
+    });
+    let rec = result.map_err(load_error)?;
+    Ok(FileRecording { rec, path })
+}
+
+#[pymethods]
+impl FileRecording {
+    #[getter]
+    fn path(&self) -> PathBuf {
+        self.path.clone()
+    }
+
+    /// What the file holds: program, argv, Python, start and end, completed or cut short, size,
+    /// and per-thread counts.
+    fn info<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let h = &self.rec.header;
+        let d = PyDict::new(py);
+        d.set_item("path", &self.path)?;
+        d.set_item("program", &h.program)?;
+        d.set_item("argv", &h.argv)?;
+        d.set_item("python", &h.python)?;
+        d.set_item("squall", &h.squall)?;
+        d.set_item("cwd", &h.cwd)?;
+        d.set_item("started_unix_ms", h.started_unix_ms)?;
+        d.set_item("ended_unix_ms", self.rec.ended_unix_ms)?;
+        d.set_item("completed", self.rec.completed)?;
+        d.set_item("cut_short", &self.rec.cut_short)?;
+        d.set_item("file_bytes", self.rec.file_bytes)?;
+        d.set_item("entries", self.rec.entry_count())?;
+        d.set_item("forms", self.rec.forms.forms().len())?;
+        let stats = PyDict::new(py);
+        for (k, v) in &self.rec.stats {
+            stats.set_item(k, v)?;
+        }
+        d.set_item("stats", stats)?;
+        Ok(d)
+    }
+
+    fn all_flows<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        q::all_flows(py, self)
+    }
+    fn all_threads(&self) -> Vec<(u32, u64)> {
+        q::all_threads(self)
+    }
+    fn flow_threads_info<'py>(&self, py: Python<'py>, flow_id: u32) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        q::flow_threads_info(py, self, flow_id)
+    }
+    fn timeline_len(&self, flow_id: u32, thread_id: u64) -> PyResult<usize> {
+        q::timeline_len(self, flow_id, thread_id)
+    }
+    fn entry<'py>(&self, py: Python<'py>, flow_id: u32, thread_id: u64, idx: usize) -> PyResult<Bound<'py, PyDict>> {
+        q::entry(py, self, flow_id, thread_id, idx)
+    }
+    fn entries<'py>(&self, py: Python<'py>, flow_id: u32, thread_id: u64, start: usize, end: usize) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        q::entries(py, self, flow_id, thread_id, start, end)
+    }
+    fn timeline_entry<'py>(&self, py: Python<'py>, flow_id: u32, thread_id: u64, idx: u64, drift: &str) -> PyResult<Bound<'py, PyDict>> {
+        q::timeline_entry(py, self, flow_id, thread_id, idx, drift)
+    }
+    fn frame_data<'py>(&self, py: Python<'py>, flow_id: u32, thread_id: u64, idx: u64) -> PyResult<Bound<'py, PyDict>> {
+        q::frame_data(py, self, flow_id, thread_id, idx)
+    }
+    fn stack_for_frame<'py>(&self, py: Python<'py>, flow_id: u32, thread_id: u64, idx: u64) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        q::stack_for_frame(py, self, flow_id, thread_id, idx)
+    }
+    #[pyo3(signature = (flow_id, thread_id, idx, offset=0, limit=None))]
+    fn callstack_node_childs(&self, flow_id: u32, thread_id: u64, idx: Option<u64>, offset: usize, limit: Option<usize>) -> PyResult<Vec<u32>> {
+        q::callstack_node_childs(self, flow_id, thread_id, idx, offset, limit)
+    }
+    #[pyo3(signature = (flow_id, thread_id=None))]
+    fn fn_call_stats<'py>(&self, py: Python<'py>, flow_id: u32, thread_id: Option<u64>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        q::fn_call_stats(py, self, flow_id, thread_id)
+    }
+    #[pyo3(signature = (flow_id, thread_id, fn_ns=None, fn_name=None, args_pred=None, from_idx=None, backward=false))]
+    #[expect(clippy::too_many_arguments, reason = "mirrors FlowStorm's find-fn-call-entry options")]
+    fn find_fn_call_entry<'py>(
+        &self,
+        py: Python<'py>,
+        flow_id: u32,
+        thread_id: u64,
+        fn_ns: Option<&str>,
+        fn_name: Option<&str>,
+        args_pred: Option<Bound<'py, PyAny>>,
+        from_idx: Option<u64>,
+        backward: bool,
+    ) -> PyResult<Option<Bound<'py, PyDict>>> {
+        q::find_fn_call_entry(py, self, flow_id, thread_id, fn_ns, fn_name, args_pred, from_idx, backward)
+    }
+    fn bindings<'py>(&self, py: Python<'py>, flow_id: u32, thread_id: u64, idx: u64) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        q::bindings(py, self, flow_id, thread_id, idx)
+    }
+    #[pyo3(signature = (flow_id, thread_id, coord=None, file=None, line=None, value_pred=None, from_idx=None, backward=false, any_kind=false))]
+    #[expect(clippy::too_many_arguments, reason = "mirrors FlowStorm's find-expr-entry options")]
+    fn find_expr_entry<'py>(
+        &self,
+        py: Python<'py>,
+        flow_id: u32,
+        thread_id: u64,
+        coord: Option<(u32, u32, u32, u32)>,
+        file: Option<&str>,
+        line: Option<u32>,
+        value_pred: Option<Bound<'py, PyAny>>,
+        from_idx: Option<u64>,
+        backward: bool,
+        any_kind: bool,
+    ) -> PyResult<Option<Bound<'py, PyDict>>> {
+        q::find_expr_entry(py, self, flow_id, thread_id, coord, file, line, value_pred, from_idx, backward, any_kind)
+    }
+    fn deref(&self, py: Python<'_>, value_ref: u64) -> PyResult<Py<PyAny>> {
+        deref_value(py, self, value_ref)
+    }
+    fn forms<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        q::forms(py, self)
+    }
+    fn idxs_of_type(&self, flow_id: u32, thread_id: u64, entry_type: &str) -> PyResult<Vec<u32>> {
+        q::idxs_of_type(self, flow_id, thread_id, entry_type)
+    }
+    fn is_recording(&self) -> bool {
+        false
+    }
+}

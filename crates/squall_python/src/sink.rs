@@ -1,0 +1,188 @@
+//! Streaming the live recording to a file while the program runs.
+//!
+//! A background thread (a Rust thread: the program's `threading` sees nothing of it) takes the
+//! GIL about once a second and appends what was recorded since the last flush: new forms, new
+//! thread timelines, entries, args and values (serialized to `Snap`s now; mutable values were
+//! already copied when recorded). A program killed at any moment leaves a file readable up to the
+//! last flush. `close` flushes the rest and writes the end marker.
+
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use pyo3::exceptions::{PyOSError, PyRuntimeError};
+use pyo3::prelude::*;
+use squall_store::{Header, ThreadMeta, Writer};
+
+use crate::engine::{Engine, ENGINE};
+use crate::gil_cell::GilCell;
+use crate::snap::{snap_of, FILE_BUDGET};
+
+#[derive(Default, Clone, Copy)]
+struct Flushed {
+    thread_written: bool,
+    entries: usize,
+    args: usize,
+    values: usize,
+}
+
+struct Sink {
+    writer: Option<Writer<BufWriter<File>>>,
+    path: PathBuf,
+    flushed: Vec<Flushed>,
+    error: Option<String>,
+    stop: Arc<(Mutex<bool>, Condvar)>,
+    flusher: Option<JoinHandle<()>>,
+}
+
+static SINK: GilCell<Option<Sink>> = GilCell::new(None);
+static FLUSHER_RUNNING: AtomicBool = AtomicBool::new(false);
+
+pub const FLUSH_EVERY: Duration = Duration::from_millis(500);
+
+fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
+
+/// Starts streaming to `path` (created or truncated).
+#[pyfunction]
+#[pyo3(signature = (path, program, argv, python, squall, cwd))]
+pub fn open_sink(path: PathBuf, program: String, argv: Vec<String>, python: String, squall: String, cwd: String) -> PyResult<()> {
+    // SAFETY: GIL held (pyfunction).
+    let slot = unsafe { SINK.get() };
+    if slot.is_some() {
+        return Err(PyRuntimeError::new_err("squall is already saving a recording; close it first"));
+    }
+    let header = Header { program, argv, python, squall, started_unix_ms: now_ms(), cwd };
+    let writer = Writer::create(&path, &header)
+        .map_err(|e| PyOSError::new_err(format!("cannot write the recording to `{}`: {e}", path.display())))?;
+    let stop = Arc::new((Mutex::new(false), Condvar::new()));
+    let flusher = {
+        let stop = Arc::clone(&stop);
+        std::thread::Builder::new()
+            .name("squall-flusher".into())
+            .spawn(move || flusher_loop(&stop))
+            .map_err(|e| PyOSError::new_err(format!("cannot start squall's flusher thread: {e}")))?
+    };
+    FLUSHER_RUNNING.store(true, Ordering::Relaxed);
+    *slot = Some(Sink { writer: Some(writer), path, flushed: Vec::new(), error: None, stop, flusher: Some(flusher) });
+    Ok(())
+}
+
+fn flusher_loop(stop: &(Mutex<bool>, Condvar)) {
+    let (lock, cv) = stop;
+    loop {
+        let Ok(guard) = lock.lock() else { return };
+        let Ok((guard, _)) = cv.wait_timeout(guard, FLUSH_EVERY) else { return };
+        if *guard {
+            return;
+        }
+        drop(guard);
+        // SAFETY of the flush: it runs with the GIL held, like every other engine access.
+        Python::attach(|py| flush_now(py));
+    }
+}
+
+/// Appends everything recorded since the last flush. Errors are kept and reported at close; the
+/// program is never disturbed.
+fn flush_now(py: Python<'_>) {
+    // SAFETY: GIL held.
+    let Some(sink) = (unsafe { SINK.get() }).as_mut() else { return };
+    if sink.error.is_some() {
+        return;
+    }
+    let eng = unsafe { ENGINE.get() };
+    if let Err(e) = flush_into(py, sink, eng) {
+        let msg = format!("squall: saving the recording to `{}` failed ({e}); it stops here", sink.path.display());
+        eprintln!("{msg}");
+        sink.error = Some(msg);
+    }
+}
+
+fn flush_into(py: Python<'_>, sink: &mut Sink, eng: &Engine) -> Result<(), squall_store::StoreError> {
+    let Some(writer) = sink.writer.as_mut() else { return Ok(()) };
+    writer.forms(&eng.forms)?;
+    for (number, rec) in eng.recs.iter().enumerate() {
+        let Some(rec) = rec.as_deref() else { continue };
+        if sink.flushed.len() <= number {
+            sink.flushed.resize(number + 1, Flushed::default());
+        }
+        let done = &mut sink.flushed[number];
+        if !done.thread_written {
+            writer.thread(&ThreadMeta { timeline: number as u32, flow: rec.flow, thread_id: rec.thread_id, name: rec.name.clone() })?;
+            done.thread_written = true;
+        }
+        let entries = rec.tl.entries();
+        let args = rec.tl.args();
+        if entries.len() > done.entries || args.len() > done.args {
+            writer.entries(number as u32, done.entries as u64, &entries[done.entries..], done.args as u64, &args[done.args..])?;
+            done.entries = entries.len();
+            done.args = args.len();
+        }
+        if rec.values.len() > done.values {
+            let snaps: Vec<_> = rec.values[done.values..]
+                .iter()
+                // SAFETY: the value table owns a strong reference to each object.
+                .map(|&p| snap_of(unsafe { &Bound::from_borrowed_ptr(py, p) }, &FILE_BUDGET))
+                .collect();
+            writer.values(number as u32, done.values as u64, &snaps)?;
+            done.values = rec.values.len();
+        }
+    }
+    writer.flush()
+}
+
+/// Flushes now (also done every half second by the flusher).
+#[pyfunction]
+pub fn flush_sink(py: Python<'_>) {
+    flush_now(py);
+}
+
+/// The file being written, if any.
+#[pyfunction]
+pub fn sink_path() -> Option<PathBuf> {
+    // SAFETY: GIL held (pyfunction).
+    unsafe { SINK.get() }.as_ref().map(|s| s.path.clone())
+}
+
+/// Stops the flusher, flushes the rest and writes the end marker with `stats`. Returns the path
+/// written. An error met while saving is raised here, with the path.
+#[pyfunction]
+#[pyo3(signature = (stats))]
+pub fn close_sink(py: Python<'_>, stats: Vec<(String, u64)>) -> PyResult<Option<PathBuf>> {
+    // SAFETY: GIL held (pyfunction).
+    let Some(mut sink) = (unsafe { SINK.get() }).take() else { return Ok(None) };
+    {
+        let (lock, cv) = &*sink.stop;
+        if let Ok(mut stopped) = lock.lock() {
+            *stopped = true;
+        }
+        cv.notify_all();
+    }
+    if let Some(handle) = sink.flusher.take() {
+        // The flusher may be waiting for the GIL this thread holds: let it run to its end.
+        py.detach(|| {
+            let _ = handle.join();
+        });
+    }
+    FLUSHER_RUNNING.store(false, Ordering::Relaxed);
+    let eng = unsafe { ENGINE.get() };
+    if sink.error.is_none() {
+        if let Err(e) = flush_into(py, &mut sink, eng) {
+            sink.error = Some(format!("saving the recording to `{}` failed: {e}", sink.path.display()));
+        }
+    }
+    if let Some(msg) = sink.error {
+        return Err(PyOSError::new_err(msg));
+    }
+    if let Some(writer) = sink.writer.take() {
+        writer
+            .finish(now_ms(), &stats)
+            .map_err(|e| PyOSError::new_err(format!("finishing the recording `{}` failed: {e}", sink.path.display())))?;
+    }
+    Ok(Some(sink.path))
+}

@@ -1,0 +1,230 @@
+//! Python objects to language-neutral [`Snap`] trees (what a recording file keeps of a value),
+//! and back to Python objects when a file is read.
+//!
+//! Serializing runs `repr` and reads attributes, which is user code: it runs with recording
+//! paused and any exception it raises is caught and described instead.
+
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyFrozenSet, PyList, PySet, PyTuple};
+use squall_trace::{SeqKind, Snap};
+
+use crate::capture::{str_of, type_name};
+use crate::engine::without_recording;
+
+pub struct SnapBudget {
+    pub max_depth: u32,
+    pub max_length: usize,
+    pub max_repr: usize,
+}
+
+pub const FILE_BUDGET: SnapBudget = SnapBudget { max_depth: 5, max_length: 100, max_repr: 1000 };
+
+/// A structural snapshot of `o` as it is now.
+pub fn snap_of(o: &Bound<'_, PyAny>, budget: &SnapBudget) -> Snap {
+    without_recording(|| snap(o, budget, budget.max_depth))
+}
+
+fn qualified_type_name(o: &Bound<'_, PyAny>) -> String {
+    let tp = o.get_type();
+    let module: Option<String> = tp.getattr("__module__").ok().and_then(|m| m.extract().ok());
+    let name: String = tp.getattr("__qualname__").ok().and_then(|m| m.extract().ok()).unwrap_or_else(|| {
+        // SAFETY: `o` is a valid object.
+        unsafe { type_name(o.as_ptr()) }
+    });
+    match module.as_deref() {
+        None | Some("builtins") => name,
+        Some(m) => format!("{m}.{name}"),
+    }
+}
+
+fn safe_repr(o: &Bound<'_, PyAny>, budget: &SnapBudget) -> String {
+    match o.repr() {
+        Ok(r) => {
+            let s = r.to_string_lossy().into_owned();
+            if s.chars().count() > budget.max_repr {
+                let cut: String = s.chars().take(budget.max_repr).collect();
+                format!("{cut}...")
+            } else {
+                s
+            }
+        }
+        Err(e) => {
+            let py = o.py();
+            // SAFETY: a valid exception object.
+            let msg = unsafe { str_of(e.value(py).as_ptr()) };
+            format!("<{} object; repr raised {}: {}>", qualified_type_name(o), e.get_type(py).name().map(|n| n.to_string()).unwrap_or_default(), msg)
+        }
+    }
+}
+
+fn len_of(o: &Bound<'_, PyAny>) -> u64 {
+    o.len().map(|l| l as u64).unwrap_or(0)
+}
+
+fn snap(o: &Bound<'_, PyAny>, budget: &SnapBudget, depth: u32) -> Snap {
+    let py = o.py();
+    if o.is_none() {
+        return Snap::None;
+    }
+    // SAFETY: type checks on a valid object.
+    let exact = |tp: *mut ffi::PyTypeObject| unsafe { ffi::Py_TYPE(o.as_ptr()) == tp };
+    if exact(&raw mut ffi::PyBool_Type) {
+        return Snap::Bool(o.is_truthy().unwrap_or(false));
+    }
+    if exact(&raw mut ffi::PyLong_Type) {
+        return match o.extract::<i64>() {
+            Ok(v) => Snap::Int(v),
+            Err(_) => Snap::BigInt(o.str().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()),
+        };
+    }
+    if exact(&raw mut ffi::PyFloat_Type) {
+        return Snap::Float(o.extract::<f64>().unwrap_or(f64::NAN));
+    }
+    if exact(&raw mut ffi::PyComplex_Type) {
+        let re = o.getattr("real").and_then(|v| v.extract::<f64>()).unwrap_or(f64::NAN);
+        let im = o.getattr("imag").and_then(|v| v.extract::<f64>()).unwrap_or(f64::NAN);
+        return Snap::Complex { re, im };
+    }
+    if exact(&raw mut ffi::PyUnicode_Type) {
+        return Snap::Str(o.extract::<String>().unwrap_or_else(|_| o.to_string()));
+    }
+    if exact(&raw mut ffi::PyBytes_Type) {
+        return Snap::Bytes(o.extract::<Vec<u8>>().unwrap_or_default());
+    }
+    let type_name = qualified_type_name(o);
+    let seq_kind = if o.is_instance_of::<PyList>() {
+        Some(SeqKind::List)
+    } else if o.is_instance_of::<PyTuple>() {
+        Some(SeqKind::Tuple)
+    } else if o.is_instance_of::<PySet>() {
+        Some(SeqKind::Set)
+    } else if o.is_instance_of::<PyFrozenSet>() {
+        Some(SeqKind::FrozenSet)
+    } else if type_name == "collections.deque" || exact(&raw mut ffi::PyByteArray_Type) {
+        Some(SeqKind::Other)
+    } else {
+        None
+    };
+    if let Some(kind) = seq_kind {
+        let len = len_of(o);
+        if depth == 0 {
+            return Snap::Cut { type_name, len };
+        }
+        let mut items = Vec::new();
+        if let Ok(iter) = o.try_iter() {
+            for item in iter.take(budget.max_length) {
+                match item {
+                    Ok(item) => items.push(snap(&item, budget, depth - 1)),
+                    Err(_) => break,
+                }
+            }
+        }
+        return Snap::Seq { kind, type_name, items, len };
+    }
+    if let Ok(d) = o.cast::<PyDict>() {
+        let len = d.len() as u64;
+        if depth == 0 {
+            return Snap::Cut { type_name, len };
+        }
+        let entries = d.iter().take(budget.max_length).map(|(k, v)| (snap(&k, budget, depth - 1), snap(&v, budget, depth - 1))).collect();
+        return Snap::Map { type_name, entries, len };
+    }
+    let repr = safe_repr(o, budget);
+    if depth == 0 {
+        return Snap::Opaque { type_name, repr };
+    }
+    let mut attrs: Vec<(String, Snap)> = Vec::new();
+    if o.is_instance_of::<pyo3::exceptions::PyBaseException>() {
+        if let Ok(args) = o.getattr("args") {
+            attrs.push(("args".to_string(), snap(&args, budget, depth - 1)));
+        }
+    }
+    // Instance attributes only: reading `__dict__` runs no user code (unlike `getattr`).
+    if let Ok(dict) = o.getattr("__dict__") {
+        if let Ok(dict) = dict.cast::<PyDict>() {
+            for (k, v) in dict.iter().take(budget.max_length) {
+                let key = k.extract::<String>().unwrap_or_else(|_| k.to_string());
+                attrs.push((key, snap(&v, budget, depth - 1)));
+            }
+        }
+    }
+    let _ = py;
+    if attrs.is_empty() && !o.is_instance_of::<pyo3::exceptions::PyBaseException>() {
+        return Snap::Opaque { type_name, repr };
+    }
+    Snap::Object { type_name, repr, attrs }
+}
+
+/// The Python value a file's snapshot stands for: builtins as themselves, containers rebuilt
+/// (with a `Truncated` marker where items were cut), other objects as `squall.values` snapshot
+/// objects carrying the type name, repr and attributes.
+pub fn to_python(py: Python<'_>, s: &Snap) -> PyResult<Py<PyAny>> {
+    let values = py.import("squall.values")?;
+    to_py(py, &values, s)
+}
+
+fn to_py(py: Python<'_>, values: &Bound<'_, PyModule>, s: &Snap) -> PyResult<Py<PyAny>> {
+    Ok(match s {
+        Snap::None => py.None(),
+        Snap::Bool(b) => b.into_pyobject(py)?.to_owned().into_any().unbind(),
+        Snap::Int(i) => i.into_pyobject(py)?.into_any().unbind(),
+        Snap::BigInt(text) => py.get_type::<pyo3::types::PyInt>().call1((text.as_str(),))?.unbind(),
+        Snap::Float(f) => f.into_pyobject(py)?.into_any().unbind(),
+        Snap::Complex { re, im } => pyo3::types::PyComplex::from_doubles(py, *re, *im).into_any().unbind(),
+        Snap::Str(text) => text.into_pyobject(py)?.into_any().unbind(),
+        Snap::Bytes(b) => PyBytes::new(py, b).into_any().unbind(),
+        Snap::Seq { kind, type_name, items, len } => {
+            let mut out: Vec<Py<PyAny>> = items.iter().map(|i| to_py(py, values, i)).collect::<PyResult<_>>()?;
+            let cut = (*len as usize).saturating_sub(items.len());
+            if cut > 0 {
+                out.push(values.getattr("Truncated")?.call1((type_name.as_str(), *len, cut))?.unbind());
+            }
+            match kind {
+                SeqKind::List if type_name == "list" => PyList::new(py, out)?.into_any().unbind(),
+                SeqKind::Tuple if type_name == "tuple" => PyTuple::new(py, out)?.into_any().unbind(),
+                SeqKind::Set | SeqKind::FrozenSet if cut == 0 && (type_name == "set" || type_name == "frozenset") => {
+                    let hashable = PySet::new(py, &out);
+                    match (hashable, kind) {
+                        (Ok(set), SeqKind::Set) => set.into_any().unbind(),
+                        (Ok(_), _) => PyFrozenSet::new(py, &out)?.into_any().unbind(),
+                        (Err(_), _) => values.getattr("SeqSnapshot")?.call1((type_name.as_str(), PyList::new(py, out)?))?.unbind(),
+                    }
+                }
+                _ => values.getattr("SeqSnapshot")?.call1((type_name.as_str(), PyList::new(py, out)?))?.unbind(),
+            }
+        }
+        Snap::Map { type_name, entries, len } => {
+            let d = PyDict::new(py);
+            let mut unhashable = Vec::new();
+            for (k, v) in entries {
+                let key = to_py(py, values, k)?;
+                let val = to_py(py, values, v)?;
+                if d.set_item(key.bind(py), val.bind(py)).is_err() {
+                    unhashable.push((key, val));
+                }
+            }
+            let cut = (*len as usize).saturating_sub(entries.len());
+            if cut > 0 {
+                let m = values.getattr("Truncated")?.call1((type_name.as_str(), *len, cut))?;
+                d.set_item(&m, &m)?;
+            }
+            if type_name == "dict" && unhashable.is_empty() {
+                d.into_any().unbind()
+            } else {
+                values.getattr("MapSnapshot")?.call1((type_name.as_str(), d))?.unbind()
+            }
+        }
+        Snap::Object { type_name, repr, attrs } => {
+            let d = PyDict::new(py);
+            for (k, v) in attrs {
+                d.set_item(k, to_py(py, values, v)?)?;
+            }
+            values.getattr("ObjectSnapshot")?.call1((type_name.as_str(), repr.as_str(), d))?.unbind()
+        }
+        Snap::Opaque { type_name, repr } => {
+            values.getattr("ObjectSnapshot")?.call1((type_name.as_str(), repr.as_str(), PyDict::new(py)))?.unbind()
+        }
+        Snap::Cut { type_name, len } => values.getattr("Truncated")?.call1((type_name.as_str(), *len, 0))?.unbind(),
+    })
+}
