@@ -15,6 +15,7 @@
 
 use squall_trace::{Entry, Kind, MAX_SLOT, NONE};
 
+
 use crate::wire::{put_uv, unzigzag, zigzag, Bad, Rd};
 
 const INLINE: u32 = 1 << 31;
@@ -151,6 +152,13 @@ pub(crate) fn encode_entries(
 
 /// A decoded ENTRIES body.
 pub(crate) struct EntriesPart {
+    /// Largest form id named by a call, resume or unwind (+1; 0 if none).
+    pub forms_needed: u64,
+    /// Largest site id named by a return, expr or bind (+1; 0 if none).
+    pub sites_needed: u64,
+    /// References (`a` words) to entries before this chunk: (entry idx, referenced idx). The
+    /// reader checks that they name calls; references inside the chunk are checked here.
+    pub outside: Vec<(u32, u32)>,
     pub timeline: u32,
     pub first_idx: u64,
     pub entries: Vec<Entry>,
@@ -176,6 +184,7 @@ pub(crate) fn decode_entries(body: &[u8]) -> Result<EntriesPart, Bad> {
         return Err(Bad("count larger than the data"));
     }
     let mut entries = Vec::with_capacity(n as usize);
+    let (mut forms_needed, mut sites_needed, mut outside) = (0u64, 0u64, Vec::new());
     let (mut pb, mut pc, mut pg) = (Pred::default(), Pred::default(), Pred::default());
     for i in 0..n {
         let idx = first_idx + i;
@@ -183,8 +192,16 @@ pub(crate) fn decode_entries(body: &[u8]) -> Result<EntriesPart, Bad> {
         if code >> 32 != 0 {
             return Err(Bad("id out of range"));
         }
-        let head = ((code as u32) >> 4) | ((code as u32 & 15) << 28);
-        let kind = Entry::from_raw(head, 0, 0, 0).ok_or(Bad("unknown entry kind"))?.kind();
+        let kind_bits = code as u32 & 15;
+        let id = (code as u32) >> 4;
+        let head = id | (kind_bits << 28);
+        // Kinds 0, 1 (call, resume) and 3 (unwind) name forms; 2, 4, 5 sites; others are unknown.
+        match kind_bits {
+            0 | 1 | 3 => forms_needed = forms_needed.max(u64::from(id) + 1),
+            2 | 4 | 5 => sites_needed = sites_needed.max(u64::from(id) + 1),
+            _ => return Err(Bad("unknown entry kind")),
+        }
+        let is_call = kind_bits <= 1;
         let ac = a.uv()?;
         let aw = if ac == 0 {
             NONE
@@ -192,8 +209,19 @@ pub(crate) fn decode_entries(body: &[u8]) -> Result<EntriesPart, Bad> {
             let v = idx as i64 - unzigzag(ac - 1);
             u32::try_from(v).ok().filter(|&w| w != NONE).ok_or(Bad("relative idx out of range"))?
         };
-        let (bw, cw) = if kind.is_call() {
-            (NONE, get_val(&mut c, &mut pc, kind == Kind::Call)?)
+        // Parents and fn-call idxs name earlier calls.
+        if !(is_call && aw == NONE) {
+            if u64::from(aw) >= idx {
+                return Err(Bad("an entry's parent or fn-call idx is not an earlier entry"));
+            }
+            if u64::from(aw) < first_idx {
+                outside.push((idx as u32, aw));
+            } else if !entries.get((u64::from(aw) - first_idx) as usize).is_some_and(|e: &Entry| e.kind().is_call()) {
+                return Err(Bad("an entry's parent or fn-call idx is not a call"));
+            }
+        }
+        let (bw, cw) = if is_call {
+            (NONE, get_val(&mut c, &mut pc, kind_bits == 0)?)
         } else {
             (get_val(&mut b, &mut pb, false)?, c.u32v()?)
         };
@@ -206,5 +234,5 @@ pub(crate) fn decode_entries(body: &[u8]) -> Result<EntriesPart, Bad> {
     if !(h.at_end() && a.at_end() && b.at_end() && c.at_end() && g.at_end()) {
         return Err(Bad("trailing bytes in an entries stream"));
     }
-    Ok(EntriesPart { timeline, first_idx, entries, args_first, args })
+    Ok(EntriesPart { forms_needed, sites_needed, outside, timeline, first_idx, entries, args_first, args })
 }

@@ -22,23 +22,23 @@ pub enum StoreError {
     #[error("writing the recording failed: {0}")]
     Write(#[from] std::io::Error),
     /// The file has no bytes at all.
-    #[error("`{name}` is empty: the program was stopped before squall wrote anything; record it again")]
+    #[error("{name} is empty: the program was stopped before squall wrote anything; record it again")]
     Empty {
-        /// The file's name.
+        /// The file's name, quoted (`` `x.sqrec` ``), or "the recording" for bytes in memory.
         name: String,
     },
     /// The file does not start with the squall magic bytes.
-    #[error("`{name}` is not a squall recording ({what}); pass a file written by `squall run --save`")]
+    #[error("{name} is not a squall recording ({what}); pass a recording file (`.sqrec`) that squall saved")]
     Foreign {
-        /// The file's name.
+        /// The file's name, quoted (`` `x.sqrec` ``), or "the recording" for bytes in memory.
         name: String,
         /// What it looks like instead.
         what: String,
     },
     /// A newer squall wrote the file.
-    #[error("`{name}` was written by format version {found}; this squall reads up to version {supported}: upgrade squall")]
+    #[error("{name} was written by format version {found}; this squall reads up to version {supported}: upgrade squall")]
     NewerVersion {
-        /// The file's name.
+        /// The file's name, quoted (`` `x.sqrec` ``), or "the recording" for bytes in memory.
         name: String,
         /// The file's format version.
         found: u32,
@@ -46,17 +46,17 @@ pub enum StoreError {
         supported: u32,
     },
     /// The file ends before its header chunk is complete.
-    #[error("`{name}` ends inside its header (after {len} bytes): the program was stopped before squall finished writing the header; nothing was recorded, record it again")]
+    #[error("{name} ends inside its header (after {len} bytes): the program was stopped before squall finished writing the header; nothing was recorded, record it again")]
     TruncatedHeader {
-        /// The file's name.
+        /// The file's name, quoted (`` `x.sqrec` ``), or "the recording" for bytes in memory.
         name: String,
         /// The file's length.
         len: u64,
     },
     /// The header is damaged.
-    #[error("`{name}` has a corrupt header ({detail}): the file was damaged after it was written; restore it from a copy or record again")]
+    #[error("{name} has a corrupt header ({detail}): the file was damaged after it was written; restore it from a copy or record again")]
     CorruptHeader {
-        /// The file's name.
+        /// The file's name, quoted (`` `x.sqrec` ``), or "the recording" for bytes in memory.
         name: String,
         /// What failed.
         detail: String,

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use squall_trace::{Coord, Entry, Form, FormKind, Forms, Kind, Site, SiteKind, Snap, Timeline, NONE};
+use squall_trace::{Coord, Entry, Form, FormKind, Forms, Site, SiteKind, Snap, Timeline};
 
 use crate::codec::{decode_entries, EntriesPart};
 use crate::snapcodec::get_snap;
@@ -22,9 +22,9 @@ pub fn open(path: &Path) -> Result<Recording, StoreError> {
 
 /// [`open`], reporting progress in bytes of the file.
 pub fn open_with_progress(path: &Path, progress: Option<Progress>) -> Result<Recording, StoreError> {
-    let name = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|source| StoreError::Io { action: "open", path: name.clone(), source })?;
-    read_named(&bytes, &name, progress)
+    let bytes = std::fs::read(path)
+        .map_err(|source| StoreError::Io { action: "open", path: path.display().to_string(), source })?;
+    read_named(&bytes, &format!("`{}`", path.display()), progress)
 }
 
 /// Loads a recording from bytes in memory.
@@ -199,31 +199,8 @@ struct State {
     timelines: Vec<Building>,
     by_number: HashMap<u32, usize>,
     ended: Option<(u64, Vec<(String, u64)>)>,
-}
-
-/// Checks the entries `from..` of a timeline against the forms and the entries before them, so
-/// every query over a loaded timeline stays in bounds.
-fn validate(entries: &[Entry], from: usize, nforms: u64, nsites: u64) -> Result<(), Bad> {
-    for (i, e) in entries.iter().enumerate().skip(from) {
-        let kind = e.kind();
-        let id_ok = match kind {
-            Kind::Call | Kind::Resume | Kind::Unwind => u64::from(e.id()) < nforms,
-            Kind::Return | Kind::Expr | Kind::Bind => u64::from(e.id()) < nsites,
-        };
-        if !id_ok {
-            return Err(Bad("an entry names a form or site not registered before it"));
-        }
-        let a = e.a;
-        let a_ok = if kind.is_call() && a == NONE {
-            true
-        } else {
-            (a as usize) < i && entries[a as usize].kind().is_call()
-        };
-        if !a_ok {
-            return Err(Bad("an entry's parent or fn-call idx is not an earlier call"));
-        }
-    }
-    Ok(())
+    /// Capacity for the next declared timeline (from the decoded chunks' sizes).
+    reserve: Option<(usize, usize)>,
 }
 
 impl State {
@@ -247,7 +224,8 @@ impl State {
                     return Err(Bad("a timeline declared twice"));
                 }
                 self.by_number.insert(meta.timeline, self.timelines.len());
-                self.timelines.push(Building { meta, entries: Vec::new(), args: Vec::new(), values: Vec::new() });
+                let (n, a) = self.reserve.take().unwrap_or_default();
+                self.timelines.push(Building { meta, entries: Vec::with_capacity(n), args: Vec::with_capacity(a), values: Vec::new() });
             }
             Part::Entries(p) => {
                 let &i = self.by_number.get(&p.timeline).ok_or(Bad("entries of an undeclared timeline"))?;
@@ -255,15 +233,18 @@ impl State {
                 if p.first_idx != tl.entries.len() as u64 || p.args_first != tl.args.len() as u64 {
                     return Err(Bad("entries not contiguous with the previous chunk"));
                 }
-                let from = tl.entries.len();
-                if from == 0 {
+                if p.forms_needed > self.forms.forms().len() as u64 || p.sites_needed > self.nsites {
+                    return Err(Bad("an entry names a form or site not registered before it"));
+                }
+                for &(_, a) in &p.outside {
+                    if !tl.entries.get(a as usize).is_some_and(|e| e.kind().is_call()) {
+                        return Err(Bad("an entry's parent or fn-call idx is not a call"));
+                    }
+                }
+                if tl.entries.is_empty() && tl.entries.capacity() < p.entries.len() {
                     tl.entries = p.entries;
                 } else {
                     tl.entries.extend_from_slice(&p.entries);
-                }
-                if let Err(e) = validate(&tl.entries, from, self.forms.forms().len() as u64, self.nsites) {
-                    tl.entries.truncate(from);
-                    return Err(e);
                 }
                 tl.args.extend_from_slice(&p.args);
             }
@@ -392,10 +373,30 @@ pub(crate) fn read_named(b: &[u8], name: &str, mut progress: Option<Progress>) -
     }
 
     // Pass 2: decode bodies in parallel, apply them in order.
+    let tm = std::time::Instant::now();
     let decoded = decode_all(&frames);
-    let mut st = State { forms: Forms::new(), nsites: 0, timelines: Vec::new(), by_number: HashMap::new(), ended: None };
+    let timing = std::env::var_os("SQUALL_STORE_TIMING").is_some();
+    if timing {
+        eprintln!("decode {:?}", tm.elapsed());
+    }
+    let mut st = State { forms: Forms::new(), nsites: 0, timelines: Vec::new(), by_number: HashMap::new(), ended: None, reserve: None };
+    let mut reserve: HashMap<u32, (usize, usize)> = HashMap::new();
+    for p in decoded.iter().flatten() {
+        if let Part::Entries(e) = p {
+            let r = reserve.entry(e.timeline).or_default();
+            r.0 += e.entries.len();
+            r.1 += e.args.len();
+        }
+    }
     let mut last_report = 0u64;
     for (f, part) in frames.iter().zip(decoded) {
+        if let Ok(Part::Thread(m)) = &part {
+            if let Some(&(n, a)) = reserve.get(&m.timeline) {
+                if !st.by_number.contains_key(&m.timeline) {
+                    st.reserve = Some((n, a));
+                }
+            }
+        }
         if let Err(e) = part.and_then(|p| st.apply(p)) {
             cut = Some(format!(
                 "corrupt chunk at byte {} (type {}: {}); the rest was not read",
@@ -412,6 +413,9 @@ pub(crate) fn read_named(b: &[u8], name: &str, mut progress: Option<Progress>) -
             }
         }
     }
+    if timing {
+        eprintln!("apply {:?}", tm.elapsed());
+    }
     let completed = st.ended.is_some();
     if cut.is_none() && !completed {
         cut = Some("no end marker: the program was killed or crashed after the last flush".into());
@@ -425,6 +429,9 @@ pub(crate) fn read_named(b: &[u8], name: &str, mut progress: Option<Progress>) -
         .into_iter()
         .map(|t| LoadedTimeline { meta: t.meta, timeline: Timeline::from_parts(t.entries, t.args), values: t.values })
         .collect();
+    if timing {
+        eprintln!("from_parts {:?}", tm.elapsed());
+    }
     if let Some(p) = progress.as_mut() {
         p(total, total);
     }

@@ -179,6 +179,17 @@ impl<'a> Rd<'a> {
 
     #[inline]
     pub fn uv(&mut self) -> Result<u64, Bad> {
+        if let Some(&b0) = self.b.get(self.pos) {
+            if b0 < 0x80 {
+                self.pos += 1;
+                return Ok(u64::from(b0));
+            }
+        }
+        self.uv_slow()
+    }
+
+    #[cold]
+    fn uv_slow(&mut self) -> Result<u64, Bad> {
         let mut v = 0u64;
         let mut shift = 0;
         loop {

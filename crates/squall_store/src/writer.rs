@@ -96,6 +96,13 @@ impl<W: Write> Writer<W> {
         self.codec = codec;
     }
 
+    /// Gives back the underlying stream without writing the end marker (after flushing it): the
+    /// file reads as cut short, as after a crash. For tests and for abandoning a recording.
+    pub fn into_inner(mut self) -> Result<W, StoreError> {
+        self.w.flush()?;
+        Ok(self.w)
+    }
+
     /// Bytes handed to the underlying stream so far.
     pub fn bytes_written(&self) -> u64 {
         self.bytes

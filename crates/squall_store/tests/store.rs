@@ -1,0 +1,443 @@
+//! Round trips, crash truncation, corruption, foreign and newer files, writer misuse.
+
+mod common;
+
+use proptest::prelude::*;
+use squall_store::{read, Header, Recording, StoreError, ThreadMeta, Writer, FORMAT_VERSION, MAGIC};
+use squall_trace::{Kind, Limits, SeqKind, Snap, Timeline, ValRef};
+
+fn check_same(rec: &Recording, complete: bool) {
+    assert_eq!(rec.header, common::header());
+    let forms = common::forms();
+    assert_eq!(rec.forms.forms(), forms.forms());
+    assert_eq!(rec.forms.sites(), forms.sites());
+    assert_eq!(rec.timelines.len(), 3);
+    for (i, (lt, m)) in rec.timelines.iter().zip(common::metas()).enumerate() {
+        assert_eq!(lt.meta, m);
+        let orig = common::timeline(i as u32);
+        let expect = Timeline::from_parts(orig.entries().to_vec(), orig.args().to_vec());
+        assert_eq!(lt.timeline.entries(), orig.entries(), "ret idxs recomputed equal the live ones");
+        assert_eq!(lt.timeline.entries(), expect.entries());
+        assert_eq!(lt.timeline.args(), orig.args());
+        assert_eq!(lt.timeline.calls(), orig.calls());
+        let vals = common::values();
+        assert_eq!(lt.values.len(), vals.len());
+        for (a, b) in lt.values.iter().zip(&vals) {
+            // NaN != NaN: compare encodings through Debug.
+            assert_eq!(format!("{a:?}"), format!("{b:?}"));
+        }
+    }
+    assert_eq!(rec.completed, complete);
+    if complete {
+        assert_eq!(rec.cut_short, None);
+        assert_eq!(rec.ended_unix_ms, Some(1_790_000_001_234));
+        assert_eq!(rec.stats, vec![("entries".to_string(), 42), ("threads".to_string(), 3)]);
+    }
+}
+
+#[test]
+fn round_trip() {
+    let bytes = common::write(true);
+    let rec = read(&bytes).unwrap();
+    check_same(&rec, true);
+    assert_eq!(rec.file_bytes, bytes.len() as u64);
+    assert!(rec.timeline(3, 1001).is_some());
+}
+
+#[test]
+fn round_trip_through_a_file_with_progress() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("x.sqrec");
+    std::fs::write(&path, common::write(true)).unwrap();
+    let mut calls = Vec::new();
+    let rec = squall_store::open_with_progress(&path, Some(&mut |d, t| calls.push((d, t)))).unwrap();
+    check_same(&rec, true);
+    let total = std::fs::metadata(&path).unwrap().len();
+    assert_eq!(calls.last(), Some(&(total, total)));
+    assert!(calls.windows(2).all(|w| w[0].0 <= w[1].0));
+}
+
+#[test]
+fn writer_create_streams_to_disk() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("live.sqrec");
+    let mut w = Writer::create(&path, &common::header()).unwrap();
+    w.forms(&common::forms()).unwrap();
+    let meta = &common::metas()[0];
+    w.thread(meta).unwrap();
+    let t = common::timeline(0);
+    w.entries(0, 0, t.entries(), 0, t.args()).unwrap();
+    w.flush().unwrap();
+    // The recorder is still running (or gets SIGKILLed now): what was flushed is on disk.
+    let rec = squall_store::open(&path).unwrap();
+    assert_eq!(rec.timelines[0].timeline.entries(), t.entries());
+    assert!(!rec.completed);
+    assert_eq!(rec.cut_short.as_deref(), Some("no end marker: the program was killed or crashed after the last flush"));
+    w.finish(5, &[]).unwrap();
+    let rec = squall_store::open(&path).unwrap();
+    assert!(rec.completed && rec.cut_short.is_none());
+}
+
+#[test]
+fn missing_end_marker_is_cut_short() {
+    let rec = read(&common::write(false)).unwrap();
+    check_same(&rec, false);
+    assert_eq!(rec.cut_short.as_deref(), Some("no end marker: the program was killed or crashed after the last flush"));
+}
+
+#[test]
+fn forms_written_incrementally() {
+    let all = common::forms();
+    let mut part = squall_trace::Forms::new();
+    let mut w = Writer::new(Vec::new(), &Header::default()).unwrap();
+    for f in &all.forms()[..2] {
+        part.add_form(f.clone()).unwrap();
+    }
+    part.add_site(all.site(0).unwrap().clone()).unwrap();
+    w.forms(&part).unwrap();
+    w.forms(&part).unwrap(); // nothing new: no chunk
+    for f in &all.forms()[2..] {
+        part.add_form(f.clone()).unwrap();
+    }
+    for s in &all.sites()[1..] {
+        part.add_site(s.clone()).unwrap();
+    }
+    w.forms(&part).unwrap();
+    let rec = read(&w.finish(0, &[]).unwrap()).unwrap();
+    assert_eq!(rec.forms.forms(), all.forms());
+    assert_eq!(rec.forms.sites(), all.sites());
+}
+
+#[test]
+fn cut_at_every_byte_loads_a_prefix() {
+    let bytes = common::write(true);
+    let full = read(&bytes).unwrap();
+    let header_end = {
+        let len = u32::from_le_bytes(bytes[16..20].try_into().unwrap()) as usize;
+        12 + 12 + len
+    };
+    let mut last_loaded = 0;
+    for cut in 0..bytes.len() {
+        match read(&bytes[..cut]) {
+            Err(e) => {
+                assert!(cut < header_end, "cut at {cut}: {e}");
+                assert!(matches!(e, StoreError::Empty { .. } | StoreError::TruncatedHeader { .. }), "cut at {cut}: {e}");
+            }
+            Ok(rec) => {
+                assert!(cut >= header_end);
+                assert!(!rec.completed);
+                let why = rec.cut_short.as_deref().unwrap();
+                assert!(why.starts_with("truncated chunk at byte ") || why.starts_with("no end marker"), "{why}");
+                let loaded: usize = rec.timelines.iter().map(|t| t.timeline.len() + t.values.len()).sum();
+                assert!(loaded >= last_loaded, "more bytes never load less");
+                last_loaded = loaded;
+                for (lt, ft) in rec.timelines.iter().zip(&full.timelines) {
+                    assert_eq!(lt.meta, ft.meta);
+                    let n = lt.timeline.len();
+                    let orig = &ft.timeline.entries()[..n];
+                    // Exits past the cut are gone: compare without the recomputed ret idxs.
+                    let strip = |e: &squall_trace::Entry| if e.kind().is_call() { (e.raw()[0], e.a, e.c) } else { (e.raw()[0], e.a, e.b) };
+                    assert!(lt.timeline.entries().iter().map(strip).eq(orig.iter().map(strip)));
+                    assert_eq!(format!("{:?}", lt.values), format!("{:?}", &ft.values[..lt.values.len()]));
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn truncation_message_names_the_byte() {
+    let bytes = common::write(true);
+    let rec = read(&bytes[..bytes.len() - 3]).unwrap();
+    let why = rec.cut_short.unwrap();
+    assert!(why.starts_with("truncated chunk at byte "), "{why}");
+    assert!(why.contains("the file ends inside it"), "{why}");
+}
+
+#[test]
+fn every_flipped_byte_is_survived() {
+    let bytes = common::write(true);
+    for i in 0..bytes.len() {
+        for mask in [0x01u8, 0x80, 0xFF] {
+            let mut b = bytes.clone();
+            b[i] ^= mask;
+            if let Ok(rec) = read(&b) {
+                // A flip after the header is caught by the chunk checksum.
+                if i >= 12 {
+                    assert!(rec.cut_short.is_some() || rec.completed, "flip at {i}");
+                }
+                for t in &rec.timelines {
+                    let _ = t.timeline.fn_call_stats();
+                }
+            }
+        }
+    }
+}
+
+fn err(bytes: &[u8]) -> String {
+    read(bytes).unwrap_err().to_string()
+}
+
+#[test]
+fn foreign_files_say_what_they_are() {
+    insta::assert_snapshot!("empty", err(b""));
+    insta::assert_snapshot!("text", err(b"hello, this is a text file\n"));
+    insta::assert_snapshot!("sqlite", err(b"SQLite format 3\0rest of the db"));
+    insta::assert_snapshot!("json", err(b"  {\"traceEvents\": []}"));
+    insta::assert_snapshot!("gzip", err(&[0x1f, 0x8b, 8, 0, 0, 0]));
+    let mut crlf = common::write(true);
+    crlf.remove(6); // "\r\n" became "\n"
+    insta::assert_snapshot!("line_endings", err(&crlf));
+}
+
+#[test]
+fn newer_version_says_upgrade() {
+    let mut b = common::write(true);
+    b[8..12].copy_from_slice(&(FORMAT_VERSION + 2).to_le_bytes());
+    let e = read(&b).unwrap_err();
+    assert!(matches!(e, StoreError::NewerVersion { found: 3, supported: 1, .. }));
+    insta::assert_snapshot!("newer", e.to_string());
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("x.sqrec");
+    std::fs::write(&path, &b).unwrap();
+    let msg = squall_store::open(&path).unwrap_err().to_string();
+    assert!(msg.starts_with(&format!("`{}` was written by format version 3", path.display())), "{msg}");
+}
+
+#[test]
+fn corrupt_and_truncated_headers() {
+    let b = common::write(true);
+    let mut bad = b.clone();
+    bad[30] ^= 0x40; // inside the header chunk's payload
+    insta::assert_snapshot!("corrupt_header", err(&bad));
+    let mut v0 = b.clone();
+    v0[8..12].copy_from_slice(&0u32.to_le_bytes());
+    insta::assert_snapshot!("version_zero", err(&v0));
+    insta::assert_snapshot!("truncated_header", err(&b[..20]));
+    insta::assert_snapshot!("truncated_magic", err(&MAGIC[..5]));
+    let missing = squall_store::open(std::path::Path::new("/nonexistent/x.sqrec")).unwrap_err().to_string();
+    assert!(missing.starts_with("cannot open `/nonexistent/x.sqrec`: "), "{missing}");
+}
+
+/// Appends a raw chunk (type, flags, payload) to a file's bytes.
+fn push_chunk(b: &mut Vec<u8>, ty: u8, flags: u8, payload: &[u8]) {
+    let mut f = [0u8; 8];
+    f[0] = ty;
+    f[1] = flags;
+    f[4..8].copy_from_slice(&(payload.len() as u32).to_le_bytes());
+    let crc = crc32c::crc32c_append(crc32c::crc32c(&f), payload);
+    b.extend_from_slice(&f);
+    b.extend_from_slice(&crc.to_le_bytes());
+    b.extend_from_slice(payload);
+}
+
+#[test]
+fn unknown_chunks_optional_skipped_required_stop() {
+    let mut w = Writer::new(Vec::new(), &common::header()).unwrap();
+    w.forms(&common::forms()).unwrap();
+    let mut b = w.into_inner().unwrap();
+    push_chunk(&mut b, 200, 1, b"future optional data");
+    let mut w2 = Writer::new(Vec::new(), &common::header()).unwrap();
+    w2.thread(&common::metas()[0]).unwrap();
+    let t2 = w2.finish(9, &[]).unwrap();
+    let header_len = 12 + 12 + u32::from_le_bytes(t2[16..20].try_into().unwrap()) as usize;
+    b.extend_from_slice(&t2[header_len..]);
+    let rec = read(&b).unwrap();
+    assert!(rec.completed, "{:?}", rec.cut_short);
+    assert_eq!(rec.timelines.len(), 1);
+
+    let mut w = Writer::new(Vec::new(), &common::header()).unwrap();
+    w.forms(&common::forms()).unwrap();
+    let mut b = w.into_inner().unwrap();
+    let at = b.len();
+    push_chunk(&mut b, 200, 0, b"future required data");
+    let rec = read(&b).unwrap();
+    assert_eq!(rec.forms.forms().len(), 4);
+    assert_eq!(rec.cut_short, Some(format!("corrupt chunk at byte {at} (type 200: unknown required chunk type); the rest was not read")));
+}
+
+#[test]
+fn writer_misuse_is_an_error() {
+    let mut w = Writer::new(Vec::new(), &common::header()).unwrap();
+    let t = common::timeline(0);
+    let e = w.entries(0, 0, t.entries(), 0, t.args()).unwrap_err();
+    assert_eq!(e.to_string(), "recording writer misuse: timeline 0 was not declared with `thread` first");
+    w.thread(&common::metas()[0]).unwrap();
+    assert!(w.thread(&common::metas()[0]).is_err());
+    w.entries(0, 0, &t.entries()[..3], 0, &[]).unwrap();
+    let e = w.entries(0, 5, &t.entries()[5..], 0, t.args()).unwrap_err();
+    assert!(e.to_string().contains("contiguously: expected entry 3 and arg 0, got 5 and 0"), "{e}");
+    w.values(0, 2, &[Snap::None]).unwrap();
+    assert!(w.values(0, 1, &[Snap::None]).is_err());
+}
+
+#[test]
+fn skipped_value_slots_read_as_placeholders() {
+    let mut w = Writer::new(Vec::new(), &common::header()).unwrap();
+    w.thread(&ThreadMeta { timeline: 0, ..ThreadMeta::default() }).unwrap();
+    w.values(0, 2, &[Snap::Int(7)]).unwrap();
+    let rec = read(&w.finish(0, &[]).unwrap()).unwrap();
+    let v = &rec.timelines[0].values;
+    assert_eq!(v.len(), 3);
+    assert_eq!(v[0].type_name(), squall_store::MISSING_VALUE);
+    assert_eq!(v[2], Snap::Int(7));
+}
+
+#[test]
+fn every_codec_reads_back() {
+    for codec in [squall_store::Codec::None, squall_store::Codec::Lz4, squall_store::Codec::Zstd(3)] {
+        let mut w = Writer::new(Vec::new(), &common::header()).unwrap();
+        w.set_codec(codec);
+        w.forms(&common::forms()).unwrap();
+        w.thread(&common::metas()[0]).unwrap();
+        let t = common::timeline(5);
+        w.entries(0, 0, t.entries(), 0, t.args()).unwrap();
+        w.values(0, 0, &common::values()[..5]).unwrap();
+        let rec = read(&w.finish(0, &[]).unwrap()).unwrap();
+        assert!(rec.completed);
+        assert_eq!(rec.timelines[0].timeline.entries(), t.entries());
+    }
+}
+
+// ---- properties ----
+
+fn arb_snap() -> impl Strategy<Value = Snap> {
+    let leaf = prop_oneof![
+        Just(Snap::None),
+        any::<bool>().prop_map(Snap::Bool),
+        any::<i64>().prop_map(Snap::Int),
+        "[0-9]{20,30}".prop_map(Snap::BigInt),
+        any::<f64>().prop_filter("NaN != NaN", |f| !f.is_nan()).prop_map(Snap::Float),
+        (-1e9f64..1e9, -1e9f64..1e9).prop_map(|(re, im)| Snap::Complex { re, im }),
+        ".{0,12}".prop_map(Snap::Str),
+        prop::collection::vec(any::<u8>(), 0..8).prop_map(Snap::Bytes),
+        (".{0,6}", ".{0,10}").prop_map(|(type_name, repr)| Snap::Opaque { type_name, repr }),
+        (".{0,6}", any::<u64>()).prop_map(|(type_name, len)| Snap::Cut { type_name, len }),
+    ];
+    leaf.prop_recursive(4, 32, 5, |inner| {
+        prop_oneof![
+            (0u8..5, "[a-z]{1,6}", prop::collection::vec(inner.clone(), 0..5), 0u64..8).prop_map(|(k, type_name, items, extra)| {
+                let len = items.len() as u64 + extra;
+                Snap::Seq { kind: SeqKind::from_code(k).unwrap(), type_name, items, len }
+            }),
+            ("[a-z]{1,6}", prop::collection::vec((inner.clone(), inner.clone()), 0..4), 0u64..3).prop_map(|(type_name, entries, extra)| {
+                let len = entries.len() as u64 + extra;
+                Snap::Map { type_name, entries, len }
+            }),
+            ("[A-Z][a-z]{0,5}", ".{0,10}", prop::collection::vec(("[a-z_]{1,5}", inner), 0..4))
+                .prop_map(|(type_name, repr, attrs)| Snap::Object { type_name, repr, attrs }),
+        ]
+    })
+}
+
+/// One recorder event: (op, form, value word).
+fn arb_ops() -> impl Strategy<Value = Vec<(u8, u8, u32)>> {
+    prop::collection::vec((0u8..6, 0u8..4, any::<u32>()), 0..200)
+}
+
+fn run_ops(ops: &[(u8, u8, u32)]) -> Timeline {
+    let l = Limits::default();
+    let mut t = Timeline::new();
+    for &(op, form, w) in ops {
+        let (form, v) = (u32::from(form), ValRef(w));
+        match op {
+            0 | 1 => {
+                let n = [0, 1, 2, 1][form as usize];
+                let args: Vec<ValRef> = (0..n).map(|i| ValRef(w.wrapping_add(i))).collect();
+                t.call(form, &args, &l);
+            }
+            2 => {
+                t.exit(Kind::Return, form, form, form == 3, v, &l);
+            }
+            3 => {
+                t.exit(Kind::Unwind, form, form, form == 3, v, &l);
+            }
+            4 => {
+                t.resume(3, v, &l);
+            }
+            _ => {
+                let site = [5, 5, 6, 4][form as usize];
+                let kind = if site == 6 { Kind::Bind } else { Kind::Expr };
+                t.event(kind, site, [1, 1, 2, 3][form as usize], form == 3, v, &l);
+            }
+        }
+    }
+    t
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn entries_round_trip(ops in arb_ops(), split in 0usize..200, codec in 0u8..3) {
+        let t = run_ops(&ops);
+        let mut w = Writer::new(Vec::new(), &Header::default()).unwrap();
+        w.set_codec([squall_store::Codec::None, squall_store::Codec::Lz4, squall_store::Codec::Zstd(1)][codec as usize]);
+        w.forms(&common::forms()).unwrap();
+        w.thread(&ThreadMeta::default()).unwrap();
+        let (e, a) = (t.entries(), t.args());
+        let s = split.min(e.len());
+        let sa = a.len() / 2;
+        w.entries(0, 0, &e[..s], 0, &a[..sa]).unwrap();
+        w.entries(0, s as u64, &e[s..], sa as u64, &a[sa..]).unwrap();
+        let rec = read(&w.finish(0, &[]).unwrap()).unwrap();
+        prop_assert!(rec.completed, "{:?}", rec.cut_short);
+        prop_assert_eq!(rec.timelines[0].timeline.entries(), e);
+        prop_assert_eq!(rec.timelines[0].timeline.args(), a);
+    }
+
+    #[test]
+    fn values_round_trip(vals in prop::collection::vec(arb_snap(), 0..20)) {
+        let mut w = Writer::new(Vec::new(), &Header::default()).unwrap();
+        w.thread(&ThreadMeta::default()).unwrap();
+        w.values(0, 0, &vals).unwrap();
+        let rec = read(&w.finish(0, &[]).unwrap()).unwrap();
+        prop_assert_eq!(&rec.timelines[0].values, &vals);
+    }
+
+    #[test]
+    fn header_round_trip(program in ".{0,20}", argv in prop::collection::vec(".{0,8}", 0..4), ms in any::<u64>()) {
+        let h = Header { program, argv, python: "3.12".into(), squall: "x".into(), started_unix_ms: ms, cwd: "/".into() };
+        let rec = read(&Writer::new(Vec::new(), &h).unwrap().finish(0, &[]).unwrap()).unwrap();
+        prop_assert_eq!(rec.header, h);
+    }
+
+    #[test]
+    fn arbitrary_bytes_never_panic(b in prop::collection::vec(any::<u8>(), 0..300)) {
+        let _ = read(&b);
+        let mut with_magic = MAGIC.to_vec();
+        with_magic.extend_from_slice(&1u32.to_le_bytes());
+        with_magic.extend_from_slice(&b);
+        let _ = read(&with_magic);
+    }
+}
+
+proptest! {
+    // The CI "short fuzz" (cargo-fuzz needs nightly): mutations of a valid recording.
+    #![proptest_config(ProptestConfig { cases: 3000, ..ProptestConfig::default() })]
+
+    #[test]
+    fn mutated_recordings_never_panic(edits in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>(), 0u8..4), 1..6),
+                                      cut in any::<prop::sample::Index>()) {
+        static BYTES: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+        let mut b = BYTES.get_or_init(|| common::write(true)).clone();
+        for (at, byte, op) in edits {
+            let i = at.index(b.len());
+            match op {
+                0 => b[i] = byte,
+                1 => b[i] ^= 1 << (byte % 8),
+                2 => { b.insert(i, byte); }
+                _ => { b.remove(i); }
+            }
+        }
+        if cut.index(4) == 0 {
+            let n = cut.index(b.len());
+            b.truncate(n);
+        }
+        if let Ok(rec) = read(&b) {
+            for t in &rec.timelines {
+                let _ = t.timeline.fn_call_stats();
+            }
+        }
+    }
+}
