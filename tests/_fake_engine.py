@@ -14,6 +14,8 @@ FORM_MODULE = 5
 SITE_RETURN = 0
 SITE_YIELD = 1
 SITE_AWAIT = 2
+SITE_EXPR = 3
+SITE_BIND = 4
 
 
 class FakeEngine:
@@ -26,11 +28,14 @@ class FakeEngine:
     SITE_RETURN = SITE_RETURN
     SITE_YIELD = SITE_YIELD
     SITE_AWAIT = SITE_AWAIT
+    SITE_EXPR = SITE_EXPR
+    SITE_BIND = SITE_BIND
 
     def __init__(self):
         self.forms = []  # dicts: fn_ns, fn_name, file, line, params, kind
         self.sites = []  # dicts: form_id, kind, line, col, end_line, end_col
         self.events = []
+        self.values = []  # full mode: ("expr", fn_name, site coord, value) / ("bind", fn_name, symbol, value)
         self.recording = True
 
     # registration
@@ -40,9 +45,10 @@ class FakeEngine:
         )
         return len(self.forms) - 1
 
-    def register_site(self, form_id, kind, line, col, end_line, end_col):
+    def register_site(self, form_id, kind, line, col, end_line, end_col, symbol=None):
         self.sites.append(
-            dict(form_id=form_id, kind=kind, line=line, col=col, end_line=end_line, end_col=end_col)
+            dict(form_id=form_id, kind=kind, line=line, col=col, end_line=end_line, end_col=end_col,
+                 symbol=symbol)
         )
         return len(self.sites) - 1
 
@@ -70,6 +76,14 @@ class FakeEngine:
     def resume(self, form_id, sent):
         self.events.append(("resume", self._fname(form_id), sent))
         return sent
+
+    def expr(self, site_id, value):
+        s = self.sites[site_id]
+        self.values.append(("expr", self._sname(site_id), (s["line"], s["col"], s["end_line"], s["end_col"]), value))
+        return value
+
+    def bind(self, site_id, value):
+        self.values.append(("bind", self._sname(site_id), self.sites[site_id]["symbol"], value))
 
     def form(self, name):
         for f in self.forms:

@@ -260,7 +260,9 @@ def test_stepping_queries_on_a_real_recording(rec):
     names = [(e["type"], e.get("fn_name")) for e in tl]
     assert names[:3] == [("fn-call", "top"), ("fn-call", "mid"), ("fn-call", "leaf")]
     assert indexes.timeline_entry(0, tid, 1, "next-over")["idx"] == tl[1]["ret_idx"]
-    assert indexes.timeline_entry(0, tid, 2, "next-out")["idx"] == tl[1]["ret_idx"]
+    # next-out: the caller's next entry after leaf returns (mid's return in calls mode, the
+    # recorded `leaf(x)` value in full mode)
+    assert indexes.timeline_entry(0, tid, 2, "next-out")["idx"] == tl[2]["ret_idx"] + 1
     stack = indexes.stack_for_frame(0, tid, 3)
     assert [f["fn_name"] for f in stack] == ["leaf", "mid", "top"]
     frame = indexes.frame_data(0, tid, 3)

@@ -197,7 +197,8 @@ def test_end_to_end_with_the_real_engine(env):
 
     root, name, _ = env
     make_pkg(root, name)
-    hook.install(config.load(cwd=str(root), env={}))
+    # calls mode: the entry indexes below are calls-only (full mode is tested in test_full_mode)
+    hook.install(config.load(cwd=str(root), env={}, cli={"mode": "calls"}))
     mod = importlib.import_module(name)
     was = _engine.is_recording()
     _engine.clear_recordings()

@@ -543,7 +543,7 @@ def test_sites_have_locations():
     src = "def f(x):\n    if x:\n        return x + 1\n    y = yield x\n"
     eng = FakeEngine()
     instrument_source(src, FILE, "m", eng)
-    by_line = {s["line"]: s for s in eng.sites}
+    by_line = {s["line"]: s for s in eng.sites if s["kind"] < FakeEngine.SITE_EXPR}
     assert by_line[3]["col"] == 8 and by_line[3]["end_col"] == 20
     assert by_line[3]["kind"] == FakeEngine.SITE_RETURN
     assert by_line[4]["kind"] == FakeEngine.SITE_YIELD and by_line[4]["col"] == 8
@@ -588,7 +588,7 @@ def test_prologue_imports_real_engine_names_by_default():
     node = rewrite._prologue(rewrite._Ctx(FakeEngine(), FILE, "m"), False, tree.body[0])
     assert ast.unparse(node) == (
         "from squall._engine import call as _sq_call, ret as _sq_ret, unwind as _sq_unwind, "
-        "suspend as _sq_suspend, resume as _sq_resume"
+        "suspend as _sq_suspend, resume as _sq_resume, expr as _sq_expr, bind as _sq_bind"
     )
 
 

@@ -5,7 +5,12 @@ Settings
     ``skip``        prefixes never instrumented
     ``skip_regex``  a regular expression; modules whose dotted name it matches (``re.search``)
                     are not instrumented
-    ``mode``        ``"full"`` or ``"calls"`` (stored; used by the rewriter later)
+    ``mode``        ``"full"`` (calls, returns, exceptions, every sub-expression's value and
+                    every local binding) or ``"calls"`` (calls, returns, exceptions only)
+    ``mode_overrides``  per-prefix modes, e.g. ``{"heavy.pkg": "calls"}``: the longest matching
+                    prefix decides a module's mode, else ``mode`` does. Environment
+                    ``SQUALL_MODE_OVERRIDES="heavy.pkg=calls,app.hot=calls"``, pyproject
+                    ``mode_overrides = {"heavy.pkg" = "calls"}``.
 
 Prefixes match on dotted-name boundaries: ``app`` matches ``app`` and ``app.x``, not ``apple``.
 
@@ -45,18 +50,20 @@ __all__ = [
 ]
 
 MODES = ("full", "calls")
-SETTINGS = ("include", "skip", "skip_regex", "mode")
+SETTINGS = ("include", "skip", "skip_regex", "mode", "mode_overrides")
 ENV_VARS = {
     "include": "SQUALL_INCLUDE",
     "skip": "SQUALL_SKIP",
     "skip_regex": "SQUALL_SKIP_REGEX",
     "mode": "SQUALL_MODE",
+    "mode_overrides": "SQUALL_MODE_OVERRIDES",
 }
 CLI_FLAGS = {
     "include": "--include",
     "skip": "--skip",
     "skip_regex": "--skip-regex",
     "mode": "--mode",
+    "mode_overrides": "--mode-overrides",
 }
 
 
@@ -194,6 +201,7 @@ class Config:
     skip: List[str] = field(default_factory=list)
     skip_regex: Optional[str] = None
     mode: str = "full"
+    mode_overrides: Dict[str, str] = field(default_factory=dict)
     sources: Dict[str, str] = field(default_factory=lambda: {k: "default" for k in SETTINGS})
     pyproject: Optional[str] = None
     script_path: Optional[str] = None
@@ -206,6 +214,23 @@ class Config:
                 "squall: bad mode %r from %s; expected one of %s"
                 % (self.mode, self.sources.get("mode", "default"), ", ".join(MODES))
             )
+        for pre, m in self.mode_overrides.items():
+            if m not in MODES:
+                raise ConfigError(
+                    "squall: bad mode %r for prefix %r in mode_overrides from %s; expected one of %s"
+                    % (m, pre, self.sources.get("mode_overrides", "default"), ", ".join(MODES))
+                )
+
+    def mode_for(self, module_name: str) -> str:
+        """The instrumentation mode of ``module_name``: the longest prefix in
+        ``mode_overrides`` matching it on dotted-name boundaries, else ``mode``."""
+        best = None
+        for pre in self.mode_overrides:
+            p = pre.strip().rstrip(".")
+            if p and (module_name == p or module_name.startswith(p + ".")):
+                if best is None or len(p) > len(best.strip().rstrip(".")):
+                    best = pre
+        return self.mode if best is None else self.mode_overrides[best]
 
     def _hint(self, name: str) -> str:
         top = name.split(".")[0]
@@ -281,6 +306,7 @@ class Config:
             "skip": list(self.skip),
             "skip_regex": self.skip_regex,
             "mode": self.mode,
+            "mode_overrides": dict(self.mode_overrides),
             "sources": dict(self.sources),
             "pyproject": self.pyproject,
         }
@@ -335,6 +361,29 @@ def _as_list(value: Any, where: str, key: str) -> List[str]:
     )
 
 
+def _as_overrides(value: Any, where: str, key: str) -> Dict[str, str]:
+    """``{"a.b": "calls"}`` or ``"a.b=calls,c=full"``."""
+    if isinstance(value, str):
+        out: Dict[str, str] = {}
+        for item in value.split(","):
+            if not item.strip():
+                continue
+            pre, sep, m = item.partition("=")
+            if not sep or not pre.strip():
+                raise ConfigError(
+                    "squall: bad %s item %r in %s; expected prefix=mode like heavy.pkg=calls"
+                    % (key, item.strip(), where)
+                )
+            out[pre.strip()] = m.strip()
+        return out
+    if isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        return {k.strip(): v.strip() for k, v in value.items()}
+    raise ConfigError(
+        "squall: bad %s %r in %s; expected a table of prefix = mode like {\"heavy.pkg\" = \"calls\"}"
+        % (key, value, where)
+    )
+
+
 def _read_pyproject(path: str) -> Dict[str, Any]:
     data = _toml_load(path)
     table = data.get("tool", {}).get("squall", {})
@@ -350,6 +399,8 @@ def _read_pyproject(path: str) -> Dict[str, Any]:
             if not isinstance(value, str):
                 raise ConfigError("squall: bad %s %r in %s; expected a string" % (key, value, where))
             out[k] = value
+        elif k == "mode_overrides":
+            out[k] = _as_overrides(value, where, key)
         else:
             raise ConfigError(
                 "squall: unknown setting %r in %s; known: %s" % (key, where, ", ".join(SETTINGS))
@@ -365,7 +416,9 @@ def load(
 ) -> Config:
     """Builds the effective config from defaults, pyproject, env and CLI flags."""
     env = os.environ if env is None else env
-    values: Dict[str, Any] = {"include": [], "skip": [], "skip_regex": None, "mode": "full"}
+    values: Dict[str, Any] = {
+        "include": [], "skip": [], "skip_regex": None, "mode": "full", "mode_overrides": {},
+    }
     sources = {k: "default" for k in SETTINGS}
 
     start = os.path.dirname(os.path.abspath(script_path)) if script_path else (cwd or os.getcwd())
@@ -379,7 +432,12 @@ def load(
         raw = env.get(var)
         if raw is None or raw.strip() == "":
             continue
-        values[k] = _as_list(raw, "environment %s" % var, var) if k in ("include", "skip") else raw
+        if k in ("include", "skip"):
+            values[k] = _as_list(raw, "environment %s" % var, var)
+        elif k == "mode_overrides":
+            values[k] = _as_overrides(raw, "environment %s" % var, var)
+        else:
+            values[k] = raw
         sources[k] = "environment %s" % var
 
     for k, v in (cli or {}).items():
@@ -387,7 +445,12 @@ def load(
             raise ConfigError("squall: unknown setting %r; known: %s" % (k, ", ".join(SETTINGS)))
         if v is None:
             continue
-        values[k] = _as_list(v, "command line %s" % CLI_FLAGS[k], k) if k in ("include", "skip") else v
+        if k in ("include", "skip"):
+            values[k] = _as_list(v, "command line %s" % CLI_FLAGS[k], k)
+        elif k == "mode_overrides":
+            values[k] = _as_overrides(v, "command line %s" % CLI_FLAGS[k], k)
+        else:
+            values[k] = v
         sources[k] = "command line %s" % CLI_FLAGS[k]
 
     return Config(
@@ -395,6 +458,7 @@ def load(
         skip=values["skip"],
         skip_regex=values["skip_regex"],
         mode=values["mode"],
+        mode_overrides=values["mode_overrides"],
         sources=sources,
         pyproject=pyproject,
         script_path=os.path.abspath(script_path) if script_path else None,

@@ -42,7 +42,9 @@ def _warn_once(module: str, err: BaseException) -> None:
     sys.stderr.write("squall: could not instrument %s (%s); it runs unrecorded\n" % (module, msg))
 
 
-def _instrumented_code(source: Any, path: str, module_name: str, engine: Any = None):
+def _instrumented_code(
+    source: Any, path: str, module_name: str, engine: Any = None, mode: Optional[str] = None
+):
     """The instrumented code, or None if rewriting failed for a reason other than a SyntaxError
     of the user's source (which propagates, as it would without squall)."""
     try:
@@ -50,7 +52,7 @@ def _instrumented_code(source: Any, path: str, module_name: str, engine: Any = N
     except SyntaxError:
         raise
     try:
-        rewrite.instrument_tree(tree, path, module_name, engine)
+        rewrite.instrument_tree(tree, path, module_name, engine, mode)
         return compile(tree, path, "exec", dont_inherit=True)
     except Exception as e:  # noqa: BLE001 - a rewriter bug must not break the program
         _warn_once(module_name, e)
@@ -68,12 +70,13 @@ class InstrumentingLoader(importlib.machinery.SourceFileLoader):
     """A SourceFileLoader that rewrites the source and bypasses the bytecode cache."""
 
     engine: Any = None  # an explicit engine object (tests); None: squall._engine
+    mode: Optional[str] = None  # "full" | "calls"; None: the current config's mode for the module
 
     def get_code(self, fullname: Optional[str] = None):  # type: ignore[override]
         name = fullname or self.name
         path = self.get_filename(name)
         source = self.get_data(path)
-        code = _instrumented_code(source, path, name, self.engine)
+        code = _instrumented_code(source, path, name, self.engine, self.mode)
         if code is None:
             return compile(source, path, "exec", dont_inherit=True)
         return code
@@ -119,6 +122,7 @@ class SquallFinder:
                 return spec
             new_loader = InstrumentingLoader(fullname, origin)
             new_loader.engine = self.engine
+            new_loader.mode = self.config().mode_for(fullname)
             spec.loader = new_loader
             return spec
         finally:
@@ -161,7 +165,7 @@ def compile_main(
     cfg = cfg or _config.current()
     decision = _config.remember(cfg.decide("__main__", path))
     if decision.instrumented:
-        code = _instrumented_code(source, path, "__main__", engine)
+        code = _instrumented_code(source, path, "__main__", engine, cfg.mode_for("__main__"))
         if code is not None:
             return code
     return compile(source, path, "exec", dont_inherit=True)

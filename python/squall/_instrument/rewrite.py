@@ -37,9 +37,12 @@ ENTRY_NAMES = {
     "unwind": "_sq_unwind",
     "suspend": "_sq_suspend",
     "resume": "_sq_resume",
+    "expr": "_sq_expr",
+    "bind": "_sq_bind",
 }
 EXC_NAME = "_sq_exc"
 
+_PY310 = sys.version_info >= (3, 10)
 _PY312 = sys.version_info >= (3, 12)
 
 # Defaults matching _engine.pyi, used if an engine object lacks the constants.
@@ -53,17 +56,31 @@ _CONST_DEFAULTS = {
     "SITE_RETURN": 0,
     "SITE_YIELD": 1,
     "SITE_AWAIT": 2,
+    "SITE_EXPR": 3,
+    "SITE_BIND": 4,
 }
+
+MODES = ("full", "calls")
 
 # Engines passed explicitly (tests, embedders) are reachable from the rewritten code by an int.
 _ENGINES: Dict[int, Any] = {}
 _ENGINES_LOCK = threading.Lock()
 
 
+def _passthrough(_site: Any, value: Any) -> Any:
+    return value
+
+
+def _ignore(*_a: Any) -> None:
+    return None
+
+
 def _entry_points(engine_key: int):
     """Called by the prologue of code rewritten for an explicit engine object."""
     eng = _ENGINES[engine_key]
-    return tuple(getattr(eng, k) for k in ENTRY_NAMES)
+    return tuple(
+        getattr(eng, k, _passthrough if k == "expr" else _ignore) for k in ENTRY_NAMES
+    )
 
 
 def _engine_key(engine: Any) -> int:
@@ -97,14 +114,20 @@ class _Ctx:
             self.engine.register_form(self.module_name, qualname, self.filename, line, params, kind)
         )
 
-    def register_site(self, form_id: int, kind: int, node: ast.AST) -> int:
+    def register_site(
+        self, form_id: int, kind: int, node: ast.AST, symbol: Optional[str] = None
+    ) -> int:
         line = node.lineno
         col = node.col_offset
         end_line = getattr(node, "end_lineno", None) or line
         end_col = getattr(node, "end_col_offset", None)
         if end_col is None:
             end_col = col
-        return int(self.engine.register_site(form_id, kind, line, col, end_line, end_col))
+        if symbol is None:
+            return int(self.engine.register_site(form_id, kind, line, col, end_line, end_col))
+        return int(
+            self.engine.register_site(form_id, kind, line, col, end_line, end_col, symbol=symbol)
+        )
 
 
 # --- small AST builders ------------------------------------------------------------------------
@@ -119,9 +142,9 @@ def _const(v: Any, at: ast.AST) -> ast.Constant:
 
 
 def _entry_call(entry: str, args: List[ast.expr], at: ast.AST) -> ast.Call:
-    return ast.copy_location(
-        ast.Call(func=_name(ENTRY_NAMES[entry], at), args=args, keywords=[]), at
-    )
+    c = ast.copy_location(ast.Call(func=_name(ENTRY_NAMES[entry], at), args=args, keywords=[]), at)
+    c._sq_entry = entry  # type: ignore[attr-defined]  # inserted by squall: the full pass skips it
+    return c
 
 
 def _is_docstring(stmt: ast.stmt) -> bool:
@@ -412,6 +435,7 @@ class _Calls(ast.NodeTransformer):
         params = _param_names(node.args)
         qual = getattr(node, "_sq_qualname", node.name)
         form = ctx.register_form(qual, node.lineno, params, kind)
+        node._sq_form = form
 
         sites = _Sites(ctx, form, resumable=is_async or gen, async_gen=is_async and gen)
         body = node.body
@@ -449,13 +473,14 @@ class _Calls(ast.NodeTransformer):
             first,
         )
         handler = ast.copy_location(
-            ast.ExceptHandler(
+            ast.ExceptHandler(  # type: ignore[call-arg]
                 type=_name("BaseException", first),
                 name=EXC_NAME,
                 body=[unwind, ast.copy_location(ast.Raise(exc=None, cause=None), first)],
             ),
             first,
         )
+        handler._sq_inserted = True  # type: ignore[attr-defined]
         try_ = ast.copy_location(
             ast.Try(body=body, handlers=[handler], orelse=[], finalbody=[]), first
         )
@@ -473,10 +498,12 @@ class _Calls(ast.NodeTransformer):
         params = _param_names(node.args)
         qual = getattr(node, "_sq_qualname", "<lambda>")
         form = ctx.register_form(qual, node.lineno, params, ctx.FORM_LAMBDA)
+        node._sq_form = form  # type: ignore[attr-defined]
         body = node.body
         site = ctx.register_site(form, ctx.SITE_RETURN, body)
         call = _entry_call("call", [_const(form, body)] + [_name(p, body) for p in params], body)
         either = ast.copy_location(ast.BoolOp(op=ast.Or(), values=[call, body]), body)
+        either._sq_entry = "lambda"  # type: ignore[attr-defined]
         node.body = _entry_call("ret", [_const(site, body), either], body)
         return node
 
@@ -485,8 +512,447 @@ def _calls_pass(tree: ast.AST, ctx: _Ctx) -> None:
     _Calls(ctx).visit(tree)
 
 
-# Passes run in order on the tree; later issues add expression and binding passes here.
-_PASSES = [_calls_pass]
+# --- pass 2: expressions and bindings (full mode) ----------------------------------------------
+
+
+def _locals_of(node: ast.AST) -> frozenset:
+    """Names bound in ``node``'s own scope (params, assignment/for/with/except/import targets,
+    nested def/class names, match captures, walrus and comprehension targets), minus names
+    declared ``global``. Plain loads of these are not recorded: bindings carry their values."""
+    out = set(_param_names(node.args))  # type: ignore[attr-defined]
+    for n in _own_scope_nodes(node):
+        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+            out.add(n.id)
+        elif isinstance(n, ast.ExceptHandler) and n.name:
+            out.add(n.name)
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            for a in n.names:
+                out.add(a.asname or a.name.split(".")[0])
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(n.name)
+        elif _PY310 and isinstance(n, (ast.MatchAs, ast.MatchStar)) and n.name:
+            out.add(n.name)
+        elif _PY310 and isinstance(n, ast.MatchMapping) and n.rest:
+            out.add(n.rest)
+    return frozenset(out - _scope_globals(node))
+
+
+def _pure_binding(t: ast.AST) -> bool:
+    """A target made of names only: the bindings carry the whole assigned value."""
+    if isinstance(t, ast.Name):
+        return True
+    if isinstance(t, ast.Starred):
+        return _pure_binding(t.value)
+    if isinstance(t, (ast.Tuple, ast.List)):
+        return all(_pure_binding(e) for e in t.elts)
+    return False
+
+
+def _target_names(t: ast.AST, out: List[ast.Name]) -> List[ast.Name]:
+    if isinstance(t, ast.Name):
+        out.append(t)
+    elif isinstance(t, ast.Starred):
+        _target_names(t.value, out)
+    elif isinstance(t, (ast.Tuple, ast.List)):
+        for e in t.elts:
+            _target_names(e, out)
+    return out
+
+
+def _pattern_names(p: ast.AST, out: List[ast.AST]) -> List[ast.AST]:
+    for n in ast.walk(p):
+        if isinstance(n, (ast.MatchAs, ast.MatchStar)) and n.name:
+            out.append(n)
+        elif isinstance(n, ast.MatchMapping) and n.rest:
+            out.append(n)
+    return out
+
+
+_NO_WRAP_UNARY = (ast.USub, ast.UAdd)
+
+
+class _Full:
+    """Records every evaluated sub-expression (``_sq_expr(SITE, e)``) and every local binding
+    (``_sq_bind(SITE, name)``) inside instrumented functions and lambdas. Runs after the calls
+    pass, whose inserted nodes it recognises (``_sq_entry``) and leaves alone. Nothing is recorded
+    at module level or in class bodies (no frame to record into), nor in the lazily evaluated
+    parts of generator expressions (they run whenever the consumer pulls, possibly inside another
+    recorded frame)."""
+
+    def __init__(self, ctx: _Ctx):
+        self.ctx = ctx
+        self.form: Optional[int] = None
+        self.locals: frozenset = frozenset()
+        self.lazy = 0
+
+    # -- helpers
+    def _on(self) -> bool:
+        return self.form is not None and not self.lazy
+
+    def _wrap(self, node: ast.expr) -> ast.expr:
+        site = self.ctx.register_site(self.form, self.ctx.SITE_EXPR, node)  # type: ignore
+        return _entry_call("expr", [_const(site, node), node], node)
+
+    def _bind_call(self, at: ast.AST, name: str, value: ast.expr) -> ast.Call:
+        site = self.ctx.register_site(self.form, self.ctx.SITE_BIND, at, symbol=name)  # type: ignore
+        return _entry_call("bind", [_const(site, at), value], at)
+
+    def _binds(self, nodes: List[Any]) -> List[ast.stmt]:
+        """``_sq_bind(SITE, name)`` statements for target nodes (Names, match patterns)."""
+        if not self._on():
+            return []
+        out: List[ast.stmt] = []
+        for n in nodes:
+            name = n.id if isinstance(n, ast.Name) else (n.rest if isinstance(n, ast.MatchMapping) else n.name)
+            if name.startswith("_sq_"):
+                continue
+            call = self._bind_call(n, name, _name(name, n))
+            out.append(ast.copy_location(ast.Expr(value=call), n))
+        return out
+
+    def _scoped(self, form: Optional[int], locals_: frozenset, fn: Any) -> Any:
+        saved = (self.form, self.locals, self.lazy)
+        self.form, self.locals, self.lazy = form, locals_, 0
+        try:
+            return fn()
+        finally:
+            self.form, self.locals, self.lazy = saved
+
+    # -- expressions
+    def e(self, node: Any, wrap: bool = True) -> Any:
+        if node is None:
+            return None
+        m = getattr(self, "e_" + type(node).__name__, None)
+        if m is None:
+            return node  # unknown kinds are left alone
+        new, worth = m(node)
+        if worth and wrap and self._on():
+            return self._wrap(new)
+        return new
+
+    def e_Constant(self, node: Any) -> Any:
+        return node, False
+
+    def e_Name(self, node: ast.Name) -> Any:
+        worth = (
+            isinstance(node.ctx, ast.Load)
+            and node.id not in self.locals
+            and node.id != "super"
+            and not node.id.startswith("_sq_")
+        )
+        return node, worth
+
+    def e_Attribute(self, node: ast.Attribute) -> Any:
+        node.value = self.e(node.value)
+        return node, isinstance(node.ctx, ast.Load)
+
+    def e_Subscript(self, node: ast.Subscript) -> Any:
+        node.value = self.e(node.value)
+        node.slice = self._slice(node.slice)
+        return node, isinstance(node.ctx, ast.Load)
+
+    def _slice(self, s: Any) -> Any:
+        if isinstance(s, ast.Slice):
+            s.lower, s.upper, s.step = self.e(s.lower), self.e(s.upper), self.e(s.step)
+            return s
+        if isinstance(s, ast.Tuple) and any(isinstance(x, ast.Slice) for x in s.elts):
+            s.elts = [self._slice(x) for x in s.elts]
+            return s
+        return self.e(s)
+
+    def e_Starred(self, node: ast.Starred) -> Any:
+        node.value = self.e(node.value)
+        return node, False
+
+    def e_Call(self, node: ast.Call) -> Any:
+        entry = getattr(node, "_sq_entry", None)
+        if entry is not None:
+            if entry in ("ret", "suspend", "resume") and len(node.args) == 2:
+                node.args[1] = self.e(node.args[1], wrap=False)
+            return node, False
+        f = node.func
+        if isinstance(f, ast.Attribute):  # a method call: the receiver, never `obj.meth`
+            f.value = self.e(f.value)
+        elif not isinstance(f, ast.Name):  # a plain callee name is not recorded (the call is)
+            node.func = self.e(f)
+        node.args = [self.e(a) for a in node.args]
+        for k in node.keywords:
+            k.value = self.e(k.value)
+        return node, not (isinstance(f, ast.Name) and f.id == "super")
+
+    def e_BoolOp(self, node: ast.BoolOp) -> Any:
+        if getattr(node, "_sq_entry", None) == "lambda":
+            node.values[1] = self.e(node.values[1], wrap=False)
+            return node, False
+        node.values = [self.e(v) for v in node.values]
+        return node, True
+
+    def e_BinOp(self, node: ast.BinOp) -> Any:
+        node.left = self.e(node.left)
+        node.right = self.e(node.right)
+        return node, True
+
+    def e_UnaryOp(self, node: ast.UnaryOp) -> Any:
+        if isinstance(node.op, _NO_WRAP_UNARY) and isinstance(node.operand, ast.Constant):
+            return node, False  # `-1` is a constant
+        node.operand = self.e(node.operand)
+        return node, True
+
+    def e_Compare(self, node: ast.Compare) -> Any:
+        node.left = self.e(node.left)
+        node.comparators = [self.e(c) for c in node.comparators]
+        return node, True
+
+    def e_IfExp(self, node: ast.IfExp) -> Any:
+        node.test, node.body, node.orelse = self.e(node.test), self.e(node.body), self.e(node.orelse)
+        return node, True
+
+    def e_Dict(self, node: ast.Dict) -> Any:
+        node.keys = [self.e(k) for k in node.keys]
+        node.values = [self.e(v) for v in node.values]
+        return node, True
+
+    def _elts(self, node: Any) -> Any:
+        if not isinstance(getattr(node, "ctx", ast.Load()), ast.Load):
+            return self._target(node), False
+        node.elts = [self.e(x) for x in node.elts]
+        return node, True
+
+    e_List = e_Tuple = e_Set = _elts
+
+    def e_JoinedStr(self, node: ast.JoinedStr) -> Any:
+        self._fparts(node)
+        return node, True
+
+    def _fparts(self, node: ast.JoinedStr) -> None:
+        for v in node.values:
+            if isinstance(v, ast.FormattedValue):
+                v.value = self.e(v.value)
+                if isinstance(v.format_spec, ast.JoinedStr):
+                    self._fparts(v.format_spec)
+
+    def e_NamedExpr(self, node: ast.NamedExpr) -> Any:
+        node.value = self.e(node.value, wrap=False)  # the binding carries the value
+        if not self._on():
+            return node, False
+        name = node.target.id
+        bind = self._bind_call(node.target, name, node)
+        # `_sq_bind(S, (y := v)) or y`: bind returns None, so this is y, i.e. v
+        out = ast.copy_location(ast.BoolOp(op=ast.Or(), values=[bind, _name(name, node)]), node)
+        return out, False
+
+    def _comp(self, node: Any, lazy: bool) -> None:
+        gens = node.generators
+        for i, g in enumerate(gens):
+            if i == 0:
+                g.iter = self.e(g.iter)
+                if lazy:
+                    self.lazy += 1
+            else:
+                g.iter = self.e(g.iter)
+            g.target = self._target(g.target)
+            binds = [] if not self._on() else [
+                ast.copy_location(
+                    ast.BoolOp(op=ast.Or(), values=[
+                        self._bind_call(n, n.id, _name(n.id, n)), _const(True, n)
+                    ]), n)
+                for n in _target_names(g.target, []) if not n.id.startswith("_sq_")
+            ]
+            g.ifs = binds + [self.e(c) for c in g.ifs]
+        for f in ("elt", "key", "value"):
+            if hasattr(node, f):
+                setattr(node, f, self.e(getattr(node, f)))
+        if lazy:
+            self.lazy -= 1
+
+    def e_ListComp(self, node: Any) -> Any:
+        self._comp(node, False)
+        return node, True
+
+    e_SetComp = e_DictComp = e_ListComp
+
+    def e_GeneratorExp(self, node: Any) -> Any:
+        self._comp(node, True)
+        return node, False
+
+    def e_Lambda(self, node: ast.Lambda) -> Any:
+        self._args(node.args)
+        form = getattr(node, "_sq_form", None)
+        node.body = self._scoped(form, _locals_of(node), lambda: self.e(node.body, wrap=False))
+        return node, False
+
+    def _await(self, node: Any) -> Any:
+        node.value = self.e(node.value, wrap=False)
+        return node, False
+
+    e_Await = e_Yield = e_YieldFrom = _await
+
+    def _args(self, args: ast.arguments) -> None:  # defaults run in the enclosing scope
+        args.defaults = [self.e(d) for d in args.defaults]
+        args.kw_defaults = [self.e(d) for d in args.kw_defaults]
+
+    def _target(self, t: Any) -> Any:
+        """An assignment/del target: its Store/Del node is never wrapped, the loads inside it
+        (`obj` in `obj.x = v`, `a` and `i` in `a[i] = v`) are."""
+        if isinstance(t, ast.Attribute):
+            t.value = self.e(t.value)
+        elif isinstance(t, ast.Subscript):
+            t.value = self.e(t.value)
+            t.slice = self._slice(t.slice)
+        elif isinstance(t, ast.Starred):
+            t.value = self._target(t.value)
+        elif isinstance(t, (ast.Tuple, ast.List)):
+            t.elts = [self._target(x) for x in t.elts]
+        return t
+
+    # -- statements
+    def stmts(self, body: List[ast.stmt]) -> List[ast.stmt]:
+        out: List[ast.stmt] = []
+        for st in body:
+            m = getattr(self, "s_" + type(st).__name__, None)
+            r = m(st) if m is not None else st
+            if isinstance(r, list):
+                out.extend(r)
+            else:
+                out.append(r)
+        return out
+
+    def s_FunctionDef(self, node: Any) -> Any:
+        self._args(node.args)
+        form = getattr(node, "_sq_form", None)
+        node.body = self._scoped(form, _locals_of(node), lambda: self.stmts(node.body))
+        return [node] + self._binds([ast.copy_location(ast.Name(id=node.name, ctx=ast.Store()), node)])
+
+    s_AsyncFunctionDef = s_FunctionDef
+
+    def s_ClassDef(self, node: ast.ClassDef) -> Any:
+        node.bases = [self.e(b) for b in node.bases]
+        for k in node.keywords:
+            k.value = self.e(k.value)
+        node.body = self._scoped(None, frozenset(), lambda: self.stmts(node.body))
+        return [node] + self._binds([ast.copy_location(ast.Name(id=node.name, ctx=ast.Store()), node)])
+
+    def s_Return(self, node: ast.Return) -> Any:
+        node.value = self.e(node.value, wrap=False)
+        return node
+
+    def s_Expr(self, node: ast.Expr) -> Any:
+        if getattr(node.value, "_sq_entry", None) == "call":
+            return node
+        node.value = self.e(node.value)
+        return node
+
+    def s_Assign(self, node: ast.Assign) -> Any:
+        pure = all(_pure_binding(t) for t in node.targets)
+        node.value = self.e(node.value, wrap=not pure)
+        node.targets = [self._target(t) for t in node.targets]
+        names: List[ast.Name] = []
+        for t in node.targets:
+            _target_names(t, names)
+        return [node] + self._binds(names)
+
+    def s_AugAssign(self, node: ast.AugAssign) -> Any:
+        node.target = self._target(node.target)
+        node.value = self.e(node.value)
+        return [node] + self._binds(_target_names(node.target, []))
+
+    def s_AnnAssign(self, node: ast.AnnAssign) -> Any:  # the annotation is never touched
+        if node.value is None:
+            node.target = self._target(node.target)
+            return node
+        simple = isinstance(node.target, ast.Name)
+        node.value = self.e(node.value, wrap=not simple)
+        node.target = self._target(node.target)
+        return [node] + (self._binds([node.target]) if simple else [])
+
+    def s_For(self, node: Any) -> Any:
+        node.iter = self.e(node.iter)
+        node.target = self._target(node.target)
+        node.body = self._binds(_target_names(node.target, [])) + self.stmts(node.body)
+        node.orelse = self.stmts(node.orelse)
+        return node
+
+    s_AsyncFor = s_For
+
+    def s_While(self, node: ast.While) -> Any:
+        node.test = self.e(node.test)
+        node.body = self.stmts(node.body)
+        node.orelse = self.stmts(node.orelse)
+        return node
+
+    def s_If(self, node: ast.If) -> Any:
+        node.test = self.e(node.test)
+        node.body = self.stmts(node.body)
+        node.orelse = self.stmts(node.orelse)
+        return node
+
+    def s_With(self, node: Any) -> Any:
+        names: List[ast.Name] = []
+        for it in node.items:
+            it.context_expr = self.e(it.context_expr)
+            if it.optional_vars is not None:
+                it.optional_vars = self._target(it.optional_vars)
+                _target_names(it.optional_vars, names)
+        node.body = self._binds(names) + self.stmts(node.body)
+        return node
+
+    s_AsyncWith = s_With
+
+    def s_Raise(self, node: ast.Raise) -> Any:
+        node.exc = self.e(node.exc)
+        node.cause = self.e(node.cause)
+        return node
+
+    def s_Try(self, node: Any) -> Any:
+        node.body = self.stmts(node.body)
+        for h in node.handlers:
+            if getattr(h, "_sq_inserted", False):
+                continue
+            h.type = self.e(h.type)
+            named = [ast.copy_location(ast.Name(id=h.name, ctx=ast.Store()), h)] if h.name else []
+            h.body = self._binds(named) + self.stmts(h.body)
+        node.orelse = self.stmts(node.orelse)
+        node.finalbody = self.stmts(node.finalbody)
+        return node
+
+    s_TryStar = s_Try
+
+    def s_Assert(self, node: ast.Assert) -> Any:
+        node.test = self.e(node.test)
+        node.msg = self.e(node.msg)
+        return node
+
+    def s_Delete(self, node: ast.Delete) -> Any:
+        node.targets = [self._target(t) for t in node.targets]
+        return node
+
+    def s_Import(self, node: Any) -> Any:
+        names = [
+            ast.copy_location(ast.Name(id=a.asname or a.name.split(".")[0], ctx=ast.Store()), node)
+            for a in node.names if a.name != "*"
+        ]
+        return [node] + self._binds(names)
+
+    s_ImportFrom = s_Import
+
+    def s_Match(self, node: Any) -> Any:
+        node.subject = self.e(node.subject)
+        for c in node.cases:  # patterns are never touched
+            c.guard = self.e(c.guard)
+            c.body = self._binds(_pattern_names(c.pattern, [])) + self.stmts(c.body)
+        return node
+
+
+def _full_pass(tree: ast.AST, ctx: _Ctx) -> None:
+    f = _Full(ctx)
+    tree.body = f.stmts(tree.body)  # type: ignore[attr-defined]
+
+
+# Passes per mode, run in order on the tree.
+_MODE_PASSES = {"calls": [_calls_pass], "full": [_calls_pass, _full_pass]}
+
+# The default mode's passes (kept for callers that look at it).
+_PASSES = _MODE_PASSES["full"]
 
 
 # --- the module prologue -----------------------------------------------------------------------
@@ -537,12 +1003,19 @@ def instrument_tree(
     filename: str,
     module_name: str,
     engine: Any = None,
+    mode: Optional[str] = None,
 ) -> Union[ast.Module, ast.Interactive]:
-    """Instruments a parsed module (or an interactive input) in place and returns it."""
+    """Instruments a parsed module (or an interactive input) in place and returns it.
+    ``mode``: "full" (calls, expressions, bindings) or "calls"; None: the config's mode for
+    ``module_name`` (``squall.config.current().mode_for``)."""
+    if mode is None:
+        mode = _configured_mode(module_name)
+    if mode not in _MODE_PASSES:
+        raise ValueError("squall: unknown instrumentation mode %r; expected full or calls" % (mode,))
     explicit = engine is not None
     ctx = _Ctx(engine if explicit else _default_engine(), filename, module_name)
     _Qualnames().visit(tree)
-    for p in _PASSES:
+    for p in _MODE_PASSES[mode]:
         p(tree, ctx)
     body = tree.body
     i = _prologue_index(body) if isinstance(tree, ast.Module) else 0
@@ -554,26 +1027,37 @@ def instrument_tree(
     return tree
 
 
+def _configured_mode(module_name: str) -> str:
+    try:
+        from squall import config  # noqa: PLC0415
+
+        return config.current().mode_for(module_name)
+    except Exception:  # noqa: BLE001 - a broken config is reported where it is loaded
+        return "full"
+
+
 def instrument_source(
-    source: Union[str, bytes], filename: str, module_name: str, engine: Any = None
+    source: Union[str, bytes], filename: str, module_name: str, engine: Any = None,
+    mode: Optional[str] = None,
 ) -> ast.Module:
     """Parses ``source`` (raising SyntaxError exactly as ``compile`` would) and returns the
     instrumented module tree. ``engine`` defaults to ``squall._engine``."""
     tree = compile(source, filename, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
-    return instrument_tree(tree, filename, module_name, engine)  # type: ignore[return-value]
+    return instrument_tree(tree, filename, module_name, engine, mode)  # type: ignore[return-value]
 
 
 def compile_instrumented(
-    source: Union[str, bytes], filename: str, module_name: str, engine: Any = None
+    source: Union[str, bytes], filename: str, module_name: str, engine: Any = None,
+    mode: Optional[str] = None,
 ) -> types.CodeType:
     """``instrument_source`` then ``compile``: the code object to exec as the module."""
-    tree = instrument_source(source, filename, module_name, engine)
+    tree = instrument_source(source, filename, module_name, engine, mode)
     return compile(tree, filename, "exec", dont_inherit=True)
 
 
 def instrumented_source_text(
     source: Union[str, bytes], filename: str = "<string>", module_name: str = "__main__",
-    engine: Any = None,
+    engine: Any = None, mode: Optional[str] = None,
 ) -> Optional[str]:
     """The rewritten source as text (for debugging the rewriter)."""
-    return ast.unparse(instrument_source(source, filename, module_name, engine))
+    return ast.unparse(instrument_source(source, filename, module_name, engine, mode))
