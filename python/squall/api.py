@@ -18,6 +18,9 @@ __all__ = [
     "clear_recordings",
     "current_flow",
     "engine_stats",
+    "finish_saving",
+    "save_to",
+    "saving_to",
     "flow",
     "get_limits",
     "is_recording",
@@ -132,3 +135,58 @@ def engine_stats() -> Dict[str, int]:
     recording started), ``repaired`` (frames closed without their own exit event),
     ``snapshot_errors``."""
     return dict(_engine.engine_stats())
+
+
+def save_to(path: str, program: Optional[str] = None, argv: Optional[List[str]] = None) -> str:
+    """Streams the recording to ``path`` from now on (what was recorded before is included):
+    flushed about every half second, so a killed or crashed program leaves a readable file.
+    ``squall run`` does this for you (``-o`` chooses the path). Finish with
+    :func:`finish_saving`; it is also done at interpreter exit."""
+    import atexit
+    import os
+    import sys
+
+    from squall import __version__
+
+    path = os.path.abspath(os.fspath(path))
+    parent = os.path.dirname(path)
+    if parent:
+        os.makedirs(parent, exist_ok=True)
+    _engine.open_sink(
+        path,
+        program if program is not None else (sys.argv[0] if sys.argv else ""),
+        list(argv) if argv is not None else list(sys.argv),
+        sys.version,
+        __version__,
+        os.getcwd(),
+    )
+    atexit.register(_finish_at_exit)
+    return path
+
+
+def finish_saving(exit_code: Optional[int] = None, interrupted: bool = False) -> Optional[str]:
+    """Flushes the rest and closes the recording file, marking it complete. Returns its path
+    (None if nothing was being saved). ``exit_code`` and ``interrupted`` (Ctrl-C) are written
+    into the file's end marker."""
+    stats = engine_stats()
+    end = [(k, int(stats[k])) for k in ("entries", "values", "dropped", "unmatched") if k in stats]
+    if exit_code is not None:
+        end.append(("exit_code", exit_code & 0xFFFFFFFF))
+    end.append(("interrupted", 1 if interrupted else 0))
+    path = _engine.close_sink(end)
+    return None if path is None else str(path)
+
+
+def saving_to() -> Optional[str]:
+    """The recording file being written, if any."""
+    path = _engine.sink_path()
+    return None if path is None else str(path)
+
+
+def _finish_at_exit() -> None:
+    try:
+        finish_saving()
+    except Exception as e:  # noqa: BLE001 - never fail the interpreter's exit
+        import sys
+
+        print(f"squall: {e}", file=sys.stderr)

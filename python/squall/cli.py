@@ -48,6 +48,10 @@ def _add_config_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("-i", dest="interactive", action="store_true",
                    help="after the program ends, open a console in this process to query the "
                         "recording (squall, indexes, values are imported)")
+    p.add_argument("-o", "--output", default=None, metavar="PATH",
+                   help="save the recording to PATH (default: .squall/<program>-<time>.sqrec)")
+    p.add_argument("--no-save", action="store_true",
+                   help="keep the recording in this process only (query it with -i)")
     p.add_argument("--no-summary", action="store_true", help="print no summary at the end")
     p.add_argument("-q", "--quiet", action="store_true", help="print nothing of squall's own "
                    "except errors (implies --no-summary)")
@@ -100,13 +104,28 @@ def _parser() -> argparse.ArgumentParser:
     repl = sub.add_parser("repl", help="an instrumented REPL with recording on",
                           description="An interactive console with recording on.")
     _add_config_options(repl)
+
+    info = sub.add_parser("info", help="what a recording file holds",
+                          description="Print what a recording holds: program, argv, Python, start "
+                                      "and end, flows, threads, entry counts, size, completed.")
+    info.add_argument("recording", help="a .sqrec file written by `squall run`")
+    info.add_argument("--json", action="store_true", help="print JSON (data only) instead of text")
+
+    export = sub.add_parser("export", help="convert a recording (Chrome trace, SQLite)",
+                            description="Write a recording as Chrome trace JSON (Perfetto, "
+                                        "chrome://tracing) or as an SQLite database.")
+    export.add_argument("recording", help="a .sqrec file written by `squall run`")
+    export.add_argument("--format", required=True, choices=["chrome", "sqlite"])
+    export.add_argument("-o", "--output", default=None, metavar="PATH",
+                        help="where to write (default: the recording's path with .json / .sqlite)")
     return p
 
 
 def _split_run_argv(argv: list[str]) -> tuple[list[str], list[str]]:
     """Splits ``run``'s argv into squall's options and the program's argv: everything from the
     script (or from ``-m MODULE``) on belongs to the program, even if it looks like an option."""
-    with_value = {"--include", "--skip", "--skip-regex", "--mode", "--thread-trace-limit", "--fn-call-limit", "--memory-limit"}
+    with_value = {"--include", "--skip", "--skip-regex", "--mode", "--thread-trace-limit", "--fn-call-limit",
+                  "--memory-limit", "-o", "--output"}
     i = 0
     while i < len(argv):
         a = argv[i]
@@ -129,7 +148,7 @@ def _split_run_argv(argv: list[str]) -> tuple[list[str], list[str]]:
 # --- configuration and recording -------------------------------------------------------------
 
 
-def _setup_recording(opts, script_path: str | None = None) -> object | None:
+def _setup_recording(opts, script_path: str | None = None, program_argv: list[str] | None = None) -> object | None:
     """Loads the configuration (flags over SQUALL_* env over [tool.squall] in pyproject),
     installs the import hook and turns recording on. Returns the hook module (or None when the
     instrumenter is not available)."""
@@ -176,9 +195,43 @@ def _setup_recording(opts, script_path: str | None = None) -> object | None:
         }
         api.set_limits(**{k: v for k, v in limits.items() if v is not None})
         api.start_recording()
+        if hasattr(opts, "no_save") and not opts.no_save:
+            _start_saving(api, opts, script_path, program_argv)
     except ImportError as e:
         _warn(f"recording unavailable ({e})")
     return hook
+
+
+def _start_saving(api, opts, script_path: str | None, program_argv: list[str] | None) -> None:
+    if getattr(opts, "command", None) == "repl" and opts.output is None:
+        return  # a REPL saves only when asked to (-o)
+    program = script_path if script_path is not None else f"-m {getattr(opts, 'module', None) or 'repl'}"
+    path = opts.output
+    if path is None:
+        import time
+
+        stem = os.path.splitext(os.path.basename(script_path))[0] if script_path else (getattr(opts, "module", None) or "repl")
+        path = os.path.join(".squall", f"{stem}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.sqrec")
+    try:
+        api.save_to(path, program=program, argv=program_argv)
+    except OSError as e:
+        _warn(f"{e}; the recording stays in this process only")
+
+
+def _finish_saving(outcome) -> str | None:
+    """Completes the recording file; returns its path (None if not saving or it failed)."""
+    try:
+        from squall import api
+
+        return api.finish_saving(
+            exit_code=outcome.exit_code if outcome is not None else 0,
+            interrupted=bool(outcome is not None and outcome.keyboard_interrupt),
+        )
+    except OSError as e:
+        _warn(str(e))
+    except Exception as e:  # never change the program's outcome
+        _warn(f"could not finish the recording file ({type(e).__name__}: {e})")
+    return None
 
 
 def _warn(msg: str) -> None:
@@ -428,13 +481,13 @@ def _stop_recording() -> None:
         pass
 
 
-def _print_summary(opts, outcome: _Outcome | None = None) -> None:
+def _print_summary(opts, outcome: _Outcome | None = None, saved_to: str | None = None) -> None:
     if opts.no_summary or opts.quiet:
         return
     try:
         from squall.summary import render_summary
 
-        text = render_summary(uncaught=outcome.uncaught if outcome is not None else None)
+        text = render_summary(uncaught=outcome.uncaught if outcome is not None else None, saved_to=saved_to)
     except Exception as e:  # the summary must never change the program's outcome
         text = f"{PROG}: could not summarize the recording: {type(e).__name__}: {e}"
     try:
@@ -523,7 +576,8 @@ def cmd_run(opts, prog_argv: list[str]) -> int:
               f"[Errno 2] No such file or directory", file=sys.stderr)
         return 2
 
-    hook = _setup_recording(opts, target)
+    program_argv = [target] + prog_args if target is not None else ["-m", opts.module] + prog_args
+    hook = _setup_recording(opts, target, program_argv)
     outcome = _Outcome()
     outcome.watch_threads()
     if target is not None:
@@ -540,7 +594,8 @@ def cmd_run(opts, prog_argv: list[str]) -> int:
             merged.update({k: v for k, v in ns.items() if k not in merged or k == "__name__"})
             merged["__name__"] = "__main__"
             ns = merged
-        _print_summary(opts, outcome)
+        saved = _finish_saving(outcome)
+        _print_summary(opts, outcome, saved)
         _interact(ns, banner=(
             f"{PROG}: the recording is in this process. Try indexes.all_flows(), "
             "indexes.fn_call_stats(0), indexes.exceptions()."))
@@ -548,7 +603,8 @@ def cmd_run(opts, prog_argv: list[str]) -> int:
 
     _wait_for_threads()
     _stop_recording()
-    _print_summary(opts, outcome)
+    saved = _finish_saving(outcome)
+    _print_summary(opts, outcome, saved)
     if outcome.keyboard_interrupt:
         _exit_like_sigint()
     return outcome.exit_code
@@ -582,6 +638,10 @@ def main(argv: list[str] | None = None) -> int:
     opts = parser.parse_args(argv)
     if opts.command == "repl":
         return cmd_repl(opts)
+    if opts.command in ("info", "export"):
+        from squall import files_cli
+
+        return files_cli.cmd_info(opts) if opts.command == "info" else files_cli.cmd_export(opts)
     parser.print_help(sys.stderr)
     return 2
 

@@ -31,7 +31,11 @@ def _qualified(ns: Any, name: Any) -> str:
     return str(name)
 
 
-def render_summary(title: str = "squall", uncaught: Optional[Iterable[BaseException]] = None) -> str:
+def render_summary(
+    title: str = "squall",
+    uncaught: Optional[Iterable[BaseException]] = None,
+    saved_to: Optional[str] = None,
+) -> str:
     """Returns the summary text (several lines, no trailing newline).
 
     ``uncaught``: the exceptions the runner saw leave the program (the main thread's and the
@@ -39,10 +43,10 @@ def render_summary(title: str = "squall", uncaught: Optional[Iterable[BaseExcept
     where the catching frame was not recorded (module level, uninstrumented code)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "nothing recorded" is said below, plainly
-        return _render(title, uncaught)
+        return _render(title, uncaught, saved_to)
 
 
-def _render(title: str, uncaught: Optional[Iterable[BaseException]]) -> str:
+def _render(title: str, uncaught: Optional[Iterable[BaseException]], saved_to: Optional[str]) -> str:
     try:
         from squall import indexes
     except Exception as e:  # pragma: no cover - the engine is not built
@@ -55,8 +59,12 @@ def _render(title: str, uncaught: Optional[Iterable[BaseException]]) -> str:
     out: list[str] = []
     w = out.append
     w(f"--- {title}: recording summary ---")
-    w("The recording lives in this process's memory and ends with it; "
-      "run with -i to query it (indexes, values) before it is gone.")
+    if saved_to:
+        w(f"recording saved to {saved_to}")
+        w(f"  open it: squall info {saved_to}   |   python -c \"import squall; rec = squall.load('{saved_to}')\"")
+    else:
+        w("The recording lives in this process's memory and ends with it (not saved: --no-save); "
+          "run with -i to query it (indexes, values) before it is gone.")
 
     flows = _try(indexes.all_flows, None)
     if flows is None:

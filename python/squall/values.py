@@ -20,6 +20,9 @@ from typing import Any, Callable, Optional
 from squall import _engine
 
 __all__ = [
+    "MapSnapshot",
+    "ObjectSnapshot",
+    "SeqSnapshot",
     "Truncated",
     "deref_val_id",
     "get_snapshot_budget",
@@ -48,6 +51,64 @@ class Truncated:
 
 
 _engine.set_truncation_marker(Truncated)
+
+
+class ObjectSnapshot:
+    """An object as a recording file keeps it: its type name, its repr when saved, and its
+    attributes (snapshots themselves), readable as attributes: ``snap.total``."""
+
+    __slots__ = ("type_name", "repr_text", "attrs")
+
+    def __init__(self, type_name: str, repr_text: str, attrs: dict) -> None:
+        object.__setattr__(self, "type_name", type_name)
+        object.__setattr__(self, "repr_text", repr_text)
+        object.__setattr__(self, "attrs", attrs)
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return object.__getattribute__(self, "attrs")[name]
+        except KeyError:
+            raise AttributeError(
+                f"the recorded {self.type_name} has no attribute {name!r} (recorded: {sorted(self.attrs)})"
+            ) from None
+
+    def __repr__(self) -> str:
+        return self.repr_text
+
+    def __str__(self) -> str:
+        text = self.attrs.get("__str__")
+        return text if isinstance(text, str) else self.repr_text
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ObjectSnapshot):
+            return NotImplemented
+        return (self.type_name, self.repr_text, self.attrs) == (other.type_name, other.repr_text, other.attrs)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class SeqSnapshot(list):
+    """A sequence of a type that is not rebuilt from a file (``deque``, a list subclass...): its
+    items in a list, with the recorded ``type_name``."""
+
+    def __init__(self, type_name: str, items: list) -> None:
+        super().__init__(items)
+        self.type_name = type_name
+
+    def __repr__(self) -> str:
+        return f"{self.type_name}({list.__repr__(self)})"
+
+
+class MapSnapshot(dict):
+    """A mapping of a type that is not rebuilt from a file (``defaultdict``, ``Counter``...):
+    its items in a dict, with the recorded ``type_name``."""
+
+    def __init__(self, type_name: str, items: dict) -> None:
+        super().__init__(items)
+        self.type_name = type_name
+
+    def __repr__(self) -> str:
+        return f"{self.type_name}({dict.__repr__(self)})"
 
 
 def deref_val_id(value_ref: Optional[int]) -> Any:
@@ -128,7 +189,7 @@ class _Printer:
             body = f"{open_}{', '.join(parts)}{close}"
         if type(v) in (list, tuple, dict, set):
             return body
-        return f"{type(v).__name__}({body})"
+        return f"{getattr(v, 'type_name', type(v).__name__)}({body})"
 
     def items(self, v: Any, kind: str, depth: int, active: set) -> "tuple[list, bool]":
         parts: list = []

@@ -211,4 +211,36 @@ impl FileRecording {
     fn is_recording(&self) -> bool {
         false
     }
+
+    /// Writes Chrome trace event JSON (Perfetto opens it) to `out`.
+    #[pyo3(signature = (out, progress=None))]
+    fn export_chrome(&self, py: Python<'_>, out: PathBuf, progress: Option<Bound<'_, PyAny>>) -> PyResult<()> {
+        let file = std::fs::File::create(&out)
+            .map_err(|e| PyOSError::new_err(format!("cannot create `{}`: {e}", out.display())))?;
+        let progress: Option<Py<PyAny>> = progress.map(Bound::unbind);
+        py.detach(|| {
+            let mut report = |done: u64, total: u64| report_progress(&progress, done, total);
+            squall_store::export::export_chrome(&self.rec, std::io::BufWriter::new(file), Some(&mut report))
+        })
+        .map_err(load_error)
+    }
+
+    /// Writes an SQLite database (tables forms, calls, entries, values) to `out`.
+    #[pyo3(signature = (out, progress=None))]
+    fn export_sqlite(&self, py: Python<'_>, out: PathBuf, progress: Option<Bound<'_, PyAny>>) -> PyResult<()> {
+        let progress: Option<Py<PyAny>> = progress.map(Bound::unbind);
+        py.detach(|| {
+            let mut report = |done: u64, total: u64| report_progress(&progress, done, total);
+            squall_store::export::export_sqlite(&self.rec, &out, Some(&mut report))
+        })
+        .map_err(load_error)
+    }
+}
+
+fn report_progress(cb: &Option<Py<PyAny>>, done: u64, total: u64) {
+    if let Some(cb) = cb {
+        Python::attach(|py| {
+            let _ = cb.bind(py).call1((done, total));
+        });
+    }
 }

@@ -15,10 +15,15 @@ use crate::engine::without_recording;
 pub struct SnapBudget {
     pub max_depth: u32,
     pub max_length: usize,
+    /// Characters of `repr` kept for the value itself.
     pub max_repr: usize,
+    /// Characters of `repr` kept for objects nested inside it (their attributes carry the rest).
+    pub max_nested_repr: usize,
 }
 
-pub const FILE_BUDGET: SnapBudget = SnapBudget { max_depth: 5, max_length: 100, max_repr: 1000 };
+/// What a file keeps of each value. Reprs of nested objects are short: an object's repr usually
+/// repeats its attributes' reprs, and the attributes are kept as a tree anyway.
+pub const FILE_BUDGET: SnapBudget = SnapBudget { max_depth: 4, max_length: 50, max_repr: 300, max_nested_repr: 60 };
 
 /// A structural snapshot of `o` as it is now.
 pub fn snap_of(o: &Bound<'_, PyAny>, budget: &SnapBudget) -> Snap {
@@ -38,12 +43,12 @@ fn qualified_type_name(o: &Bound<'_, PyAny>) -> String {
     }
 }
 
-fn safe_repr(o: &Bound<'_, PyAny>, budget: &SnapBudget) -> String {
+fn safe_repr(o: &Bound<'_, PyAny>, max: usize) -> String {
     match o.repr() {
         Ok(r) => {
             let s = r.to_string_lossy().into_owned();
-            if s.chars().count() > budget.max_repr {
-                let cut: String = s.chars().take(budget.max_repr).collect();
+            if s.chars().count() > max {
+                let cut: String = s.chars().take(max).collect();
                 format!("{cut}...")
             } else {
                 s
@@ -130,7 +135,7 @@ fn snap(o: &Bound<'_, PyAny>, budget: &SnapBudget, depth: u32) -> Snap {
         let entries = d.iter().take(budget.max_length).map(|(k, v)| (snap(&k, budget, depth - 1), snap(&v, budget, depth - 1))).collect();
         return Snap::Map { type_name, entries, len };
     }
-    let repr = safe_repr(o, budget);
+    let repr = safe_repr(o, if depth == budget.max_depth { budget.max_repr } else { budget.max_nested_repr });
     if depth == 0 {
         return Snap::Opaque { type_name, repr };
     }
@@ -139,6 +144,9 @@ fn snap(o: &Bound<'_, PyAny>, budget: &SnapBudget, depth: u32) -> Snap {
         if let Ok(args) = o.getattr("args") {
             attrs.push(("args".to_string(), snap(&args, budget, depth - 1)));
         }
+        // What `str(exc)` said: the message a traceback shows.
+        let text = o.str().map(|t| t.to_string_lossy().into_owned()).unwrap_or_default();
+        attrs.push(("__str__".to_string(), Snap::Str(text)));
     }
     // Instance attributes only: reading `__dict__` runs no user code (unlike `getattr`).
     if let Ok(dict) = o.getattr("__dict__") {

@@ -1,0 +1,259 @@
+"""Recordings that outlive the process: the same queries over the live recording and over the
+file it was saved to; crashes; `squall info` / `squall export`; bad files."""
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import squall
+from squall import api
+from squall._instrument import rewrite
+
+SQUALL = str(Path(sys.executable).parent / "squall")
+
+PROGRAM = """
+class Oops(Exception):
+    pass
+
+def leaf(x, tag):
+    if x == 3:
+        raise Oops(f"bad {tag}")
+    return {"x": x, "tags": [tag, tag.upper()]}
+
+def middle(x):
+    return leaf(x, "t%d" % x)
+
+def gen(n):
+    for i in range(n):
+        got = yield i * 10
+    return "done"
+
+def main(items):
+    out = []
+    for x in items:
+        try:
+            out.append(middle(x))
+        except Oops:
+            out.append(None)
+    items.append("mutated later")
+    g = gen(2)
+    out.append(list(g))
+    return out
+"""
+
+
+@pytest.fixture(scope="module")
+def both(tmp_path_factory):
+    """Records PROGRAM once, live and saved; yields (live queries, file queries, thread id)."""
+    path = tmp_path_factory.mktemp("rec") / "prog.sqrec"
+    api.stop_recording()
+    api.clear_recordings()
+    ns = {"__name__": "prog"}
+    exec(rewrite.compile_instrumented(PROGRAM, "/src/prog.py", "prog"), ns)
+    api.start_recording(install_hook=False)
+    api.save_to(str(path), program="prog.py", argv=["prog.py", "--fast"])
+    ns["main"]([1, 2, 3, 4])
+    api.stop_recording()
+    assert api.finish_saving(exit_code=0) == str(path)
+    yield {"live": squall.live(), "file": squall.load(path)}, threading.get_native_id()
+    api.clear_recordings()
+
+
+@pytest.fixture(params=["live", "file"])
+def q(request, both):
+    backends, tid = both
+    return backends[request.param], tid
+
+
+def test_flows_threads_and_counts(q):
+    rec, tid = q
+    assert rec.all_flows() == {0: [tid]}
+    assert rec.all_threads() == [(0, tid)]
+    (info,) = rec.flow_threads_info(0)
+    assert (info["thread_name"], info["calls"]) == ("MainThread", 10)
+    stats = {s["fn_name"]: s["cnt"] for s in rec.fn_call_stats(0)}
+    assert stats == {"main": 1, "middle": 4, "leaf": 4, "gen": 1}
+
+
+def test_timeline_entries_and_values(q):
+    rec, tid = q
+    tl = rec.get_referenced_maps_timeline(0, tid)
+    assert len(tl) > 20
+    main_call = tl[0]
+    assert (main_call["type"], main_call["fn_name"], main_call["parent_idx"]) == ("fn-call", "main", None)
+    # the list was mutated after the call: the recording shows it as it was passed
+    assert rec.deref_val_id(main_call["fn_args_ref"]) == [[1, 2, 3, 4]]
+    leaf = rec.find_fn_call_entry(0, tid, fn_name="leaf", args_pred=lambda a: a[0] == 2)
+    assert rec.deref_val_id(leaf["fn_args_ref"]) == [2, "t2"]
+    assert rec.deref_val_id(tl[leaf["ret_idx"]]["result_ref"]) == {"x": 2, "tags": ["t2", "T2"]}
+    assert rec.val_pprint(tl[leaf["ret_idx"]]["result_ref"], print_level=1, print_length=1) == "{'x': 2, ...}"
+    assert [e["type"] for e in tl if e["type"].startswith("fn-")][:3] == ["fn-call", "fn-call", "fn-call"]
+
+
+def test_navigation(q):
+    rec, tid = q
+    leaf = rec.find_fn_call_entry(0, tid, fn_name="leaf")
+    assert rec.timeline_entry(0, tid, leaf["idx"], "next-over")["idx"] == leaf["ret_idx"]
+    assert [f["fn_name"] for f in rec.stack_for_frame(0, tid, leaf["idx"])] == ["leaf", "middle", "main"]
+    frame = rec.frame_data(0, tid, leaf["idx"])
+    assert frame["arg_names"] == ["x", "tag"] and frame["exit_type"] == "fn-return"
+    root = rec.callstack_root_node(0, tid)
+    (main,) = rec.callstack_node_childs(root)
+    kids = rec.callstack_node_childs(main)
+    assert [k["fn_name"] for k in kids] == ["middle"] * 4 + ["gen", "gen", "gen"]
+    assert [k["type"] for k in kids[-3:]] == ["fn-call", "fn-resume", "fn-resume"]
+    last = rec.find_fn_call_entry(0, tid, fn_name="middle", backward=True)
+    assert rec.deref_val_id(last["fn_args_ref"]) == [4]
+
+
+def test_exceptions(q):
+    rec, tid = q
+    (exc,) = rec.exceptions()
+    assert (exc["fn_name"], exc["exc_type"], exc["message"], exc["frames"], exc["caught_in"]) == (
+        "leaf", "Oops", "bad t3", 2, "prog.main")
+    assert str(rec.deref_val_id(exc["throwable_ref"])) == "bad t3"
+
+
+def test_generator_segments(q):
+    rec, tid = q
+    tl = rec.get_referenced_maps_timeline(0, tid)
+    gen_exits = [e for e in tl if e["type"] == "fn-return" and rec.get_referenced_maps_timeline(0, tid)[e["fn_call_idx"]]["fn_name"] == "gen"]
+    assert [e["kind"] for e in gen_exits] == ["yield", "yield", "return"]
+    assert [rec.deref_val_id(e["result_ref"]) for e in gen_exits] == [0, 10, "done"]
+
+
+def test_file_info(both, tmp_path):
+    backends, _ = both
+    info = backends["file"].info()
+    assert info["program"] == "prog.py" and info["argv"] == ["prog.py", "--fast"]
+    assert info["completed"] and info["cut_short"] is None
+    assert info["stats"]["exit_code"] == 0
+    assert info["python"].startswith(sys.version.split()[0])
+
+
+# --- the command line ------------------------------------------------------------------------
+
+
+def squall_cmd(*args, cwd, timeout=60):
+    return subprocess.run([SQUALL, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout)
+
+
+def test_run_saves_info_and_exports(tmp_path):
+    script = tmp_path / "prog.py"
+    script.write_text(PROGRAM + "\nmain([1, 2, 3, 4])\nprint('ok')\n")
+    run = squall_cmd("run", "-o", "out.sqrec", str(script), cwd=tmp_path)
+    assert run.returncode == 0 and run.stdout == "ok\n"
+    assert f"recording saved to {tmp_path / 'out.sqrec'}" in run.stderr
+    info = squall_cmd("info", "out.sqrec", cwd=tmp_path)
+    assert info.returncode == 0, info.stderr
+    lines = info.stdout.splitlines()
+    assert lines[1] == f"program    {script}"
+    assert lines[2] == f"argv       {script}"
+    assert "status     completed (exit code 0)" in lines
+    assert any(l.strip().startswith("thread") and "MainThread" in l for l in lines)
+    as_json = json.loads(squall_cmd("info", "--json", "out.sqrec", cwd=tmp_path).stdout)
+    assert as_json["completed"] is True and as_json["entries"] > 20
+
+    chrome = squall_cmd("export", "out.sqrec", "--format", "chrome", cwd=tmp_path)
+    assert chrome.returncode == 0 and chrome.stdout.strip() == str(tmp_path / "out.json")
+    trace = json.loads((tmp_path / "out.json").read_text())
+    events = trace["traceEvents"] if isinstance(trace, dict) else trace
+    names = [e["name"] for e in events if e.get("ph") == "X"]
+    assert names.count("__main__.middle") == 4
+
+    db = squall_cmd("export", "out.sqrec", "--format", "sqlite", "-o", "out.db", cwd=tmp_path)
+    assert db.returncode == 0, db.stderr
+    con = sqlite3.connect(tmp_path / "out.db")
+    rows = dict(con.execute("select fn_name, count(*) from calls group by fn_name").fetchall())
+    assert rows == {"main": 1, "middle": 4, "leaf": 4, "gen": 3}
+
+
+def test_default_recording_path_is_printed(tmp_path):
+    script = tmp_path / "hello.py"
+    script.write_text("def hi():\n    return 1\nhi()\n")
+    run = squall_cmd("run", str(script), cwd=tmp_path)
+    saved = [l for l in run.stderr.splitlines() if l.startswith("recording saved to ")]
+    assert len(saved) == 1
+    path = Path(saved[0].split("recording saved to ", 1)[1])
+    assert path.parent == tmp_path / ".squall" and path.name.startswith("hello-") and path.exists()
+    assert squall.load(path).fn_call_stats(0)[0]["fn_name"] == "hi"
+
+
+CRASHER = """
+import os, signal, sys, time
+
+def work(i):
+    return i * 2
+
+for i in range(500):
+    work(i)
+print("ready", flush=True)
+time.sleep(1.5)  # longer than a flush interval
+mode = sys.argv[1]
+if mode == "os_exit":
+    os._exit(3)
+elif mode == "segfault":
+    import ctypes
+    ctypes.string_at(0)
+elif mode == "sigkill":
+    os.kill(os.getpid(), signal.SIGKILL)
+elif mode == "ctrl_c":
+    time.sleep(60)
+work(-1)
+"""
+
+
+@pytest.mark.parametrize("mode", ["os_exit", "segfault", "sigkill", "ctrl_c"])
+def test_a_crashed_program_leaves_a_readable_file(tmp_path, mode):
+    script = tmp_path / "crash.py"
+    script.write_text(CRASHER)
+    proc = subprocess.Popen([SQUALL, "run", "-o", "crash.sqrec", str(script), mode], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline() == "ready\n"
+    if mode == "ctrl_c":
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGINT)
+    proc.wait(timeout=60)
+    assert proc.returncode != 0
+    rec = squall.load(tmp_path / "crash.sqrec")
+    info = rec.info()
+    stats = {s["fn_name"]: s["cnt"] for s in rec.fn_call_stats(0)}
+    assert stats["work"] == 500  # everything up to the last flush
+    if mode == "ctrl_c":
+        assert info["completed"] and info["stats"]["interrupted"] == 1
+        shown = squall_cmd("info", "crash.sqrec", cwd=tmp_path).stdout
+        assert "interrupted: Ctrl-C" in shown
+    else:
+        assert not info["completed"]
+        assert "no end marker" in info["cut_short"]
+        shown = squall_cmd("info", "crash.sqrec", cwd=tmp_path).stdout
+        assert "CUT SHORT" in shown
+
+
+# --- bad files -------------------------------------------------------------------------------
+
+
+def test_bad_files_get_clear_errors(tmp_path, both):
+    backends, _ = both
+    good = Path(backends["file"].path).read_bytes()
+    (tmp_path / "notes.txt").write_text("just some text\n")
+    (tmp_path / "empty.sqrec").write_bytes(b"")
+    (tmp_path / "half.sqrec").write_bytes(good[: len(good) // 2])
+    with pytest.raises(FileNotFoundError, match="no recording at `.*missing.sqrec`"):
+        squall.load(tmp_path / "missing.sqrec")
+    with pytest.raises(ValueError, match="is not a squall recording"):
+        squall.load(tmp_path / "notes.txt")
+    with pytest.raises(ValueError, match="is empty"):
+        squall.load(tmp_path / "empty.sqrec")
+    half = squall.load(tmp_path / "half.sqrec")
+    assert not half.info()["completed"] and half.info()["cut_short"]
+    cmd = squall_cmd("info", "notes.txt", cwd=tmp_path)
+    assert cmd.returncode == 1 and cmd.stdout == "" and "is not a squall recording" in cmd.stderr
