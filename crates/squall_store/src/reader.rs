@@ -373,12 +373,7 @@ pub(crate) fn read_named(b: &[u8], name: &str, mut progress: Option<Progress>) -
     }
 
     // Pass 2: decode bodies in parallel, apply them in order.
-    let tm = std::time::Instant::now();
     let decoded = decode_all(&frames);
-    let timing = std::env::var_os("SQUALL_STORE_TIMING").is_some();
-    if timing {
-        eprintln!("decode {:?}", tm.elapsed());
-    }
     let mut st = State { forms: Forms::new(), nsites: 0, timelines: Vec::new(), by_number: HashMap::new(), ended: None, reserve: None };
     let mut reserve: HashMap<u32, (usize, usize)> = HashMap::new();
     for p in decoded.iter().flatten() {
@@ -413,9 +408,6 @@ pub(crate) fn read_named(b: &[u8], name: &str, mut progress: Option<Progress>) -
             }
         }
     }
-    if timing {
-        eprintln!("apply {:?}", tm.elapsed());
-    }
     let completed = st.ended.is_some();
     if cut.is_none() && !completed {
         cut = Some("no end marker: the program was killed or crashed after the last flush".into());
@@ -429,9 +421,6 @@ pub(crate) fn read_named(b: &[u8], name: &str, mut progress: Option<Progress>) -
         .into_iter()
         .map(|t| LoadedTimeline { meta: t.meta, timeline: Timeline::from_parts(t.entries, t.args), values: t.values })
         .collect();
-    if timing {
-        eprintln!("from_parts {:?}", tm.elapsed());
-    }
     if let Some(p) = progress.as_mut() {
         p(total, total);
     }
