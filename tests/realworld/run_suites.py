@@ -1,0 +1,158 @@
+"""Runs real libraries' test suites plainly and fully instrumented by squall; compares outcomes.
+
+    python tests/realworld/run_suites.py [--only NAME ...] [--work /tmp/squall_realworld]
+                                         [--mode full|calls] [--keep]
+
+For each library below: a venv under ``--work`` (made from this interpreter), the library and its
+test dependencies installed from PyPI, the tests taken from the library's sdist, then pytest run
+twice with the plugin ``squall_rw_plugin`` (this directory):
+
+1. plainly (the plugin only writes each test's outcome);
+2. with squall's import hook installed for the library's top-level package(s) before anything
+   imports it, full mode, recording on for the whole session.
+
+Prints, per library, how many tests ran and every test whose outcome differs, and writes
+``results.json`` in the work directory. squall itself is taken from this checkout (``python/``,
+with the engine built by ``maturin develop``), so use the interpreter of the checkout's venv.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+
+# name, version, include prefixes, extra pip packages, tests dir inside the sdist (None: the
+# installed package's own tests, run with --pyargs), extra pytest args
+LIBRARIES = [
+    ("more-itertools", "10.5.0", ["more_itertools"], [], "tests", []),
+    ("toolz", "1.0.0", ["toolz", "tlz"], [], None, ["--pyargs", "toolz"]),
+    ("attrs", "24.2.0", ["attr", "attrs"], ["hypothesis", "pympler", "cloudpickle"], "tests",
+     ["-p", "no:mypy-plugins"]),
+]
+
+
+def sh(cmd, **kw):
+    kw.setdefault("check", True)
+    return subprocess.run([str(c) for c in cmd], **kw)
+
+
+def sdist_tests(work: Path, name: str, version: str, tests: str, venv_py: Path) -> Path:
+    """The sdist's tests directory copied to work/<name>-tests (plus a root conftest.py)."""
+    dl = work / "sdist"
+    dl.mkdir(parents=True, exist_ok=True)
+    tgz = next(dl.glob(f"{name.replace('-', '?')}-{version}.tar.gz"), None) or next(
+        dl.glob(f"{name.replace('-', '_')}-{version}.tar.gz"), None)
+    if tgz is None:
+        sh([venv_py, "-m", "pip", "download", "-q", "--no-binary", ":all:", "--no-deps",
+            f"{name}=={version}", "-d", dl])
+        tgz = next(p for p in dl.glob("*.tar.gz") if p.name.lower().replace("_", "-").startswith(
+            f"{name}-{version}".lower()))
+    out = work / f"{name}-src"
+    if not out.exists():
+        with tarfile.open(tgz) as t:
+            t.extractall(work / "extract")
+        top = next((work / "extract").glob(f"*{version}"))
+        shutil.rmtree(work / "extract" / top.name, ignore_errors=False) if False else None
+        dest = work / f"{name}-tests-root"
+        dest.mkdir(exist_ok=True)
+        shutil.copytree(top / tests, dest / tests, dirs_exist_ok=True)
+        if (top / "conftest.py").exists():
+            shutil.copy(top / "conftest.py", dest / "conftest.py")
+        out.mkdir()
+    return work / f"{name}-tests-root"
+
+
+def run_pytest(venv_py: Path, cwd: Path, args, include, out_json: Path, mode: str) -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(HERE), str(ROOT / "python")])
+    env["SQUALL_RW_OUT"] = str(out_json)
+    env["PYTHONHASHSEED"] = "0"
+    env.pop("SQUALL_RW_INCLUDE", None)
+    if include:
+        env["SQUALL_RW_INCLUDE"] = ",".join(include)
+        env["SQUALL_RW_MODE"] = mode
+    t0 = time.perf_counter()
+    r = subprocess.run([str(venv_py), "-m", "pytest", "-q", "-p", "squall_rw_plugin", "-p",
+                        "no:cacheprovider", "-x" if False else "-rN", *args],
+                       cwd=str(cwd), env=env, capture_output=True, text=True)
+    dt = time.perf_counter() - t0
+    if not out_json.exists():
+        raise SystemExit(f"pytest wrote no outcomes (exit {r.returncode}):\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
+    data = json.loads(out_json.read_text())
+    data["seconds"] = round(dt, 1)
+    data["stderr_tail"] = r.stderr[-2000:]
+    data["stdout_tail"] = r.stdout[-2000:]
+    return data
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", nargs="*")
+    ap.add_argument("--work", default="/tmp/squall_realworld")
+    ap.add_argument("--mode", default="full", choices=["full", "calls"])
+    args = ap.parse_args()
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    results = {}
+    for name, version, include, extra, tests, pyargs in LIBRARIES:
+        if args.only and name not in args.only:
+            continue
+        venv = work / f"venv-{name}"
+        py = venv / "bin" / "python"
+        if not py.exists():
+            sh([sys.executable, "-m", "venv", venv])
+            sh([py, "-m", "pip", "install", "-q", "pytest", f"{name}=={version}", *extra])
+        if tests is not None:
+            cwd = sdist_tests(work, name, version, tests, py)
+            targs = [tests, *pyargs]
+        else:
+            cwd = work / f"{name}-run"
+            cwd.mkdir(exist_ok=True)
+            targs = list(pyargs)
+        plain = run_pytest(py, cwd, targs, None, work / f"{name}-plain.json", args.mode)
+        inst = run_pytest(py, cwd, targs, include, work / f"{name}-squall.json", args.mode)
+        po, io = plain["outcomes"], inst["outcomes"]
+        diffs = {k: (po.get(k), io.get(k)) for k in sorted(set(po) | set(io)) if po.get(k) != io.get(k)}
+        counts = {}
+        for v in po.values():
+            counts[v] = counts.get(v, 0) + 1
+        results[name] = {
+            "version": version,
+            "tests": len(po),
+            "plain_counts": counts,
+            "same": sum(1 for k in po if io.get(k) == po[k]),
+            "differences": diffs,
+            "plain_seconds": plain["seconds"],
+            "squall_seconds": inst["seconds"],
+            "engine_stats": inst.get("engine_stats"),
+            "limits_hit": inst.get("limits_hit"),
+            "instrumented_modules": len(inst.get("instrumented", [])),
+            "failed_to_instrument": inst.get("failed_to_instrument"),
+        }
+        r = results[name]
+        print(f"{name} {version}: {r['tests']} tests {counts}, same outcome {r['same']}, "
+              f"differences {len(diffs)}; plain {r['plain_seconds']}s, squall {r['squall_seconds']}s; "
+              f"{r['instrumented_modules']} modules instrumented; entries "
+              f"{(r['engine_stats'] or {}).get('entries')}; limits hit {r['limits_hit']}", flush=True)
+        for k, (a, b) in list(diffs.items())[:40]:
+            print(f"    {k}: plain {a}, squall {b}")
+        if diffs or r["failed_to_instrument"]:
+            print("    failed to instrument:", r["failed_to_instrument"])
+            print("    --- squall run stdout tail ---\n" + inst["stdout_tail"])
+            print("    --- squall run stderr tail ---\n" + inst["stderr_tail"])
+    (work / "results.json").write_text(json.dumps(results, indent=1, default=repr))
+    return 0 if all(not r["differences"] for r in results.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,60 @@
+"""pytest plugin used by run_suites.py: records every test's outcome into $SQUALL_RW_OUT (JSON),
+and, when $SQUALL_RW_INCLUDE is set, installs squall's import hook for those prefixes (full mode
+unless $SQUALL_RW_MODE says otherwise) and starts recording *before* the library is imported.
+
+Loaded with ``-p squall_rw_plugin`` (this directory on PYTHONPATH)."""
+
+import json
+import os
+
+_INCLUDE = [p for p in os.environ.get("SQUALL_RW_INCLUDE", "").split(",") if p]
+_OUT = os.environ.get("SQUALL_RW_OUT")
+
+if _INCLUDE:
+    import squall
+    from squall import config
+    from squall._instrument import hook
+
+    cfg = config.load(cli={"include": _INCLUDE, "mode": os.environ.get("SQUALL_RW_MODE", "full")},
+                      env={})
+    config.set_current(cfg)
+    hook.install(cfg)
+    limit = int(os.environ.get("SQUALL_RW_MEMORY_LIMIT", str(6 << 30)))
+    squall.api.set_limits(memory_limit=limit)
+    squall.api.start_recording(install_hook=False)
+
+_outcomes = {}
+
+
+def pytest_runtest_logreport(report):
+    prev = _outcomes.get(report.nodeid)
+    if hasattr(report, "wasxfail"):
+        out = "xfailed" if report.skipped else "xpassed"
+    else:
+        out = report.outcome
+    if report.when == "call" or prev is None or (out == "failed" and prev != "failed") or (
+        out == "skipped" and prev == "passed" and report.when == "setup"
+    ):
+        if not (prev == "failed" and report.when == "teardown"):
+            _outcomes[report.nodeid] = out
+    if report.when == "teardown" and report.outcome == "failed":
+        _outcomes[report.nodeid] = "failed"
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if not _OUT:
+        return
+    data = {"outcomes": _outcomes}
+    if _INCLUDE:
+        import squall
+        from squall import _engine, config
+
+        squall.api.stop_recording()
+        data["engine_stats"] = dict(_engine.engine_stats())
+        data["limits_hit"] = [dict(h) for h in _engine.limits_hit()]
+        data["instrumented"] = sorted(m for m, e in config.decisions().items() if e.instrumented)
+        data["failed_to_instrument"] = sorted(
+            m for m, e in config.decisions().items() if e.category == "failed"
+        )
+    with open(_OUT, "w", encoding="utf-8") as f:
+        json.dump(data, f, indent=1, sort_keys=True, default=repr)
