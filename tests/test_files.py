@@ -257,3 +257,42 @@ def test_bad_files_get_clear_errors(tmp_path, both):
     assert not half.info()["completed"] and half.info()["cut_short"]
     cmd = squall_cmd("info", "notes.txt", cwd=tmp_path)
     assert cmd.returncode == 1 and cmd.stdout == "" and "is not a squall recording" in cmd.stderr
+
+
+def test_saved_values_are_released_beyond_the_keep_alive_window(tmp_path):
+    import gc
+    import weakref
+
+    class Payload:
+        def __init__(self, n):
+            self.n = n
+
+    api.stop_recording()
+    api.clear_recordings()
+    ns = {"__name__": "keep"}
+    exec(rewrite.compile_instrumented("def take(p):\n    return p.n\n", "/src/keep.py", "keep"), ns)
+    old = api.get_keep_alive()
+    api.set_keep_alive(10)
+    try:
+        api.start_recording(install_hook=False)
+        api.save_to(str(tmp_path / "keep.sqrec"))
+        first = Payload(0)
+        ns["take"](first)
+        watch = weakref.ref(first)
+        del first
+        for i in range(1, 50):
+            ns["take"](Payload(i))
+        api.stop_recording()
+        api.finish_saving()
+        gc.collect()
+        assert watch() is None  # the recording no longer keeps the program's object alive
+        assert api.engine_stats()["objects_alive"] <= 10
+        tl = squall.indexes.get_referenced_maps_timeline(0, threading.get_native_id())
+        calls = [e for e in tl if e["type"] == "fn-call"]
+        (old_arg,) = squall.values.deref_val_id(calls[0]["fn_args_ref"])
+        assert isinstance(old_arg, squall.values.ObjectSnapshot) and old_arg.n == 0
+        (recent,) = squall.values.deref_val_id(calls[-1]["fn_args_ref"])
+        assert isinstance(recent, Payload) and recent.n == 49
+    finally:
+        api.set_keep_alive(old)
+        api.clear_recordings()

@@ -19,6 +19,8 @@ __all__ = [
     "current_flow",
     "engine_stats",
     "finish_saving",
+    "get_keep_alive",
+    "set_keep_alive",
     "save_to",
     "saving_to",
     "flow",
@@ -190,3 +192,17 @@ def _finish_at_exit() -> None:
         import sys
 
         print(f"squall: {e}", file=sys.stderr)
+
+
+def set_keep_alive(n: Optional[int]) -> None:
+    """While saving to a file, keep only each thread's ``n`` most recent recorded values alive as
+    objects (default 100,000); older ones are released once saved, so the program's objects can
+    be freed and memory stays bounded, and they deref from the file as structural snapshots.
+    ``None`` keeps every object alive."""
+    if n is not None and (not isinstance(n, int) or isinstance(n, bool) or n < 0):
+        raise ValueError(f"keep_alive must be a non-negative int or None, got {n!r}")
+    _engine.set_keep_alive(n)
+
+
+def get_keep_alive() -> Optional[int]:
+    return _engine.get_keep_alive()

@@ -199,5 +199,19 @@ pub fn engine_stats(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     d.set_item("unmatched", eng.unmatched)?;
     d.set_item("repaired", recs.iter().map(|r| r.tl.repaired).sum::<u64>())?;
     d.set_item("snapshot_errors", eng.snapshot_errors)?;
+    d.set_item("objects_alive", eng.objects_alive())?;
     Ok(d)
+}
+
+/// How many of each thread's most recent values stay alive as objects while saving to a file
+/// (`None`: all of them; older ones are released once saved and read back from the file).
+#[pyfunction]
+#[pyo3(signature = (n))]
+pub fn set_keep_alive(n: Option<usize>) {
+    eng().keep_alive = n;
+}
+
+#[pyfunction]
+pub fn get_keep_alive() -> Option<usize> {
+    eng().keep_alive
 }

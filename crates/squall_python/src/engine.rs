@@ -25,6 +25,11 @@ pub struct ThreadRec {
     pub name: String,
     /// This recording's index in `Engine::recs`; part of every value ref handed to users.
     pub number: u32,
+    /// Slots below this were saved to the recording file and their objects released (their
+    /// pointers are null); they are read back from the file.
+    pub released_upto: usize,
+    /// Where each saved run of slots starts in the file: (first slot, count, byte offset).
+    pub value_chunks: Vec<(u64, u64, u64)>,
 }
 
 pub struct SnapshotBudget {
@@ -51,6 +56,12 @@ pub struct Engine {
     pub unmatched: u64,
     pub snapshot_errors: u64,
     pub memory_stopped: bool,
+    /// While saving to a file: how many of each thread's most recent values stay alive as
+    /// objects; older ones are released once saved and read back from the file when asked for.
+    /// `None`: keep every object (nothing is released).
+    pub keep_alive: Option<usize>,
+    /// The file released values are read back from.
+    pub value_file: Option<std::path::PathBuf>,
 }
 
 pub static ENGINE: GilCell<Engine> = GilCell::new(Engine {
@@ -70,7 +81,12 @@ pub static ENGINE: GilCell<Engine> = GilCell::new(Engine {
     unmatched: 0,
     snapshot_errors: 0,
     memory_stopped: false,
+    keep_alive: Some(DEFAULT_KEEP_ALIVE),
+    value_file: None,
 });
+
+/// Objects kept alive per thread while saving to a file (see `Engine::keep_alive`).
+pub const DEFAULT_KEEP_ALIVE: usize = 100_000;
 
 pub const DEFAULT_MEMORY_LIMIT: u64 = 4 << 30;
 
@@ -128,6 +144,8 @@ unsafe fn current_rec_slow() -> Option<&'static mut ThreadRec> {
                 thread_id,
                 name,
                 number,
+                released_upto: 0,
+                value_chunks: Vec::new(),
             })));
             eng.flows.entry(flow).or_default().push(number);
             number
@@ -227,6 +245,11 @@ impl Engine {
         self.recs.iter().flatten().map(|r| r.tl.bytes() + (r.values.len() * 8) as u64).sum()
     }
 
+    /// Objects the recordings keep alive now.
+    pub fn objects_alive(&self) -> u64 {
+        self.recs.iter().flatten().map(|r| (r.values.len() - r.released_upto) as u64).sum()
+    }
+
     #[cold]
     fn check_memory(&mut self, rec_number: u32) {
         let Some(limit) = self.limits.memory_limit else { return };
@@ -253,7 +276,9 @@ impl Engine {
         without_recording(|| {
             for rec in recs {
                 for &v in &rec.values {
-                    unsafe { ffi::Py_DecRef(v) };
+                    if !v.is_null() {
+                        unsafe { ffi::Py_DecRef(v) };
+                    }
                 }
             }
         });

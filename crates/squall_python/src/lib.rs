@@ -88,6 +88,8 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(control::get_limits, m)?)?;
     m.add_function(wrap_pyfunction!(control::limits_hit, m)?)?;
     m.add_function(wrap_pyfunction!(control::engine_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(control::set_keep_alive, m)?)?;
+    m.add_function(wrap_pyfunction!(control::get_keep_alive, m)?)?;
 
     m.add_function(wrap_pyfunction!(query::all_flows, m)?)?;
     m.add_function(wrap_pyfunction!(query::all_threads, m)?)?;

@@ -189,12 +189,29 @@ impl Backend for Engine {
     fn slot_value(&self, py: Python<'_>, view: &TlView<'_>, slot: u32) -> PyResult<Py<PyAny>> {
         let rec = self.recs.get(view.number as usize).and_then(|r| r.as_deref()).ok_or_else(|| PyKeyError::new_err("recording cleared"))?;
         let p = *rec.values.get(slot as usize).ok_or_else(|| PyKeyError::new_err(format!("value slot {slot} is not recorded")))?;
+        if p.is_null() {
+            return self.saved_value(py, rec, u64::from(slot));
+        }
         // SAFETY: the value table owns a strong reference to `p`.
         Ok(unsafe { Bound::from_borrowed_ptr(py, p) }.unbind())
     }
 }
 
 impl Engine {
+    /// A released value, read back from the recording file as a structural snapshot.
+    fn saved_value(&self, py: Python<'_>, rec: &crate::engine::ThreadRec, slot: u64) -> PyResult<Py<PyAny>> {
+        let file = self.value_file.as_ref().ok_or_else(|| PyKeyError::new_err(format!("value slot {slot} was released")))?;
+        let &(first, count, offset) = rec
+            .value_chunks
+            .iter()
+            .find(|(first, count, _)| (*first..first + count).contains(&slot))
+            .ok_or_else(|| PyKeyError::new_err(format!("value slot {slot} was released but is not in `{}`", file.display())))?;
+        let snaps = squall_store::read_values_at(file, offset, rec.number, first, count)
+            .map_err(|e| PyKeyError::new_err(format!("value slot {slot}: {e}")))?;
+        let snap = snaps.get((slot - first) as usize).ok_or_else(|| PyKeyError::new_err(format!("value slot {slot} is missing from `{}`", file.display())))?;
+        crate::snap::to_python(py, snap)
+    }
+
     fn live_view(&self, number: u32) -> Option<TlView<'_>> {
         let rec = self.recs.get(number as usize)?.as_deref()?;
         let limit_hit = rec

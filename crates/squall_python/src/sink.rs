@@ -103,11 +103,11 @@ fn flush_now(py: Python<'_>) {
     }
 }
 
-fn flush_into(py: Python<'_>, sink: &mut Sink, eng: &Engine) -> Result<(), squall_store::StoreError> {
+fn flush_into(py: Python<'_>, sink: &mut Sink, eng: &mut Engine) -> Result<(), squall_store::StoreError> {
     let Some(writer) = sink.writer.as_mut() else { return Ok(()) };
     writer.forms(&eng.forms)?;
-    for (number, rec) in eng.recs.iter().enumerate() {
-        let Some(rec) = rec.as_deref() else { continue };
+    for (number, rec) in eng.recs.iter_mut().enumerate() {
+        let Some(rec) = rec.as_deref_mut() else { continue };
         if sink.flushed.len() <= number {
             sink.flushed.resize(number + 1, Flushed::default());
         }
@@ -126,14 +126,46 @@ fn flush_into(py: Python<'_>, sink: &mut Sink, eng: &Engine) -> Result<(), squal
         if rec.values.len() > done.values {
             let snaps: Vec<_> = rec.values[done.values..]
                 .iter()
-                // SAFETY: the value table owns a strong reference to each object.
+                // SAFETY: slots not yet saved are never released, so each holds a strong
+                // reference.
                 .map(|&p| snap_of(unsafe { &Bound::from_borrowed_ptr(py, p) }, &FILE_BUDGET))
                 .collect();
+            let offset = writer.bytes_written();
             writer.values(number as u32, done.values as u64, &snaps)?;
+            rec.value_chunks.push((done.values as u64, snaps.len() as u64, offset));
             done.values = rec.values.len();
         }
     }
-    writer.flush()
+    writer.flush()?;
+    release_saved(sink, eng);
+    Ok(())
+}
+
+/// Releases the objects of saved slots older than the keep-alive window: the program's objects
+/// are no longer held by the recording (finalizers run, memory stays bounded).
+fn release_saved(sink: &Sink, eng: &mut Engine) {
+    let Some(keep) = eng.keep_alive else { return };
+    eng.value_file = Some(sink.path.clone());
+    let mut freed: Vec<*mut pyo3::ffi::PyObject> = Vec::new();
+    for (number, rec) in eng.recs.iter_mut().enumerate() {
+        let Some(rec) = rec.as_deref_mut() else { continue };
+        let saved = sink.flushed.get(number).map_or(0, |f| f.values);
+        let upto = saved.min(rec.values.len().saturating_sub(keep));
+        for slot in rec.released_upto..upto {
+            let p = std::mem::replace(&mut rec.values[slot], std::ptr::null_mut());
+            if !p.is_null() {
+                freed.push(p);
+            }
+        }
+        rec.released_upto = rec.released_upto.max(upto);
+    }
+    // Releasing can run finalizers (user code): not while recording into these timelines.
+    crate::engine::without_recording(|| {
+        for p in freed {
+            // SAFETY: GIL held; the recording owned these references.
+            unsafe { pyo3::ffi::Py_DecRef(p) };
+        }
+    });
 }
 
 /// Flushes now (also done every half second by the flusher).

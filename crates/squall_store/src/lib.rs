@@ -19,7 +19,7 @@ mod writer;
 
 pub use error::StoreError;
 pub use preview::{preview, preview_ref};
-pub use reader::{open, open_with_progress, read, read_with_progress};
+pub use reader::{open, open_with_progress, read, read_values_at, read_with_progress};
 pub use wire::{Codec, FORMAT_VERSION, MAGIC};
 pub use writer::Writer;
 

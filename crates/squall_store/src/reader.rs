@@ -426,3 +426,42 @@ pub(crate) fn read_named(b: &[u8], name: &str, mut progress: Option<Progress>) -
     }
     Ok(Recording { header, forms: st.forms, timelines, completed, ended_unix_ms, stats, file_bytes: total, cut_short: cut })
 }
+
+/// Reads back value slots `first_slot..first_slot + count` of `timeline` from the chunks that
+/// start at byte `offset` of `path` (the writer's `bytes_written()` just before the `values`
+/// call that wrote them). The live recorder uses it to release objects it has saved and still
+/// answer for them.
+pub fn read_values_at(path: &Path, offset: u64, timeline: u32, first_slot: u64, count: u64) -> Result<Vec<Snap>, StoreError> {
+    use std::io::{Read, Seek, SeekFrom};
+
+    let name = path.display().to_string();
+    let io = |action: &'static str| {
+        let name = name.clone();
+        move |source: std::io::Error| StoreError::Io { action, path: name, source }
+    };
+    let mut f = std::fs::File::open(path).map_err(io("open"))?;
+    f.seek(SeekFrom::Start(offset)).map_err(io("read"))?;
+    let mut out: Vec<Snap> = Vec::new();
+    let damaged = |what: &str| StoreError::CorruptHeader { name: name.clone(), detail: format!("values chunk at byte {offset}: {what}") };
+    while (out.len() as u64) < count {
+        let mut frame = [0u8; FRAME_LEN];
+        f.read_exact(&mut frame).map_err(io("read"))?;
+        let len = u32::from_le_bytes([frame[4], frame[5], frame[6], frame[7]]);
+        if len > MAX_PAYLOAD {
+            return Err(damaged("impossible length"));
+        }
+        let mut buf = frame.to_vec();
+        buf.resize(FRAME_LEN + len as usize, 0);
+        f.read_exact(&mut buf[FRAME_LEN..]).map_err(io("read"))?;
+        let fr = frame_at(&buf, 0).map_err(|_| damaged("checksum mismatch"))?;
+        match decode(&fr) {
+            Ok(Part::Values { timeline: t, first_slot: s, values }) if t == timeline && s == first_slot + out.len() as u64 => {
+                out.extend(values);
+            }
+            Ok(_) => return Err(damaged("not the values chunk expected there")),
+            Err(Bad(what)) => return Err(damaged(what)),
+        }
+    }
+    out.truncate(count as usize);
+    Ok(out)
+}
