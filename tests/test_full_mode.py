@@ -157,6 +157,9 @@ def test_method_calls_slices_attrs_and_globals(tmp_path):
 def test_short_circuit_and_evaluation_order(tmp_path):
     src = """
     log = []
+    def ident(fn):
+        return fn
+    @ident  # decorated: not a known plain function, so its calls are recorded as exprs
     def f(x):
         log.append(x)
         return x
@@ -177,6 +180,23 @@ def test_short_circuit_and_evaluation_order(tmp_path):
     assert ("f(9) < f(10) < f(0) < f(11)", False) not in ex  # bound to `e`: carried by the binding
     assert binds(ent)[-1] == ("e", False)
     assert res[1][0] == [0, 1, 2, 0, 4, 5, 6, 1, 7, 8, 9, 10, 0]
+
+
+def test_calls_to_plain_module_functions_are_recorded_by_the_callee(tmp_path):
+    src = """
+    def sq(v):
+        return v * v
+    def main():
+        n = 3
+        return sq(n + 1) + abs(-n)
+    """
+    res, ent, lines = run(tmp_path, src)
+    assert res == ("ok", 19)
+    ex = [t for t, _ in exprs(ent, lines)]
+    assert "sq(n + 1)" not in ex and "n + 1" not in ex  # the fn-call of sq holds 4, its return 16
+    assert "abs(-n)" in ex and "-n" in ex
+    call = next(e for e in ent if e["type"] == "fn-call" and e["fn_name"] == "sq")
+    assert list(_engine.deref(call["fn_args_ref"])) == [4]
 
 
 def test_for_with_except_comprehension_walrus_import_global(tmp_path):

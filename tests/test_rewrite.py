@@ -586,10 +586,21 @@ def test_prologue_imports_real_engine_names_by_default():
     from squall._instrument import rewrite
 
     node = rewrite._prologue(rewrite._Ctx(FakeEngine(), FILE, "m"), False, tree.body[0])
+    # ... as builtins: no name is added to the module's namespace
     assert ast.unparse(node) == (
-        "from squall._engine import call as _sq_call, ret as _sq_ret, unwind as _sq_unwind, "
-        "suspend as _sq_suspend, resume as _sq_resume, expr as _sq_expr, bind as _sq_bind"
+        "__import__('squall._instrument.rewrite', fromlist=['_'])._install_builtins()"
     )
+
+
+def test_module_namespace_is_unchanged_with_the_real_engine():
+    from squall._instrument import rewrite
+
+    src = "import os\ndef f(x):\n    y = x + 1\n    return y\n"
+    ns = {"__name__": "m"}
+    exec(rewrite.compile_instrumented(src, FILE, "m"), ns)
+    plain = {"__name__": "m"}
+    exec(compile(src, FILE, "exec"), plain)
+    assert sorted(ns) == sorted(plain) and ns["f"](1) == 2
 
 
 def test_walrus_and_comprehension_scopes_keep_working():

@@ -579,11 +579,12 @@ class _Full:
     parts of generator expressions (they run whenever the consumer pulls, possibly inside another
     recorded frame)."""
 
-    def __init__(self, ctx: _Ctx):
+    def __init__(self, ctx: _Ctx, known_fns: frozenset = frozenset()):
         self.ctx = ctx
         self.form: Optional[int] = None
         self.locals: frozenset = frozenset()
         self.lazy = 0
+        self.known_fns = known_fns
 
     # -- helpers
     def _on(self) -> bool:
@@ -671,6 +672,14 @@ class _Full:
                 node.args[1] = self.e(node.args[1], wrap=False)
             return node, False
         f = node.func
+        if isinstance(f, ast.Name) and f.id in self.known_fns and f.id not in self.locals:
+            # A call to a plain function of this module, itself recorded: its fn-call entry
+            # holds the arguments and its fn-return the value; recording them here too would
+            # only double the cost (DESIGN.md: every avoided call counts).
+            node.args = [self.e(a, wrap=isinstance(a, ast.Starred)) for a in node.args]
+            for k in node.keywords:
+                k.value = self.e(k.value, wrap=k.arg is None)
+            return node, False
         if isinstance(f, ast.Attribute):  # a method call: the receiver, never `obj.meth`
             f.value = self.e(f.value)
         elif not isinstance(f, ast.Name):  # a plain callee name is not recorded (the call is)
@@ -943,8 +952,32 @@ class _Full:
         return node
 
 
+def _known_functions(tree: ast.AST) -> frozenset:
+    """Names of this module's plain top-level functions (not async, not generators, not
+    decorated) that nothing else rebinds: a call to one of them is recorded by the callee."""
+    body = getattr(tree, "body", [])
+    count: Dict[str, int] = {}
+    cands = set()
+    for st in body:
+        if isinstance(st, ast.FunctionDef) and not st.decorator_list and not _has_own_yield(st):
+            cands.add(st.name)
+    for n in ast.walk(tree):  # any other binding of the name anywhere makes it unknown
+        names: List[str] = []
+        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+            names.append(n.id)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.append(n.name)
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            names.extend(a.asname or a.name.split(".")[0] for a in n.names)
+        elif isinstance(n, (ast.Global, ast.Nonlocal)):
+            names.extend(n.names * 2)
+        for x in names:
+            count[x] = count.get(x, 0) + 1
+    return frozenset(c for c in cands if count.get(c, 0) == 1)
+
+
 def _full_pass(tree: ast.AST, ctx: _Ctx) -> None:
-    f = _Full(ctx)
+    f = _Full(ctx, _known_functions(tree))
     tree.body = f.stmts(tree.body)  # type: ignore[attr-defined]
 
 
@@ -958,25 +991,41 @@ _PASSES = _MODE_PASSES["full"]
 # --- the module prologue -----------------------------------------------------------------------
 
 
+def _install_builtins() -> None:
+    """Makes the real engine's entry points reachable as ``_sq_*`` builtins. Rewritten modules
+    load them as globals, which fall back to builtins: no name is added to the module's
+    namespace (``vars(module)``, ``dir(module)`` and namespace comparisons stay unchanged)."""
+    import builtins
+
+    from squall import _engine  # noqa: PLC0415
+
+    for k, v in ENTRY_NAMES.items():
+        if getattr(builtins, v, None) is not getattr(_engine, k, None):
+            setattr(builtins, v, getattr(_engine, k))
+
+
 def _prologue(ctx: _Ctx, explicit_engine: bool, at: ast.AST) -> ast.stmt:
+    imp_self = ast.Call(
+        func=ast.Name(id="__import__", ctx=ast.Load()),
+        args=[ast.Constant(value=__name__)],
+        keywords=[ast.keyword(arg="fromlist", value=ast.List(elts=[ast.Constant("_")], ctx=ast.Load()))],
+    )
     if not explicit_engine:
-        node: ast.stmt = ast.ImportFrom(
-            module="squall._engine",
-            names=[ast.alias(name=k, asname=v) for k, v in ENTRY_NAMES.items()],
-            level=0,
+        # `__import__("squall._instrument.rewrite", fromlist=["_"])._install_builtins()`
+        node: ast.stmt = ast.Expr(
+            value=ast.Call(
+                func=ast.Attribute(value=imp_self, attr="_install_builtins", ctx=ast.Load()),
+                args=[],
+                keywords=[],
+            )
         )
-    else:
+    else:  # tests and embedders: module globals bound to that engine's entry points
         key = _engine_key(ctx.engine)
         target = ast.Tuple(
             elts=[ast.Name(id=v, ctx=ast.Store()) for v in ENTRY_NAMES.values()], ctx=ast.Store()
         )
-        imp = ast.Call(
-            func=ast.Name(id="__import__", ctx=ast.Load()),
-            args=[ast.Constant(value=__name__)],
-            keywords=[ast.keyword(arg="fromlist", value=ast.List(elts=[ast.Constant("_")], ctx=ast.Load()))],
-        )
         value = ast.Call(
-            func=ast.Attribute(value=imp, attr="_entry_points", ctx=ast.Load()),
+            func=ast.Attribute(value=imp_self, attr="_entry_points", ctx=ast.Load()),
             args=[ast.Constant(value=key)],
             keywords=[],
         )
