@@ -861,8 +861,11 @@ class _Full:
         return [node] + self._binds(names)
 
     def s_AugAssign(self, node: ast.AugAssign) -> Any:
+        # `x += v`: the binding records the new x (the old one is x's previous binding), so the
+        # operand itself is not recorded; `self.n += v` / `a[i] += v` record the operand.
+        named = isinstance(node.target, ast.Name)
         node.target = self._target(node.target)
-        node.value = self.e(node.value)
+        node.value = self.e(node.value, wrap=not named)
         return [node] + self._binds(_target_names(node.target, []))
 
     def s_AnnAssign(self, node: ast.AnnAssign) -> Any:  # the annotation is never touched
