@@ -246,7 +246,7 @@ def test_invoices_summary():
     assert sq.stdout == python("examples/invoices/main.py", cwd=ROOT).stdout
     err = sq.stderr
     assert "recording summary" in err
-    assert "-i" in err  # says how to keep the recording for querying
+    assert "recording saved to " in err  # says where the recording is
     assert "most called functions" in err
     # the most-called functions, with counts
     top = err.split("most called functions", 1)[1]
