@@ -4,5 +4,5 @@
 #   bash scripts/test.sh [pytest args...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo test --quiet -p squall_trace
+cargo test --quiet -p squall_trace -p squall_store
 .venv/bin/python -m pytest -q "$@"

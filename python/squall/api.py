@@ -170,13 +170,31 @@ def finish_saving(exit_code: Optional[int] = None, interrupted: bool = False) ->
     """Flushes the rest and closes the recording file, marking it complete. Returns its path
     (None if nothing was being saved). ``exit_code`` and ``interrupted`` (Ctrl-C) are written
     into the file's end marker."""
+    import sys
+
     stats = engine_stats()
     end = [(k, int(stats[k])) for k in ("entries", "values", "dropped", "unmatched") if k in stats]
     if exit_code is not None:
         end.append(("exit_code", exit_code & 0xFFFFFFFF))
     end.append(("interrupted", 1 if interrupted else 0))
-    path = _engine.close_sink(end)
+    # The last flush can take a while for a big recording: say so on a terminal.
+    show = _engine.sink_path() is not None and stats.get("entries", 0) > 2_000_000 and _isatty(sys.stderr)
+    if show:
+        sys.stderr.write(f"squall: saving the last of {stats['entries']:,} entries...")
+        sys.stderr.flush()
+    try:
+        path = _engine.close_sink(end)
+    finally:
+        if show:
+            sys.stderr.write(" done\n")
     return None if path is None else str(path)
+
+
+def _isatty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
 
 
 def saving_to() -> Optional[str]:
