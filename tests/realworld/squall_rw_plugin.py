@@ -20,7 +20,8 @@ if _INCLUDE:
     config.set_current(cfg)
     hook.install(cfg)
     limit = int(os.environ.get("SQUALL_RW_MEMORY_LIMIT", str(6 << 30)))
-    squall.api.set_limits(memory_limit=limit)
+    trace = os.environ.get("SQUALL_RW_TRACE_LIMIT")
+    squall.api.set_limits(memory_limit=limit, thread_trace_limit=int(trace) if trace else None)
     squall.api.start_recording(install_hook=False)
 
 _outcomes = {}
