@@ -25,6 +25,8 @@ __all__ = [
     "saving_to",
     "flow",
     "get_limits",
+    "instrument",
+    "uninstrument",
     "is_recording",
     "limits_hit",
     "set_flow",
@@ -224,3 +226,43 @@ def set_keep_alive(n: Optional[int]) -> None:
 
 def get_keep_alive() -> Optional[int]:
     return _engine.get_keep_alive()
+
+
+def instrument(target: Any) -> Any:
+    """Instruments, while the program runs, a loaded module, a function or method, or a prefix
+    of modules (module object, function, or dotted name like ``"app"``, ``"app.mod.func"``):
+    their functions get instrumented code at once (no reload); modules under the prefix imported
+    later are instrumented too. Returns a report: what was swapped, and exactly what to reload
+    where Python cannot swap (closures already made, module-level code that already ran)."""
+    from squall._instrument import live
+
+    report = live.instrument(target)
+    _remember_runtime(report, True)
+    return report
+
+
+def uninstrument(target: Any) -> Any:
+    """The reverse of :func:`instrument`: calls of those functions are no longer recorded."""
+    from squall._instrument import live
+
+    report = live.uninstrument(target)
+    _remember_runtime(report, False)
+    return report
+
+
+def _remember_runtime(report: Any, instrumented: bool) -> None:
+    from squall import config
+
+    for qualified in report.swapped:
+        module = qualified.split(".")[0]
+        for name in list(__import__("sys").modules):
+            if qualified.startswith(name + ".") and len(name) > len(module):
+                module = name
+        config.remember(
+            config.Explanation(
+                module, instrumented,
+                "its code was %s while the program ran (squall.api.%s)"
+                % ("instrumented" if instrumented else "uninstrumented", report.action),
+                None, "runtime",
+            )
+        )

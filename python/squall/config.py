@@ -192,6 +192,24 @@ def _forget_decisions() -> None:  # tests
         _decisions.clear()
 
 
+# --- runtime changes (squall.api.instrument / uninstrument) ----------------------------------
+
+_runtime: Dict[str, bool] = {}
+
+
+def set_runtime_override(prefix: str, instrumented: bool) -> None:
+    """Modules under ``prefix`` are (or are not) instrumented, whatever the settings say: made
+    by ``squall.api.instrument`` / ``uninstrument`` while the program runs."""
+    with _decisions_lock:
+        _runtime[prefix] = instrumented
+
+
+def _runtime_decision(name: str) -> Optional[Tuple[str, bool]]:
+    with _decisions_lock:
+        pre = _prefix_match(name, sorted(_runtime, key=len, reverse=True))
+        return None if pre is None else (pre, _runtime[pre])
+
+
 # --- the config --------------------------------------------------------------------------------
 
 
@@ -248,6 +266,15 @@ class Config:
             what = "a builtin or frozen module" if not origin else "not a .py source (%s)" % origin
             return Explanation(name, False, "it is %s; only Python source can be instrumented" % what,
                                origin, "no-source")
+        runtime = _runtime_decision(name)
+        if runtime is not None:
+            prefix, on = runtime
+            return Explanation(
+                name, on,
+                "squall.api.%sinstrument(%r) was called while the program ran"
+                % ("" if on else "un", prefix),
+                origin, "runtime",
+            )
         pre = _prefix_match(name, self.skip)
         if pre is not None:
             return Explanation(
@@ -469,12 +496,28 @@ _current: Optional[Config] = None
 _current_lock = threading.Lock()
 
 
+_loading = threading.local()
+
+
 def current() -> Config:
     """The config in effect (loaded from the environment and cwd on first use)."""
     global _current
+    cfg = _current
+    if cfg is not None:
+        return cfg
+    # Loading imports (a TOML reader, sysconfig): those imports pass through the import hook,
+    # which asks for the config again. Answer that re-entrant call with the defaults instead of
+    # waiting on ourselves.
+    if getattr(_loading, "active", False):
+        return Config()
+    _loading.active = True
+    try:
+        loaded = load()
+    finally:
+        _loading.active = False
     with _current_lock:
         if _current is None:
-            _current = load()
+            _current = loaded
         return _current
 
 
