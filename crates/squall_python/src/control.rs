@@ -215,3 +215,28 @@ pub fn set_keep_alive(n: Option<usize>) {
 pub fn get_keep_alive() -> Option<usize> {
     eng().keep_alive
 }
+
+/// `(forms, sites)` registered so far: the ids the next registrations get.
+#[pyfunction]
+pub fn next_ids() -> (usize, usize) {
+    let forms = &eng().forms;
+    (forms.forms().len(), forms.sites().len())
+}
+
+/// The forms and sites registered from `form_start` / `site_start` on, as the arguments that
+/// register them again (for the instrumented-code cache to replay).
+#[pyfunction]
+#[expect(clippy::type_complexity, reason = "plain tuples are the Python-facing shape")]
+pub fn registrations_since(
+    form_start: usize,
+    site_start: usize,
+) -> (Vec<(String, String, String, u32, Vec<String>, u8)>, Vec<(u32, u8, u32, u32, u32, u32, Option<String>)>) {
+    let forms = &eng().forms;
+    let fs = forms.forms().get(form_start..).unwrap_or(&[]).iter().map(|f| {
+        (f.ns.to_string(), f.name.to_string(), f.file.to_string(), f.line, f.params.iter().map(|p| p.to_string()).collect(), f.kind as u8)
+    });
+    let ss = forms.sites().get(site_start..).unwrap_or(&[]).iter().map(|s| {
+        (s.form, s.kind as u8, s.coord.line, s.coord.col, s.coord.end_line, s.coord.end_col, s.symbol.as_deref().map(str::to_string))
+    });
+    (fs.collect(), ss.collect())
+}

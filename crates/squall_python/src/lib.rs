@@ -89,6 +89,8 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(control::limits_hit, m)?)?;
     m.add_function(wrap_pyfunction!(control::engine_stats, m)?)?;
     m.add_function(wrap_pyfunction!(control::set_keep_alive, m)?)?;
+    m.add_function(wrap_pyfunction!(control::next_ids, m)?)?;
+    m.add_function(wrap_pyfunction!(control::registrations_since, m)?)?;
     m.add_function(wrap_pyfunction!(control::get_keep_alive, m)?)?;
 
     m.add_function(wrap_pyfunction!(query::all_flows, m)?)?;

@@ -76,7 +76,15 @@ class InstrumentingLoader(importlib.machinery.SourceFileLoader):
         name = fullname or self.name
         path = self.get_filename(name)
         source = self.get_data(path)
-        code = _instrumented_code(source, path, name, self.engine, self.mode)
+        if self.engine is None:
+            from . import cache
+
+            code = cache.cached_or_instrument(
+                source, path, name, self.mode or "full",
+                lambda: _instrumented_code(source, path, name, self.engine, self.mode),
+            )
+        else:
+            code = _instrumented_code(source, path, name, self.engine, self.mode)
         if code is None:
             return compile(source, path, "exec", dont_inherit=True)
         return code
