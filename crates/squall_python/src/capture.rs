@@ -242,7 +242,9 @@ unsafe fn marker(eng: &Engine, o: *mut ffi::PyObject, omitted: usize) -> *mut ff
             );
             if !args.0.is_null() && !args.1.is_null() && !args.2.is_null() {
                 let call_args = [args.0, args.1, args.2];
-                let r = without_recording(|| ffi::PyObject_Vectorcall(factory, call_args.as_ptr(), 3, std::ptr::null_mut()));
+                let r = without_recording(|| {
+                    ffi::PyObject_Vectorcall(factory, call_args.as_ptr(), 3, std::ptr::null_mut())
+                });
                 ffi::Py_DecRef(args.0);
                 ffi::Py_DecRef(args.1);
                 ffi::Py_DecRef(args.2);

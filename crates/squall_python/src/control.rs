@@ -17,7 +17,14 @@ fn eng() -> &'static mut Engine {
 }
 
 #[pyfunction]
-pub fn register_form(fn_ns: &str, fn_name: &str, file: &str, line: u32, params: Vec<String>, kind: i64) -> PyResult<u32> {
+pub fn register_form(
+    fn_ns: &str,
+    fn_name: &str,
+    file: &str,
+    line: u32,
+    params: Vec<String>,
+    kind: i64,
+) -> PyResult<u32> {
     let kind = FormKind::from_code(kind).map_err(trace_err)?;
     let form = Form {
         ns: Arc::from(fn_ns),
@@ -32,9 +39,18 @@ pub fn register_form(fn_ns: &str, fn_name: &str, file: &str, line: u32, params: 
 
 #[pyfunction]
 #[pyo3(signature = (form_id, kind, line, col, end_line, end_col, symbol=None))]
-pub fn register_site(form_id: u32, kind: i64, line: u32, col: u32, end_line: u32, end_col: u32, symbol: Option<&str>) -> PyResult<u32> {
+pub fn register_site(
+    form_id: u32,
+    kind: i64,
+    line: u32,
+    col: u32,
+    end_line: u32,
+    end_col: u32,
+    symbol: Option<&str>,
+) -> PyResult<u32> {
     let kind = SiteKind::from_code(kind).map_err(trace_err)?;
-    let site = Site { form: form_id, kind, coord: Coord { line, col, end_line, end_col }, symbol: symbol.map(Arc::from) };
+    let site =
+        Site { form: form_id, kind, coord: Coord { line, col, end_line, end_col }, symbol: symbol.map(Arc::from) };
     eng().forms.add_site(site).map_err(trace_err)
 }
 
@@ -233,10 +249,25 @@ pub fn registrations_since(
 ) -> (Vec<(String, String, String, u32, Vec<String>, u8)>, Vec<(u32, u8, u32, u32, u32, u32, Option<String>)>) {
     let forms = &eng().forms;
     let fs = forms.forms().get(form_start..).unwrap_or(&[]).iter().map(|f| {
-        (f.ns.to_string(), f.name.to_string(), f.file.to_string(), f.line, f.params.iter().map(|p| p.to_string()).collect(), f.kind as u8)
+        (
+            f.ns.to_string(),
+            f.name.to_string(),
+            f.file.to_string(),
+            f.line,
+            f.params.iter().map(|p| p.to_string()).collect(),
+            f.kind as u8,
+        )
     });
     let ss = forms.sites().get(site_start..).unwrap_or(&[]).iter().map(|s| {
-        (s.form, s.kind as u8, s.coord.line, s.coord.col, s.coord.end_line, s.coord.end_col, s.symbol.as_deref().map(str::to_string))
+        (
+            s.form,
+            s.kind as u8,
+            s.coord.line,
+            s.coord.col,
+            s.coord.end_line,
+            s.coord.end_col,
+            s.symbol.as_deref().map(str::to_string),
+        )
     });
     (fs.collect(), ss.collect())
 }

@@ -144,24 +144,56 @@ impl FileRecording {
     fn entry<'py>(&self, py: Python<'py>, flow_id: u32, thread_id: u64, idx: usize) -> PyResult<Bound<'py, PyDict>> {
         q::entry(py, self, flow_id, thread_id, idx)
     }
-    fn entries<'py>(&self, py: Python<'py>, flow_id: u32, thread_id: u64, start: usize, end: usize) -> PyResult<Vec<Bound<'py, PyDict>>> {
+    fn entries<'py>(
+        &self,
+        py: Python<'py>,
+        flow_id: u32,
+        thread_id: u64,
+        start: usize,
+        end: usize,
+    ) -> PyResult<Vec<Bound<'py, PyDict>>> {
         q::entries(py, self, flow_id, thread_id, start, end)
     }
-    fn timeline_entry<'py>(&self, py: Python<'py>, flow_id: u32, thread_id: u64, idx: u64, drift: &str) -> PyResult<Bound<'py, PyDict>> {
+    fn timeline_entry<'py>(
+        &self,
+        py: Python<'py>,
+        flow_id: u32,
+        thread_id: u64,
+        idx: u64,
+        drift: &str,
+    ) -> PyResult<Bound<'py, PyDict>> {
         q::timeline_entry(py, self, flow_id, thread_id, idx, drift)
     }
     fn frame_data<'py>(&self, py: Python<'py>, flow_id: u32, thread_id: u64, idx: u64) -> PyResult<Bound<'py, PyDict>> {
         q::frame_data(py, self, flow_id, thread_id, idx)
     }
-    fn stack_for_frame<'py>(&self, py: Python<'py>, flow_id: u32, thread_id: u64, idx: u64) -> PyResult<Vec<Bound<'py, PyDict>>> {
+    fn stack_for_frame<'py>(
+        &self,
+        py: Python<'py>,
+        flow_id: u32,
+        thread_id: u64,
+        idx: u64,
+    ) -> PyResult<Vec<Bound<'py, PyDict>>> {
         q::stack_for_frame(py, self, flow_id, thread_id, idx)
     }
     #[pyo3(signature = (flow_id, thread_id, idx, offset=0, limit=None))]
-    fn callstack_node_childs(&self, flow_id: u32, thread_id: u64, idx: Option<u64>, offset: usize, limit: Option<usize>) -> PyResult<Vec<u32>> {
+    fn callstack_node_childs(
+        &self,
+        flow_id: u32,
+        thread_id: u64,
+        idx: Option<u64>,
+        offset: usize,
+        limit: Option<usize>,
+    ) -> PyResult<Vec<u32>> {
         q::callstack_node_childs(self, flow_id, thread_id, idx, offset, limit)
     }
     #[pyo3(signature = (flow_id, thread_id=None))]
-    fn fn_call_stats<'py>(&self, py: Python<'py>, flow_id: u32, thread_id: Option<u64>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+    fn fn_call_stats<'py>(
+        &self,
+        py: Python<'py>,
+        flow_id: u32,
+        thread_id: Option<u64>,
+    ) -> PyResult<Vec<Bound<'py, PyDict>>> {
         q::fn_call_stats(py, self, flow_id, thread_id)
     }
     #[pyo3(signature = (flow_id, thread_id, fn_ns=None, fn_name=None, args_pred=None, from_idx=None, backward=false))]
@@ -179,7 +211,13 @@ impl FileRecording {
     ) -> PyResult<Option<Bound<'py, PyDict>>> {
         q::find_fn_call_entry(py, self, flow_id, thread_id, fn_ns, fn_name, args_pred, from_idx, backward)
     }
-    fn bindings<'py>(&self, py: Python<'py>, flow_id: u32, thread_id: u64, idx: u64) -> PyResult<Vec<Bound<'py, PyDict>>> {
+    fn bindings<'py>(
+        &self,
+        py: Python<'py>,
+        flow_id: u32,
+        thread_id: u64,
+        idx: u64,
+    ) -> PyResult<Vec<Bound<'py, PyDict>>> {
         q::bindings(py, self, flow_id, thread_id, idx)
     }
     #[pyo3(signature = (flow_id, thread_id, coord=None, file=None, line=None, value_pred=None, from_idx=None, backward=false, any_kind=false))]

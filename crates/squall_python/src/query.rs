@@ -81,9 +81,15 @@ fn coord_tuple<'py>(py: Python<'py>, forms: &Forms, site: u32) -> PyResult<Bound
     }
 }
 
-pub fn entry_dict<'py, B: Backend + ?Sized>(py: Python<'py>, b: &B, rec: &TlView<'_>, idx: usize) -> PyResult<Bound<'py, PyDict>> {
+pub fn entry_dict<'py, B: Backend + ?Sized>(
+    py: Python<'py>,
+    b: &B,
+    rec: &TlView<'_>,
+    idx: usize,
+) -> PyResult<Bound<'py, PyDict>> {
     let forms = b.forms();
-    let e: &Entry = rec.tl.get(idx).ok_or_else(|| trace_err(TraceError::IdxOutOfRange { idx: idx as u64, len: rec.tl.len() }))?;
+    let e: &Entry =
+        rec.tl.get(idx).ok_or_else(|| trace_err(TraceError::IdxOutOfRange { idx: idx as u64, len: rec.tl.len() }))?;
     let d = PyDict::new(py);
     d.set_item("type", e.kind().type_name())?;
     d.set_item("idx", idx)?;
@@ -134,20 +140,18 @@ pub fn entry_dict<'py, B: Backend + ?Sized>(py: Python<'py>, b: &B, rec: &TlView
 
 /// The Python object for a value ref, as recorded.
 pub fn deref_value<B: Backend + ?Sized>(py: Python<'_>, b: &B, r: u64) -> PyResult<Py<PyAny>> {
-    let number = u32::try_from(r >> NUMBER_SHIFT).map_err(|_| PyKeyError::new_err(format!("value ref {r} was not made by this recording")))?;
+    let number = u32::try_from(r >> NUMBER_SHIFT)
+        .map_err(|_| PyKeyError::new_err(format!("value ref {r} was not made by this recording")))?;
     let local = (r & 0xFFFF_FFFF) as u32;
-    let rec = b.by_number(number).map_err(|e| {
-        Python::attach(|py| PyKeyError::new_err(format!("value ref {r}: {}", e.value(py))))
-    })?;
+    let rec = b
+        .by_number(number)
+        .map_err(|e| Python::attach(|py| PyKeyError::new_err(format!("value ref {r}: {}", e.value(py)))))?;
     if r & ARGS_BIT != 0 {
         let call = rec.tl.get(local as usize).filter(|e| e.kind().is_call()).ok_or_else(|| {
             PyKeyError::new_err(format!("value ref {r} names the args of entry {local}, which is not a call"))
         })?;
-        let nparams = if call.kind() == Kind::Resume {
-            1
-        } else {
-            b.forms().form(call.id()).map_or(0, |f| f.params.len())
-        };
+        let nparams =
+            if call.kind() == Kind::Resume { 1 } else { b.forms().form(call.id()).map_or(0, |f| f.params.len()) };
         let vals: PyResult<Vec<Py<PyAny>>> =
             rec.tl.call_args(local as usize, nparams).into_iter().map(|v| decode(py, b, &rec, v)).collect();
         return Ok(PyList::new(py, vals?)?.into_any().unbind());
@@ -170,25 +174,29 @@ impl Backend for Engine {
     }
 
     fn flows(&self) -> Vec<(u32, Vec<TlView<'_>>)> {
-        self.flows
-            .iter()
-            .map(|(&f, nums)| (f, nums.iter().filter_map(|&n| self.live_view(n)).collect()))
-            .collect()
+        self.flows.iter().map(|(&f, nums)| (f, nums.iter().filter_map(|&n| self.live_view(n)).collect())).collect()
     }
 
     fn by_number(&self, number: u32) -> Result<TlView<'_>, PyErr> {
         match self.recs.get(number as usize) {
             Some(Some(_)) => self.live_view(number).ok_or_else(|| PyKeyError::new_err("gone")),
-            Some(None) => Err(PyKeyError::new_err(
-                "it belongs to a recording that was cleared (squall.api.clear_recordings())",
-            )),
+            Some(None) => {
+                Err(PyKeyError::new_err("it belongs to a recording that was cleared (squall.api.clear_recordings())"))
+            }
             None => Err(PyKeyError::new_err("it was not made by this process's recorder")),
         }
     }
 
     fn slot_value(&self, py: Python<'_>, view: &TlView<'_>, slot: u32) -> PyResult<Py<PyAny>> {
-        let rec = self.recs.get(view.number as usize).and_then(|r| r.as_deref()).ok_or_else(|| PyKeyError::new_err("recording cleared"))?;
-        let p = *rec.values.get(slot as usize).ok_or_else(|| PyKeyError::new_err(format!("value slot {slot} is not recorded")))?;
+        let rec = self
+            .recs
+            .get(view.number as usize)
+            .and_then(|r| r.as_deref())
+            .ok_or_else(|| PyKeyError::new_err("recording cleared"))?;
+        let p = *rec
+            .values
+            .get(slot as usize)
+            .ok_or_else(|| PyKeyError::new_err(format!("value slot {slot} is not recorded")))?;
         if p.is_null() {
             return self.saved_value(py, rec, u64::from(slot));
         }
@@ -200,15 +208,17 @@ impl Backend for Engine {
 impl Engine {
     /// A released value, read back from the recording file as a structural snapshot.
     fn saved_value(&self, py: Python<'_>, rec: &crate::engine::ThreadRec, slot: u64) -> PyResult<Py<PyAny>> {
-        let file = self.value_file.as_ref().ok_or_else(|| PyKeyError::new_err(format!("value slot {slot} was released")))?;
-        let &(first, count, offset) = rec
-            .value_chunks
-            .iter()
-            .find(|(first, count, _)| (*first..first + count).contains(&slot))
-            .ok_or_else(|| PyKeyError::new_err(format!("value slot {slot} was released but is not in `{}`", file.display())))?;
+        let file =
+            self.value_file.as_ref().ok_or_else(|| PyKeyError::new_err(format!("value slot {slot} was released")))?;
+        let &(first, count, offset) =
+            rec.value_chunks.iter().find(|(first, count, _)| (*first..first + count).contains(&slot)).ok_or_else(
+                || PyKeyError::new_err(format!("value slot {slot} was released but is not in `{}`", file.display())),
+            )?;
         let snaps = squall_store::read_values_at(file, offset, rec.number, first, count)
             .map_err(|e| PyKeyError::new_err(format!("value slot {slot}: {e}")))?;
-        let snap = snaps.get((slot - first) as usize).ok_or_else(|| PyKeyError::new_err(format!("value slot {slot} is missing from `{}`", file.display())))?;
+        let snap = snaps
+            .get((slot - first) as usize)
+            .ok_or_else(|| PyKeyError::new_err(format!("value slot {slot} is missing from `{}`", file.display())))?;
         crate::snap::to_python(py, snap)
     }
 
@@ -247,7 +257,11 @@ pub mod q {
         b.flows().into_iter().flat_map(|(f, views)| views.into_iter().map(move |v| (f, v.thread_id))).collect()
     }
 
-    pub fn flow_threads_info<'py, B: Backend + ?Sized>(py: Python<'py>, b: &B, flow_id: u32) -> PyResult<Vec<Bound<'py, PyDict>>> {
+    pub fn flow_threads_info<'py, B: Backend + ?Sized>(
+        py: Python<'py>,
+        b: &B,
+        flow_id: u32,
+    ) -> PyResult<Vec<Bound<'py, PyDict>>> {
         let views = b.flows().into_iter().find(|(f, _)| *f == flow_id).map(|(_, v)| v).unwrap_or_default();
         views
             .iter()
@@ -269,23 +283,49 @@ pub mod q {
         Ok(rec_of(b, flow_id, thread_id)?.tl.len())
     }
 
-    pub fn entry<'py, B: Backend + ?Sized>(py: Python<'py>, b: &B, flow_id: u32, thread_id: u64, idx: usize) -> PyResult<Bound<'py, PyDict>> {
+    pub fn entry<'py, B: Backend + ?Sized>(
+        py: Python<'py>,
+        b: &B,
+        flow_id: u32,
+        thread_id: u64,
+        idx: usize,
+    ) -> PyResult<Bound<'py, PyDict>> {
         entry_dict(py, b, &rec_of(b, flow_id, thread_id)?, idx)
     }
 
-    pub fn entries<'py, B: Backend + ?Sized>(py: Python<'py>, b: &B, flow_id: u32, thread_id: u64, start: usize, end: usize) -> PyResult<Vec<Bound<'py, PyDict>>> {
+    pub fn entries<'py, B: Backend + ?Sized>(
+        py: Python<'py>,
+        b: &B,
+        flow_id: u32,
+        thread_id: u64,
+        start: usize,
+        end: usize,
+    ) -> PyResult<Vec<Bound<'py, PyDict>>> {
         let rec = rec_of(b, flow_id, thread_id)?;
         (start..end.min(rec.tl.len())).map(|i| entry_dict(py, b, &rec, i)).collect()
     }
 
-    pub fn timeline_entry<'py, B: Backend + ?Sized>(py: Python<'py>, b: &B, flow_id: u32, thread_id: u64, idx: u64, drift: &str) -> PyResult<Bound<'py, PyDict>> {
+    pub fn timeline_entry<'py, B: Backend + ?Sized>(
+        py: Python<'py>,
+        b: &B,
+        flow_id: u32,
+        thread_id: u64,
+        idx: u64,
+        drift: &str,
+    ) -> PyResult<Bound<'py, PyDict>> {
         let rec = rec_of(b, flow_id, thread_id)?;
         let drift = Drift::parse(drift).map_err(trace_err)?;
         let to = rec.tl.timeline_entry(idx, drift).map_err(trace_err)?;
         entry_dict(py, b, &rec, to as usize)
     }
 
-    pub fn frame_data<'py, B: Backend + ?Sized>(py: Python<'py>, b: &B, flow_id: u32, thread_id: u64, idx: u64) -> PyResult<Bound<'py, PyDict>> {
+    pub fn frame_data<'py, B: Backend + ?Sized>(
+        py: Python<'py>,
+        b: &B,
+        flow_id: u32,
+        thread_id: u64,
+        idx: u64,
+    ) -> PyResult<Bound<'py, PyDict>> {
         let rec = rec_of(b, flow_id, thread_id)?;
         let call_idx = rec.tl.frame_of(idx).map_err(trace_err)?;
         let call = entry_dict(py, b, &rec, call_idx as usize)?;
@@ -329,7 +369,12 @@ pub mod q {
     }
 
     /// A call's parameters as bindings visible from the call entry on.
-    fn params_as_bindings<'py, B: Backend + ?Sized>(py: Python<'py>, b: &B, rec: &TlView<'_>, call_idx: u32) -> PyResult<Vec<Bound<'py, PyDict>>> {
+    fn params_as_bindings<'py, B: Backend + ?Sized>(
+        py: Python<'py>,
+        b: &B,
+        rec: &TlView<'_>,
+        call_idx: u32,
+    ) -> PyResult<Vec<Bound<'py, PyDict>>> {
         let Some(call) = rec.tl.get(call_idx as usize) else { return Ok(Vec::new()) };
         if call.kind() != Kind::Call {
             return Ok(Vec::new());
@@ -355,7 +400,13 @@ pub mod q {
     }
 
     /// The locals visible at `idx`: the frame's parameters, then each symbol's latest binding.
-    pub fn bindings<'py, B: Backend + ?Sized>(py: Python<'py>, b: &B, flow_id: u32, thread_id: u64, idx: u64) -> PyResult<Vec<Bound<'py, PyDict>>> {
+    pub fn bindings<'py, B: Backend + ?Sized>(
+        py: Python<'py>,
+        b: &B,
+        flow_id: u32,
+        thread_id: u64,
+        idx: u64,
+    ) -> PyResult<Vec<Bound<'py, PyDict>>> {
         let rec = rec_of(b, flow_id, thread_id)?;
         let frame = rec.tl.frame_of(idx).map_err(trace_err)?;
         let mut out = params_as_bindings(py, b, &rec, frame)?;
@@ -387,11 +438,8 @@ pub mod q {
     ) -> PyResult<Option<Bound<'py, PyDict>>> {
         let rec = rec_of(b, flow_id, thread_id)?;
         let forms = b.forms();
-        let kinds: &[Kind] = if any_kind {
-            &[Kind::Call, Kind::Return, Kind::Unwind, Kind::Expr, Kind::Bind]
-        } else {
-            &[Kind::Expr]
-        };
+        let kinds: &[Kind] =
+            if any_kind { &[Kind::Call, Kind::Return, Kind::Unwind, Kind::Expr, Kind::Bind] } else { &[Kind::Expr] };
         let found = rec.tl.find_entry(kinds, from_idx, backward, |i, e| -> PyResult<bool> {
             let (site_coord, form_id) = match e.kind() {
                 Kind::Call | Kind::Resume => (None, Some(e.id())),
@@ -440,7 +488,13 @@ pub mod q {
         recorded == wanted || (recorded.ends_with(wanted) && recorded[..recorded.len() - wanted.len()].ends_with('/'))
     }
 
-    pub fn stack_for_frame<'py, B: Backend + ?Sized>(py: Python<'py>, b: &B, flow_id: u32, thread_id: u64, idx: u64) -> PyResult<Vec<Bound<'py, PyDict>>> {
+    pub fn stack_for_frame<'py, B: Backend + ?Sized>(
+        py: Python<'py>,
+        b: &B,
+        flow_id: u32,
+        thread_id: u64,
+        idx: u64,
+    ) -> PyResult<Vec<Bound<'py, PyDict>>> {
         let rec = rec_of(b, flow_id, thread_id)?;
         let frames = rec.tl.stack_for_frame(idx).map_err(trace_err)?;
         frames
@@ -459,11 +513,23 @@ pub mod q {
             .collect()
     }
 
-    pub fn callstack_node_childs<B: Backend + ?Sized>(b: &B, flow_id: u32, thread_id: u64, idx: Option<u64>, offset: usize, limit: Option<usize>) -> PyResult<Vec<u32>> {
+    pub fn callstack_node_childs<B: Backend + ?Sized>(
+        b: &B,
+        flow_id: u32,
+        thread_id: u64,
+        idx: Option<u64>,
+        offset: usize,
+        limit: Option<usize>,
+    ) -> PyResult<Vec<u32>> {
         rec_of(b, flow_id, thread_id)?.tl.callstack_node_childs(idx, offset, limit).map_err(trace_err)
     }
 
-    pub fn fn_call_stats<'py, B: Backend + ?Sized>(py: Python<'py>, b: &B, flow_id: u32, thread_id: Option<u64>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+    pub fn fn_call_stats<'py, B: Backend + ?Sized>(
+        py: Python<'py>,
+        b: &B,
+        flow_id: u32,
+        thread_id: Option<u64>,
+    ) -> PyResult<Vec<Bound<'py, PyDict>>> {
         let stats = match thread_id {
             Some(t) => rec_of(b, flow_id, t)?.tl.fn_call_stats(),
             None => {
@@ -533,7 +599,12 @@ pub mod q {
     }
 
     /// The idxs of the entries of one type (`fn-call`, `fn-resume`, `fn-return`, `fn-unwind`).
-    pub fn idxs_of_type<B: Backend + ?Sized>(b: &B, flow_id: u32, thread_id: u64, entry_type: &str) -> PyResult<Vec<u32>> {
+    pub fn idxs_of_type<B: Backend + ?Sized>(
+        b: &B,
+        flow_id: u32,
+        thread_id: u64,
+        entry_type: &str,
+    ) -> PyResult<Vec<u32>> {
         let rec = rec_of(b, flow_id, thread_id)?;
         let want: fn(Kind) -> bool = match entry_type {
             "fn-call" => |k| k == Kind::Call,
@@ -580,12 +651,24 @@ pub fn entry(py: Python<'_>, flow_id: u32, thread_id: u64, idx: usize) -> PyResu
 }
 
 #[pyfunction]
-pub fn entries(py: Python<'_>, flow_id: u32, thread_id: u64, start: usize, end: usize) -> PyResult<Vec<Bound<'_, PyDict>>> {
+pub fn entries(
+    py: Python<'_>,
+    flow_id: u32,
+    thread_id: u64,
+    start: usize,
+    end: usize,
+) -> PyResult<Vec<Bound<'_, PyDict>>> {
     q::entries(py, eng(), flow_id, thread_id, start, end)
 }
 
 #[pyfunction]
-pub fn timeline_entry<'py>(py: Python<'py>, flow_id: u32, thread_id: u64, idx: u64, drift: &str) -> PyResult<Bound<'py, PyDict>> {
+pub fn timeline_entry<'py>(
+    py: Python<'py>,
+    flow_id: u32,
+    thread_id: u64,
+    idx: u64,
+    drift: &str,
+) -> PyResult<Bound<'py, PyDict>> {
     q::timeline_entry(py, eng(), flow_id, thread_id, idx, drift)
 }
 
@@ -601,7 +684,13 @@ pub fn stack_for_frame(py: Python<'_>, flow_id: u32, thread_id: u64, idx: u64) -
 
 #[pyfunction]
 #[pyo3(signature = (flow_id, thread_id, idx, offset=0, limit=None))]
-pub fn callstack_node_childs(flow_id: u32, thread_id: u64, idx: Option<u64>, offset: usize, limit: Option<usize>) -> PyResult<Vec<u32>> {
+pub fn callstack_node_childs(
+    flow_id: u32,
+    thread_id: u64,
+    idx: Option<u64>,
+    offset: usize,
+    limit: Option<usize>,
+) -> PyResult<Vec<u32>> {
     q::callstack_node_childs(eng(), flow_id, thread_id, idx, offset, limit)
 }
 

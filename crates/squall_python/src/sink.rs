@@ -51,7 +51,14 @@ fn now_ms() -> u64 {
 /// Starts streaming to `path` (created or truncated).
 #[pyfunction]
 #[pyo3(signature = (path, program, argv, python, squall, cwd))]
-pub fn open_sink(path: PathBuf, program: String, argv: Vec<String>, python: String, squall: String, cwd: String) -> PyResult<()> {
+pub fn open_sink(
+    path: PathBuf,
+    program: String,
+    argv: Vec<String>,
+    python: String,
+    squall: String,
+    cwd: String,
+) -> PyResult<()> {
     // SAFETY: GIL held (pyfunction).
     let slot = unsafe { SINK.get() };
     if slot.is_some() {
@@ -113,13 +120,24 @@ fn flush_into(py: Python<'_>, sink: &mut Sink, eng: &mut Engine) -> Result<(), s
         }
         let done = &mut sink.flushed[number];
         if !done.thread_written {
-            writer.thread(&ThreadMeta { timeline: number as u32, flow: rec.flow, thread_id: rec.thread_id, name: rec.name.clone() })?;
+            writer.thread(&ThreadMeta {
+                timeline: number as u32,
+                flow: rec.flow,
+                thread_id: rec.thread_id,
+                name: rec.name.clone(),
+            })?;
             done.thread_written = true;
         }
         let entries = rec.tl.entries();
         let args = rec.tl.args();
         if entries.len() > done.entries || args.len() > done.args {
-            writer.entries(number as u32, done.entries as u64, &entries[done.entries..], done.args as u64, &args[done.args..])?;
+            writer.entries(
+                number as u32,
+                done.entries as u64,
+                &entries[done.entries..],
+                done.args as u64,
+                &args[done.args..],
+            )?;
             done.entries = entries.len();
             done.args = args.len();
         }
@@ -212,9 +230,9 @@ pub fn close_sink(py: Python<'_>, stats: Vec<(String, u64)>) -> PyResult<Option<
         return Err(PyOSError::new_err(msg));
     }
     if let Some(writer) = sink.writer.take() {
-        writer
-            .finish(now_ms(), &stats)
-            .map_err(|e| PyOSError::new_err(format!("finishing the recording `{}` failed: {e}", sink.path.display())))?;
+        writer.finish(now_ms(), &stats).map_err(|e| {
+            PyOSError::new_err(format!("finishing the recording `{}` failed: {e}", sink.path.display()))
+        })?;
     }
     Ok(Some(sink.path))
 }

@@ -58,7 +58,12 @@ fn safe_repr(o: &Bound<'_, PyAny>, max: usize) -> String {
             let py = o.py();
             // SAFETY: a valid exception object.
             let msg = unsafe { str_of(e.value(py).as_ptr()) };
-            format!("<{} object; repr raised {}: {}>", qualified_type_name(o), e.get_type(py).name().map(|n| n.to_string()).unwrap_or_default(), msg)
+            format!(
+                "<{} object; repr raised {}: {}>",
+                qualified_type_name(o),
+                e.get_type(py).name().map(|n| n.to_string()).unwrap_or_default(),
+                msg
+            )
         }
     }
 }
@@ -132,7 +137,11 @@ fn snap(o: &Bound<'_, PyAny>, budget: &SnapBudget, depth: u32) -> Snap {
         if depth == 0 {
             return Snap::Cut { type_name, len };
         }
-        let entries = d.iter().take(budget.max_length).map(|(k, v)| (snap(&k, budget, depth - 1), snap(&v, budget, depth - 1))).collect();
+        let entries = d
+            .iter()
+            .take(budget.max_length)
+            .map(|(k, v)| (snap(&k, budget, depth - 1), snap(&v, budget, depth - 1)))
+            .collect();
         return Snap::Map { type_name, entries, len };
     }
     let repr = safe_repr(o, if depth == budget.max_depth { budget.max_repr } else { budget.max_nested_repr });
@@ -196,7 +205,9 @@ fn to_py(py: Python<'_>, values: &Bound<'_, PyModule>, s: &Snap) -> PyResult<Py<
                     match (hashable, kind) {
                         (Ok(set), SeqKind::Set) => set.into_any().unbind(),
                         (Ok(_), _) => PyFrozenSet::new(py, &out)?.into_any().unbind(),
-                        (Err(_), _) => values.getattr("SeqSnapshot")?.call1((type_name.as_str(), PyList::new(py, out)?))?.unbind(),
+                        (Err(_), _) => {
+                            values.getattr("SeqSnapshot")?.call1((type_name.as_str(), PyList::new(py, out)?))?.unbind()
+                        }
                     }
                 }
                 _ => values.getattr("SeqSnapshot")?.call1((type_name.as_str(), PyList::new(py, out)?))?.unbind(),

@@ -36,8 +36,13 @@ fn forms() -> Forms {
                 kind: FormKind::Function,
             })
             .unwrap();
-        f.add_site(Site { form: id, kind: SiteKind::Return, coord: Coord { line: 12 + i, col: 4, end_line: 12 + i, end_col: 20 }, symbol: None })
-            .unwrap();
+        f.add_site(Site {
+            form: id,
+            kind: SiteKind::Return,
+            coord: Coord { line: 12 + i, col: 4, end_line: 12 + i, end_col: 20 },
+            symbol: None,
+        })
+        .unwrap();
     }
     f
 }
@@ -83,7 +88,13 @@ fn main() {
     }
     let entries = tl.entries();
     let args = tl.args();
-    eprintln!("generated {} entries, {} args, {} values in {:.2?}", entries.len(), args.len(), values.len(), t0.elapsed());
+    eprintln!(
+        "generated {} entries, {} args, {} values in {:.2?}",
+        entries.len(),
+        args.len(),
+        values.len(),
+        t0.elapsed()
+    );
     let header = Header { program: "bench.py".into(), squall: "bench".into(), ..Header::default() };
     let meta = ThreadMeta { timeline: 0, flow: 0, thread_id: 1, name: "MainThread".into() };
     let flush = 1_000_000;
@@ -148,6 +159,10 @@ fn main() {
             }
         })
         .collect();
-    println!("page of 1,000 entries: {:.2?} ({} bytes of text)", t.elapsed(), page.iter().map(String::len).sum::<usize>());
+    println!(
+        "page of 1,000 entries: {:.2?} ({} bytes of text)",
+        t.elapsed(),
+        page.iter().map(String::len).sum::<usize>()
+    );
     let _ = std::fs::remove_file(path);
 }

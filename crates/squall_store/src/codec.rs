@@ -15,7 +15,6 @@
 
 use squall_trace::{Entry, Kind, MAX_SLOT, NONE};
 
-
 use crate::wire::{put_uv, unzigzag, zigzag, Bad, Rd};
 
 const INLINE: u32 = 1 << 31;

@@ -36,7 +36,9 @@ pub enum StoreError {
         what: String,
     },
     /// A newer squall wrote the file.
-    #[error("{name} was written by format version {found}; this squall reads up to version {supported}: upgrade squall")]
+    #[error(
+        "{name} was written by format version {found}; this squall reads up to version {supported}: upgrade squall"
+    )]
     NewerVersion {
         /// The file's name, quoted (`` `x.sqrec` ``), or "the recording" for bytes in memory.
         name: String,

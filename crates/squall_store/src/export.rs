@@ -112,7 +112,10 @@ pub fn export_chrome(rec: &Recording, out: impl Write, mut progress: Option<Prog
                     args.insert(key.into(), Value::String(preview_ref(x.value(), &t.values, PREVIEW)));
                 }
                 None => {
-                    args.insert("open".into(), Value::String("the frame had not exited when the recording ended".into()));
+                    args.insert(
+                        "open".into(),
+                        Value::String("the frame had not exited when the recording ended".into()),
+                    );
                 }
             }
             args.insert("idx".into(), json!(i));
@@ -210,7 +213,16 @@ pub fn export_sqlite(rec: &Recording, path: &Path, mut progress: Option<Progress
                         args.join(", "),
                         exit.map(|x| preview_ref(x.value(), &t.values, PREVIEW)),
                     ])?;
-                    en.execute(rusqlite::params![fl, tid, i as i64, e.kind().type_name(), form_col, None::<u32>, None::<u32>, None::<String>])?;
+                    en.execute(rusqlite::params![
+                        fl,
+                        tid,
+                        i as i64,
+                        e.kind().type_name(),
+                        form_col,
+                        None::<u32>,
+                        None::<u32>,
+                        None::<String>
+                    ])?;
                 } else {
                     let slot = match e.value().decode() {
                         Decoded::Slot(s) => Some(s),

@@ -20,7 +20,9 @@ pub fn preview_ref(v: ValRef, values: &[Snap], max: usize) -> String {
         Decoded::Bool(true) => "True".into(),
         Decoded::Bool(false) => "False".into(),
         Decoded::Absent => "<absent>".into(),
-        Decoded::Slot(i) => values.get(i as usize).map_or_else(|| format!("<value #{i} not in file>"), |s| preview(s, max)),
+        Decoded::Slot(i) => {
+            values.get(i as usize).map_or_else(|| format!("<value #{i} not in file>"), |s| preview(s, max))
+        }
     }
 }
 
@@ -106,7 +108,9 @@ fn write_snap(out: &mut String, s: &Snap, budget: usize) {
         Snap::Seq { kind, type_name, items, len } => {
             let (open, close) = match kind {
                 SeqKind::List if type_name == "list" => ("[".to_string(), "]".to_string()),
-                SeqKind::Tuple if type_name == "tuple" => ("(".into(), if items.len() == 1 && *len == 1 { ",)".into() } else { ")".into() }),
+                SeqKind::Tuple if type_name == "tuple" => {
+                    ("(".into(), if items.len() == 1 && *len == 1 { ",)".into() } else { ")".into() })
+                }
                 SeqKind::Set if type_name == "set" && !items.is_empty() => ("{".into(), "}".into()),
                 SeqKind::FrozenSet if type_name == "frozenset" => ("frozenset({".into(), "})".into()),
                 SeqKind::List => (format!("{type_name}(["), "])".into()),

@@ -22,8 +22,11 @@ pub fn open(path: &Path) -> Result<Recording, StoreError> {
 
 /// [`open`], reporting progress in bytes of the file.
 pub fn open_with_progress(path: &Path, progress: Option<Progress>) -> Result<Recording, StoreError> {
-    let bytes = std::fs::read(path)
-        .map_err(|source| StoreError::Io { action: "open", path: path.display().to_string(), source })?;
+    let bytes = std::fs::read(path).map_err(|source| StoreError::Io {
+        action: "open",
+        path: path.display().to_string(),
+        source,
+    })?;
     read_named(&bytes, &format!("`{}`", path.display()), progress)
 }
 
@@ -156,12 +159,9 @@ fn decode(f: &Frame) -> Result<Part, Bad> {
             }
             Part::Forms { first_form, forms, first_site, sites }
         }
-        chunk::THREAD => Part::Thread(ThreadMeta {
-            timeline: r.u32v()?,
-            flow: r.u32v()?,
-            thread_id: r.uv()?,
-            name: r.string()?,
-        }),
+        chunk::THREAD => {
+            Part::Thread(ThreadMeta { timeline: r.u32v()?, flow: r.u32v()?, thread_id: r.uv()?, name: r.string()? })
+        }
         chunk::ENTRIES => Part::Entries(decode_entries(&raw)?),
         chunk::VALUES => {
             let timeline = r.u32v()?;
@@ -225,7 +225,12 @@ impl State {
                 }
                 self.by_number.insert(meta.timeline, self.timelines.len());
                 let (n, a) = self.reserve.take().unwrap_or_default();
-                self.timelines.push(Building { meta, entries: Vec::with_capacity(n), args: Vec::with_capacity(a), values: Vec::new() });
+                self.timelines.push(Building {
+                    meta,
+                    entries: Vec::with_capacity(n),
+                    args: Vec::with_capacity(a),
+                    values: Vec::new(),
+                });
             }
             Part::Entries(p) => {
                 let &i = self.by_number.get(&p.timeline).ok_or(Bad("entries of an undeclared timeline"))?;
@@ -260,8 +265,11 @@ impl State {
                 }
                 let gap = (first_slot - have) as usize;
                 tl.values.extend(
-                    std::iter::repeat_with(|| Snap::Opaque { type_name: MISSING_VALUE.into(), repr: "<value not saved>".into() })
-                        .take(gap),
+                    std::iter::repeat_with(|| Snap::Opaque {
+                        type_name: MISSING_VALUE.into(),
+                        repr: "<value not saved>".into(),
+                    })
+                    .take(gap),
                 );
                 tl.values.extend(values);
             }
@@ -334,10 +342,15 @@ pub(crate) fn read_named(b: &[u8], name: &str, mut progress: Option<Progress>) -
     let hf = match frame_at(b, PREFIX_LEN) {
         Ok(f) => f,
         Err(FrameErr::Truncated(_)) => return Err(StoreError::TruncatedHeader { name, len: total }),
-        Err(FrameErr::Corrupt(d)) => return Err(StoreError::CorruptHeader { name, detail: format!("header chunk: {d}") }),
+        Err(FrameErr::Corrupt(d)) => {
+            return Err(StoreError::CorruptHeader { name, detail: format!("header chunk: {d}") })
+        }
     };
     if hf.ty != chunk::HEADER {
-        return Err(StoreError::CorruptHeader { name, detail: format!("the first chunk has type {}, not the header", hf.ty) });
+        return Err(StoreError::CorruptHeader {
+            name,
+            detail: format!("the first chunk has type {}, not the header", hf.ty),
+        });
     }
     let header = parse_header(hf.payload)
         .map_err(|e| StoreError::CorruptHeader { name: name.clone(), detail: format!("header fields: {}", e.0) })?;
@@ -363,7 +376,9 @@ pub(crate) fn read_named(b: &[u8], name: &str, mut progress: Option<Progress>) -
                 break;
             }
             Err(FrameErr::Corrupt(d)) => {
-                cut = Some(format!("corrupt chunk at byte {pos} ({d}); the file was damaged there, the rest was not read"));
+                cut = Some(format!(
+                    "corrupt chunk at byte {pos} ({d}); the file was damaged there, the rest was not read"
+                ));
                 break;
             }
         }
@@ -374,7 +389,14 @@ pub(crate) fn read_named(b: &[u8], name: &str, mut progress: Option<Progress>) -
 
     // Pass 2: decode bodies in parallel, apply them in order.
     let decoded = decode_all(&frames);
-    let mut st = State { forms: Forms::new(), nsites: 0, timelines: Vec::new(), by_number: HashMap::new(), ended: None, reserve: None };
+    let mut st = State {
+        forms: Forms::new(),
+        nsites: 0,
+        timelines: Vec::new(),
+        by_number: HashMap::new(),
+        ended: None,
+        reserve: None,
+    };
     let mut reserve: HashMap<u32, (usize, usize)> = HashMap::new();
     for p in decoded.iter().flatten() {
         if let Part::Entries(e) = p {
@@ -393,10 +415,7 @@ pub(crate) fn read_named(b: &[u8], name: &str, mut progress: Option<Progress>) -
             }
         }
         if let Err(e) = part.and_then(|p| st.apply(p)) {
-            cut = Some(format!(
-                "corrupt chunk at byte {} (type {}: {}); the rest was not read",
-                f.at, f.ty, e.0
-            ));
+            cut = Some(format!("corrupt chunk at byte {} (type {}: {}); the rest was not read", f.at, f.ty, e.0));
             st.ended = None;
             break;
         }
@@ -424,14 +443,29 @@ pub(crate) fn read_named(b: &[u8], name: &str, mut progress: Option<Progress>) -
     if let Some(p) = progress.as_mut() {
         p(total, total);
     }
-    Ok(Recording { header, forms: st.forms, timelines, completed, ended_unix_ms, stats, file_bytes: total, cut_short: cut })
+    Ok(Recording {
+        header,
+        forms: st.forms,
+        timelines,
+        completed,
+        ended_unix_ms,
+        stats,
+        file_bytes: total,
+        cut_short: cut,
+    })
 }
 
 /// Reads back value slots `first_slot..first_slot + count` of `timeline` from the chunks that
 /// start at byte `offset` of `path` (the writer's `bytes_written()` just before the `values`
 /// call that wrote them). The live recorder uses it to release objects it has saved and still
 /// answer for them.
-pub fn read_values_at(path: &Path, offset: u64, timeline: u32, first_slot: u64, count: u64) -> Result<Vec<Snap>, StoreError> {
+pub fn read_values_at(
+    path: &Path,
+    offset: u64,
+    timeline: u32,
+    first_slot: u64,
+    count: u64,
+) -> Result<Vec<Snap>, StoreError> {
     use std::io::{Read, Seek, SeekFrom};
 
     let name = path.display().to_string();
@@ -442,7 +476,10 @@ pub fn read_values_at(path: &Path, offset: u64, timeline: u32, first_slot: u64, 
     let mut f = std::fs::File::open(path).map_err(io("open"))?;
     f.seek(SeekFrom::Start(offset)).map_err(io("read"))?;
     let mut out: Vec<Snap> = Vec::new();
-    let damaged = |what: &str| StoreError::CorruptHeader { name: name.clone(), detail: format!("values chunk at byte {offset}: {what}") };
+    let damaged = |what: &str| StoreError::CorruptHeader {
+        name: name.clone(),
+        detail: format!("values chunk at byte {offset}: {what}"),
+    };
     while (out.len() as u64) < count {
         let mut frame = [0u8; FRAME_LEN];
         f.read_exact(&mut frame).map_err(io("read"))?;
@@ -455,7 +492,9 @@ pub fn read_values_at(path: &Path, offset: u64, timeline: u32, first_slot: u64, 
         f.read_exact(&mut buf[FRAME_LEN..]).map_err(io("read"))?;
         let fr = frame_at(&buf, 0).map_err(|_| damaged("checksum mismatch"))?;
         match decode(&fr) {
-            Ok(Part::Values { timeline: t, first_slot: s, values }) if t == timeline && s == first_slot + out.len() as u64 => {
+            Ok(Part::Values { timeline: t, first_slot: s, values })
+                if t == timeline && s == first_slot + out.len() as u64 =>
+            {
                 out.extend(values);
             }
             Ok(_) => return Err(damaged("not the values chunk expected there")),

@@ -194,7 +194,14 @@ impl<W: Write> Writer<W> {
     /// Appends entries `first_idx..` and args-arena words `args_first..` of a timeline. Both must
     /// continue exactly where the previous call for that timeline stopped. A call's ret idx (`b`)
     /// is not stored: readers recompute it from the exits.
-    pub fn entries(&mut self, timeline: u32, first_idx: u64, entries: &[Entry], args_first: u64, args: &[u32]) -> Result<(), StoreError> {
+    pub fn entries(
+        &mut self,
+        timeline: u32,
+        first_idx: u64,
+        entries: &[Entry],
+        args_first: u64,
+        args: &[u32],
+    ) -> Result<(), StoreError> {
         let st = self.state(timeline)?;
         if first_idx != st.entries || args_first != st.args {
             return Err(StoreError::Usage(format!(
@@ -213,7 +220,8 @@ impl<W: Write> Writer<W> {
         let nchunks = entries.len().div_ceil(ENTRIES_PER_CHUNK).max(1);
         let args_per = args.len().div_ceil(nchunks);
         for k in 0..nchunks {
-            let e = &entries[(k * ENTRIES_PER_CHUNK).min(entries.len())..((k + 1) * ENTRIES_PER_CHUNK).min(entries.len())];
+            let e =
+                &entries[(k * ENTRIES_PER_CHUNK).min(entries.len())..((k + 1) * ENTRIES_PER_CHUNK).min(entries.len())];
             let lo = (k * args_per).min(args.len());
             let g = &args[lo..(lo + args_per).min(args.len())];
             self.raw.clear();

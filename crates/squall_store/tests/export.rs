@@ -9,19 +9,31 @@ fn chrome_trace_has_a_track_per_thread_and_nested_calls() {
     let rec = squall_store::read(&common::write(true)).unwrap();
     let mut out = Vec::new();
     let mut seen = 0;
-    export_chrome(&rec, &mut out, Some(&mut |d, t| {
-        assert!(d <= t);
-        seen += 1;
-    }))
+    export_chrome(
+        &rec,
+        &mut out,
+        Some(&mut |d, t| {
+            assert!(d <= t);
+            seen += 1;
+        }),
+    )
     .unwrap();
     assert!(seen > 0);
     let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
     assert!(v["otherData"]["time"].as_str().unwrap().starts_with("logical"));
     let evs = v["traceEvents"].as_array().unwrap();
-    let names: Vec<_> = evs.iter().filter(|e| e["name"] == "thread_name").map(|e| (e["pid"].clone(), e["tid"].clone(), e["args"]["name"].clone())).collect();
+    let names: Vec<_> = evs
+        .iter()
+        .filter(|e| e["name"] == "thread_name")
+        .map(|e| (e["pid"].clone(), e["tid"].clone(), e["args"]["name"].clone()))
+        .collect();
     assert_eq!(names.len(), 3);
-    assert!(names.contains(&(3.into(), 1001.into(), "worker-1".into())) || names.contains(&(3.into(), 1001.into(), "MainThread".into())));
-    let calls: usize = rec.timelines.iter().map(|t| t.timeline.entries().iter().filter(|e| e.kind().is_call()).count()).sum();
+    assert!(
+        names.contains(&(3.into(), 1001.into(), "worker-1".into()))
+            || names.contains(&(3.into(), 1001.into(), "MainThread".into()))
+    );
+    let calls: usize =
+        rec.timelines.iter().map(|t| t.timeline.entries().iter().filter(|e| e.kind().is_call()).count()).sum();
     let xs: Vec<_> = evs.iter().filter(|e| e["ph"] == "X").collect();
     assert_eq!(xs.len(), calls);
     let add = xs.iter().find(|e| e["name"] == "demo.add").unwrap();
@@ -52,7 +64,8 @@ fn sqlite_tables_answer_queries() {
     let db = rusqlite::Connection::open(&path).unwrap();
     let one = |sql: &str| -> i64 { db.query_row(sql, [], |r| r.get(0)).unwrap() };
     assert_eq!(one("SELECT count(*) FROM forms"), 4);
-    let calls: usize = rec.timelines.iter().map(|t| t.timeline.entries().iter().filter(|e| e.kind().is_call()).count()).sum();
+    let calls: usize =
+        rec.timelines.iter().map(|t| t.timeline.entries().iter().filter(|e| e.kind().is_call()).count()).sum();
     assert_eq!(one("SELECT count(*) FROM calls") as usize, calls);
     assert_eq!(one("SELECT count(*) FROM entries") as u64, rec.entry_count());
     assert_eq!(one("SELECT count(*) FROM \"values\""), 30);
@@ -65,7 +78,13 @@ fn sqlite_tables_answer_queries() {
     assert_eq!(one("SELECT count(*) FROM calls WHERE ret_idx IS NULL"), 3, "each main is still open");
     assert_eq!(one("SELECT count(*) FROM calls c JOIN calls p ON c.parent_idx = p.idx AND c.thread_id = p.thread_id AND c.flow_id = p.flow_id WHERE p.fn_name = 'main' AND p.flow_id = 3"), 15, "fib, gen and its resumption, 5 times");
     assert_eq!(one("SELECT count(*) FROM entries WHERE type = 'bind' AND value = '536870912'"), 3 + 4 + 5);
-    assert_eq!(one("SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name IN ('calls_fn_name', 'calls_parent_idx')"), 2);
-    let plan: String = db.query_row("EXPLAIN QUERY PLAN SELECT * FROM calls WHERE fn_name = 'x'", [], |r| r.get(3)).unwrap();
+    assert_eq!(
+        one(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name IN ('calls_fn_name', 'calls_parent_idx')"
+        ),
+        2
+    );
+    let plan: String =
+        db.query_row("EXPLAIN QUERY PLAN SELECT * FROM calls WHERE fn_name = 'x'", [], |r| r.get(3)).unwrap();
     assert!(plan.contains("calls_fn_name"), "{plan}");
 }

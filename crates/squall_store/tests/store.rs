@@ -121,7 +121,10 @@ fn cut_at_every_byte_loads_a_prefix() {
         match read(&bytes[..cut]) {
             Err(e) => {
                 assert!(cut < header_end, "cut at {cut}: {e}");
-                assert!(matches!(e, StoreError::Empty { .. } | StoreError::TruncatedHeader { .. }), "cut at {cut}: {e}");
+                assert!(
+                    matches!(e, StoreError::Empty { .. } | StoreError::TruncatedHeader { .. }),
+                    "cut at {cut}: {e}"
+                );
             }
             Ok(rec) => {
                 assert!(cut >= header_end);
@@ -136,7 +139,13 @@ fn cut_at_every_byte_loads_a_prefix() {
                     let n = lt.timeline.len();
                     let orig = &ft.timeline.entries()[..n];
                     // Exits past the cut are gone: compare without the recomputed ret idxs.
-                    let strip = |e: &squall_trace::Entry| if e.kind().is_call() { (e.raw()[0], e.a, e.c) } else { (e.raw()[0], e.a, e.b) };
+                    let strip = |e: &squall_trace::Entry| {
+                        if e.kind().is_call() {
+                            (e.raw()[0], e.a, e.c)
+                        } else {
+                            (e.raw()[0], e.a, e.b)
+                        }
+                    };
                     assert!(lt.timeline.entries().iter().map(strip).eq(orig.iter().map(strip)));
                     assert_eq!(format!("{:?}", lt.values), format!("{:?}", &ft.values[..lt.values.len()]));
                 }
@@ -253,7 +262,10 @@ fn unknown_chunks_optional_skipped_required_stop() {
     push_chunk(&mut b, 200, 0, b"future required data");
     let rec = read(&b).unwrap();
     assert_eq!(rec.forms.forms().len(), 4);
-    assert_eq!(rec.cut_short, Some(format!("corrupt chunk at byte {at} (type 200: unknown required chunk type); the rest was not read")));
+    assert_eq!(
+        rec.cut_short,
+        Some(format!("corrupt chunk at byte {at} (type 200: unknown required chunk type); the rest was not read"))
+    );
 }
 
 #[test]
@@ -316,14 +328,18 @@ fn arb_snap() -> impl Strategy<Value = Snap> {
     ];
     leaf.prop_recursive(4, 32, 5, |inner| {
         prop_oneof![
-            (0u8..5, "[a-z]{1,6}", prop::collection::vec(inner.clone(), 0..5), 0u64..8).prop_map(|(k, type_name, items, extra)| {
-                let len = items.len() as u64 + extra;
-                Snap::Seq { kind: SeqKind::from_code(k).unwrap(), type_name, items, len }
-            }),
-            ("[a-z]{1,6}", prop::collection::vec((inner.clone(), inner.clone()), 0..4), 0u64..3).prop_map(|(type_name, entries, extra)| {
-                let len = entries.len() as u64 + extra;
-                Snap::Map { type_name, entries, len }
-            }),
+            (0u8..5, "[a-z]{1,6}", prop::collection::vec(inner.clone(), 0..5), 0u64..8).prop_map(
+                |(k, type_name, items, extra)| {
+                    let len = items.len() as u64 + extra;
+                    Snap::Seq { kind: SeqKind::from_code(k).unwrap(), type_name, items, len }
+                }
+            ),
+            ("[a-z]{1,6}", prop::collection::vec((inner.clone(), inner.clone()), 0..4), 0u64..3).prop_map(
+                |(type_name, entries, extra)| {
+                    let len = entries.len() as u64 + extra;
+                    Snap::Map { type_name, entries, len }
+                }
+            ),
             ("[A-Z][a-z]{0,5}", ".{0,10}", prop::collection::vec(("[a-z_]{1,5}", inner), 0..4))
                 .prop_map(|(type_name, repr, attrs)| Snap::Object { type_name, repr, attrs }),
         ]

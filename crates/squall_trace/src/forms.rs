@@ -173,9 +173,6 @@ impl Forms {
 
     /// Form ids whose module and name match the given filters (`None` matches anything).
     pub fn matching(&self, ns: Option<&str>, name: Option<&str>) -> Vec<bool> {
-        self.forms
-            .iter()
-            .map(|f| ns.is_none_or(|n| &*f.ns == n) && name.is_none_or(|n| &*f.name == n))
-            .collect()
+        self.forms.iter().map(|f| ns.is_none_or(|n| &*f.ns == n) && name.is_none_or(|n| &*f.name == n)).collect()
     }
 }

@@ -130,7 +130,12 @@ impl Timeline {
 
     /// The calls made directly from the frame opened at `call` (or the top-level calls for
     /// `None`), in order, from the `offset`-th, at most `limit` of them.
-    pub fn callstack_node_childs(&self, call: Option<u64>, offset: usize, limit: Option<usize>) -> Result<Vec<u32>, TraceError> {
+    pub fn callstack_node_childs(
+        &self,
+        call: Option<u64>,
+        offset: usize,
+        limit: Option<usize>,
+    ) -> Result<Vec<u32>, TraceError> {
         let (mut i, end) = match call {
             Some(c) => {
                 let c = self.check(c)?;

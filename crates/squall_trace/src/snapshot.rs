@@ -12,18 +12,40 @@ pub enum Snap {
     /// An integer outside `i64`, in decimal.
     BigInt(String),
     Float(f64),
-    Complex { re: f64, im: f64 },
+    Complex {
+        re: f64,
+        im: f64,
+    },
     Str(String),
     Bytes(Vec<u8>),
     /// Lists, tuples, sets, frozensets, deques and other sequences.
-    Seq { kind: SeqKind, type_name: String, items: Vec<Snap>, len: u64 },
-    Map { type_name: String, entries: Vec<(Snap, Snap)>, len: u64 },
+    Seq {
+        kind: SeqKind,
+        type_name: String,
+        items: Vec<Snap>,
+        len: u64,
+    },
+    Map {
+        type_name: String,
+        entries: Vec<(Snap, Snap)>,
+        len: u64,
+    },
     /// An object with attributes (instance `__dict__`, slots, an exception's args).
-    Object { type_name: String, repr: String, attrs: Vec<(String, Snap)> },
+    Object {
+        type_name: String,
+        repr: String,
+        attrs: Vec<(String, Snap)>,
+    },
     /// An object kept only as its repr (functions, modules, C objects...).
-    Opaque { type_name: String, repr: String },
+    Opaque {
+        type_name: String,
+        repr: String,
+    },
     /// A value beyond the depth budget: only its type and size are known.
-    Cut { type_name: String, len: u64 },
+    Cut {
+        type_name: String,
+        len: u64,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

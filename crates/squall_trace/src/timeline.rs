@@ -207,7 +207,15 @@ impl Timeline {
     /// A frame of `form` exits: `kind` is `Return` (with `id` a site id; suspensions too) or
     /// `Unwind` (with `id` the form id). Resumable frames not open are resumed implicitly (a
     /// generator resumed by `throw()` or `close()`).
-    pub fn exit(&mut self, kind: Kind, id: u32, form: u32, resumable: bool, value: ValRef, limits: &Limits) -> Recorded {
+    pub fn exit(
+        &mut self,
+        kind: Kind,
+        id: u32,
+        form: u32,
+        resumable: bool,
+        value: ValRef,
+        limits: &Limits,
+    ) -> Recorded {
         debug_assert!(kind.is_exit());
         if self.stopped.is_some() {
             return Recorded::Skipped;
@@ -267,7 +275,15 @@ impl Timeline {
 
     /// An expression value or a binding (`kind` `Expr` or `Bind`, `site` its site) inside the
     /// innermost open frame of `form`.
-    pub fn event(&mut self, kind: Kind, site: u32, form: u32, resumable: bool, value: ValRef, limits: &Limits) -> Recorded {
+    pub fn event(
+        &mut self,
+        kind: Kind,
+        site: u32,
+        form: u32,
+        resumable: bool,
+        value: ValRef,
+        limits: &Limits,
+    ) -> Recorded {
         debug_assert!(kind.is_event());
         if self.stopped.is_some() {
             return Recorded::Skipped;

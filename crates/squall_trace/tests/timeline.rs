@@ -2,7 +2,9 @@
 
 use std::sync::Arc;
 
-use squall_trace::{Coord, Drift, Form, FormKind, Forms, Kind, LimitHit, Limits, Recorded, Site, SiteKind, Timeline, ValRef};
+use squall_trace::{
+    Coord, Drift, Form, FormKind, Forms, Kind, LimitHit, Limits, Recorded, Site, SiteKind, Timeline, ValRef,
+};
 
 fn forms(specs: &[(&str, FormKind)]) -> (Forms, Vec<u32>) {
     let mut forms = Forms::new();
@@ -126,7 +128,7 @@ fn a_generator_resumed_by_throw_gets_an_implicit_resumption() {
     tl.exit(Kind::Return, sites[1], 1, true, int(0), &NO_LIMITS); // yield 0
     tl.resume(1, ValRef::NONE, &NO_LIMITS); // next()
     tl.exit(Kind::Return, sites[1], 1, true, int(1), &NO_LIMITS); // yield 1
-    // gen.throw(E): the frame unwinds without a resume call.
+                                                                  // gen.throw(E): the frame unwinds without a resume call.
     tl.exit(Kind::Unwind, 1, 1, true, ValRef::slot(0).unwrap(), &NO_LIMITS);
     tl.exit(Kind::Return, sites[0], 0, false, ValRef::NONE, &NO_LIMITS);
     insta::assert_snapshot!(render(&tl), @r"
@@ -187,7 +189,12 @@ fn thread_trace_limit_stops_the_timeline_once() {
 
 /// main(0) -> [a(1) -> [b(2) ret(3)] ret(4)], c(5) ret(6) ; ret(7)
 fn sample() -> Timeline {
-    let (_, sites) = forms(&[("main", FormKind::Function), ("a", FormKind::Function), ("b", FormKind::Function), ("c", FormKind::Function)]);
+    let (_, sites) = forms(&[
+        ("main", FormKind::Function),
+        ("a", FormKind::Function),
+        ("b", FormKind::Function),
+        ("c", FormKind::Function),
+    ]);
     let mut tl = Timeline::new();
     tl.call(0, &[], &NO_LIMITS);
     tl.call(1, &[int(1)], &NO_LIMITS);
