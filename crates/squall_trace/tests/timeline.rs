@@ -21,7 +21,7 @@ fn forms(specs: &[(&str, FormKind)]) -> (Forms, Vec<u32>) {
             })
             .unwrap();
         let coord = Coord { line: 2, col: 4, end_line: 2, end_col: 10 };
-        ret_sites.push(forms.add_site(Site { form: id, kind: SiteKind::Return, coord }).unwrap());
+        ret_sites.push(forms.add_site(Site { form: id, kind: SiteKind::Return, coord, symbol: None }).unwrap());
     }
     (forms, ret_sites)
 }
@@ -49,6 +49,14 @@ fn render(tl: &Timeline) -> String {
                 depth += 1;
                 s
             }
+            Kind::Expr | Kind::Bind => format!(
+                "{}{} site={} in={} value={:?}",
+                "  ".repeat(depth),
+                if e.kind() == Kind::Expr { "expr" } else { "bind" },
+                e.id(),
+                e.fn_call_idx(),
+                e.value().decode()
+            ),
             Kind::Return | Kind::Unwind => {
                 depth = depth.saturating_sub(1);
                 format!(
@@ -252,4 +260,44 @@ fn find_fn_call_searches_both_ways() {
     assert_eq!(tl.find_fn_call(&only(1), Some(6), true, none).unwrap(), Some(1));
     let all = vec![true; 4];
     assert_eq!(tl.find_fn_call(&all, None, false, |i| Ok::<bool, ()>(i >= 2)).unwrap(), Some(2));
+}
+
+#[test]
+fn exprs_and_bindings_land_in_their_frame_and_bindings_take_the_latest_value() {
+    let (mut forms, sites) = forms(&[("f", FormKind::Function), ("g", FormKind::Function)]);
+    let coord = Coord { line: 3, col: 4, end_line: 3, end_col: 5 };
+    let bind_x = forms.add_site(Site { form: 0, kind: SiteKind::Bind, coord, symbol: Some(Arc::from("x")) }).unwrap();
+    let bind_y = forms.add_site(Site { form: 0, kind: SiteKind::Bind, coord, symbol: Some(Arc::from("y")) }).unwrap();
+    let expr = forms.add_site(Site { form: 0, kind: SiteKind::Expr, coord, symbol: None }).unwrap();
+    let mut tl = Timeline::new();
+    tl.call(0, &[int(1)], &NO_LIMITS);
+    for i in 0..3 {
+        tl.event(Kind::Expr, expr, 0, false, int(i * 10), &NO_LIMITS);
+        tl.event(Kind::Bind, bind_x, 0, false, int(i), &NO_LIMITS);
+    }
+    tl.call(1, &[int(2)], &NO_LIMITS);
+    tl.exit(Kind::Return, sites[1], 1, false, int(3), &NO_LIMITS);
+    tl.event(Kind::Bind, bind_y, 0, false, int(7), &NO_LIMITS);
+    tl.exit(Kind::Return, sites[0], 0, false, ValRef::NONE, &NO_LIMITS);
+    insta::assert_snapshot!(render(&tl), @r"
+      0 call form=0 parent=None ret=Some(10) arg=Int(1)
+      1   expr site=4 in=0 value=Int(0)
+      2   bind site=2 in=0 value=Int(0)
+      3   expr site=4 in=0 value=Int(10)
+      4   bind site=2 in=0 value=Int(1)
+      5   expr site=4 in=0 value=Int(20)
+      6   bind site=2 in=0 value=Int(2)
+      7   call form=1 parent=Some(0) ret=Some(8) arg=Int(2)
+      8   return id=1 of=7 value=Int(3)
+      9   bind site=3 in=0 value=Int(7)
+     10 return id=0 of=0 value=None
+    ");
+    // frame events skip the nested call's subtree
+    assert_eq!(tl.frame_events(0, None).unwrap(), vec![1, 2, 3, 4, 5, 6, 9]);
+    assert_eq!(tl.bindings_at(&forms, 4).unwrap(), vec![4]);
+    assert_eq!(tl.bindings_at(&forms, 10).unwrap(), vec![6, 9]);
+    let found = tl.find_entry(&[Kind::Expr], Some(2), false, |_, e| Ok::<bool, ()>(e.value() == int(20))).unwrap();
+    assert_eq!(found, Some(5));
+    // an event of a form with no open frame is not recorded
+    assert_eq!(tl.event(Kind::Expr, expr, 0, false, int(1), &NO_LIMITS), Recorded::Unmatched);
 }
