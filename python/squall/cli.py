@@ -121,6 +121,14 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument("--format", required=True, choices=["chrome", "sqlite"])
     export.add_argument("-o", "--output", default=None, metavar="PATH",
                         help="where to write (default: the recording's path with .json / .sqlite)")
+
+    from squall import query_cli
+
+    query_cli.add_parser(sub)
+    mcp = sub.add_parser("mcp", help="serve a recording to an AI agent (MCP over stdio)",
+                         description="Run a Model Context Protocol server over stdio whose tools "
+                                     "answer questions about the recording (needs `pip install squall[mcp]`).")
+    mcp.add_argument("recording", help="a .sqrec file written by `squall run`")
     return p
 
 
@@ -647,6 +655,14 @@ def main(argv: list[str] | None = None) -> int:
         from squall import files_cli
 
         return files_cli.cmd_info(opts) if opts.command == "info" else files_cli.cmd_export(opts)
+    if opts.command == "query":
+        from squall import query_cli
+
+        return query_cli.cmd_query(opts)
+    if opts.command == "mcp":
+        from squall import mcp_server
+
+        return mcp_server.main(opts.recording)
     parser.print_help(sys.stderr)
     return 2
 

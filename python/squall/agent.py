@@ -1,0 +1,639 @@
+"""Answers about a recording for AI agents and scripts: ``squall query`` and ``squall mcp``.
+
+Pure functions over a :class:`squall.indexes.Queries` (``squall.load(path)`` or the live
+recording) that return small JSON-able dicts with stable keys. Values are *previews*: printed
+within a print level and length and cut to a few hundred characters, so an answer never floods
+an agent's context. Every answer names the flow, the thread (id and name) and the entry ``idx``
+of what it shows, so the next question can drill down::
+
+    q = squall.load("run.sqrec")
+    agent.summary(q)                          # flows, threads, counts, top functions, exceptions
+    agent.calls(q, "process_invoice")         # each call: idx, args, what it returned or raised
+    agent.call(q, 116, thread="invoice-worker")   # one call in full: parent, children
+    agent.exceptions(q); agent.stack(q, 243, thread=...); agent.bindings(q, 243, thread=...)
+    agent.window(q, 243, thread=...); agent.source(q, 243, thread=...); agent.search(q, "JP")
+
+Threads are named by id (``24874``) or by name (``"invoice-worker"``); without one, the flow's
+``MainThread`` (or its first thread). Bad input raises :class:`AgentError` with a message that
+says what to ask instead.
+"""
+
+from __future__ import annotations
+
+import difflib
+import linecache
+import time
+from typing import Any, Dict, List, Optional, Tuple, Union
+
+from squall import values as _values
+from squall.indexes import Queries, _same_exception, _type_name
+
+__all__ = [
+    "AgentError",
+    "bindings",
+    "call",
+    "calls",
+    "exceptions",
+    "frequencies",
+    "preview",
+    "search",
+    "source",
+    "stack",
+    "summary",
+    "unwind_chain",
+    "window",
+]
+
+ThreadRef = Union[int, str, None]
+
+#: Bounds of value previews: nesting levels, items per container, characters in all.
+PRINT_LEVEL = 3
+PRINT_LENGTH = 8
+MAX_CHARS = 240
+
+
+class AgentError(ValueError):
+    """A question the recording cannot answer as asked (unknown thread, idx out of range...)."""
+
+
+# --- values -------------------------------------------------------------------------------------
+
+
+def _cut(text: str, max_chars: int) -> str:
+    if len(text) <= max_chars:
+        return text
+    return text[:max_chars] + f"...<{len(text) - max_chars} more chars>"
+
+
+def preview(value: Any, print_level: int = PRINT_LEVEL, print_length: int = PRINT_LENGTH,
+            max_chars: int = MAX_CHARS) -> str:
+    """A value printed within bounds (``val_pprint``'s printer), long text cut. Never raises."""
+    try:
+        text = _values.pformat(value, print_level=print_level, print_length=print_length)
+    except BaseException as e:  # noqa: BLE001 - a value's repr may raise anything
+        text = f"<unprintable {type(value).__name__}: {type(e).__name__}>"
+    return _cut(text, max_chars)
+
+
+def _exc_text(exc: Any, max_chars: int = MAX_CHARS) -> str:
+    if exc is None:
+        return "<exception not recorded>"
+    name = _type_name(exc) or type(exc).__name__
+    try:
+        msg = str(exc)
+    except BaseException:  # noqa: BLE001
+        msg = _values.safe_repr(exc)
+    return _cut(f"{name}: {msg}" if msg else name, max_chars)
+
+
+# --- context: forms, flows, threads -------------------------------------------------------------
+
+
+class _Ctx:
+    """Per-answer caches over a Queries object."""
+
+    def __init__(self, q: Queries) -> None:
+        self.q = q
+        self.b = q._b
+        self._forms: Optional[Dict[int, dict]] = None
+        self._threads: Dict[int, List[dict]] = {}
+
+    @property
+    def forms(self) -> Dict[int, dict]:
+        if self._forms is None:
+            self._forms = {f["form_id"]: dict(f) for f in self.b.forms()}
+        return self._forms
+
+    def flows(self) -> Dict[int, List[int]]:
+        return dict(self.b.all_flows())
+
+    def threads(self, fid: int) -> List[dict]:
+        if fid not in self._threads:
+            self._threads[fid] = list(self.b.flow_threads_info(fid))
+        return self._threads[fid]
+
+    def thread_name(self, fid: int, tid: int) -> Optional[str]:
+        for t in self.threads(fid):
+            if t["thread_id"] == tid:
+                return t["thread_name"]
+        return None
+
+    def flow(self, flow: Optional[int]) -> int:
+        flows = self.flows()
+        if not flows:
+            raise AgentError("the recording is empty: no flow has any entry")
+        if flow is None:
+            return 0 if 0 in flows else min(flows)
+        if flow not in flows:
+            raise AgentError(f"no flow {flow}: the flows are {sorted(flows)}")
+        return flow
+
+    def thread(self, fid: int, thread: ThreadRef) -> int:
+        threads = self.threads(fid)
+        if not threads:
+            raise AgentError(f"flow {fid} has no threads")
+        if thread is None or thread == "":
+            for t in threads:
+                if t["thread_name"] == "MainThread":
+                    return t["thread_id"]
+            return threads[0]["thread_id"]
+        if isinstance(thread, str) and thread.strip().isdigit():
+            thread = int(thread)
+        for t in threads:
+            if t["thread_id"] == thread or t["thread_name"] == thread:
+                return t["thread_id"]
+        known = ", ".join(f"{t['thread_id']} ({t['thread_name']})" for t in threads)
+        raise AgentError(f"no thread {thread!r} in flow {fid}: its threads are {known}")
+
+    def where(self, fid: int, tid: int) -> dict:
+        return {"flow_id": fid, "thread_id": tid, "thread_name": self.thread_name(fid, tid)}
+
+    def entry(self, fid: int, tid: int, idx: int) -> dict:
+        n = self.b.timeline_len(fid, tid)
+        if not isinstance(idx, int) or not 0 <= idx < n:
+            raise AgentError(
+                f"idx {idx} is out of range: thread {tid} ({self.thread_name(fid, tid)}) of flow {fid} "
+                f"has entries 0..{n - 1}; idxs are per thread (pass the thread the idx came from)")
+        return self.b.entry(fid, tid, idx)
+
+    def deref(self, ref: Optional[int]) -> Any:
+        return None if ref is None else self.b.deref(ref)
+
+    # -- describing entries --
+
+    def fn(self, e: dict) -> str:
+        return f"{e['fn_ns']}.{e['fn_name']}"
+
+    def frame_fn(self, e: dict) -> str:
+        f = self.forms.get(e.get("form_id"))
+        return f"{f['fn_ns']}.{f['fn_name']}" if f else "?"
+
+    def args(self, call: dict, **bounds: Any) -> Dict[str, str]:
+        args = self.deref(call["fn_args_ref"]) or []
+        if call.get("resumed"):
+            return {"sent": preview(args[0], **bounds)} if args else {}
+        names = (self.forms.get(call["form_id"]) or {}).get("params") or []
+        out = {}
+        for i, a in enumerate(args):
+            out[names[i] if i < len(names) else f"arg{i}"] = preview(a, **bounds)
+        return out
+
+    def outcome(self, fid: int, tid: int, call: dict, **bounds: Any) -> dict:
+        """What a call did: ``returned`` / ``yielded`` / ``awaited`` (a preview), ``raised``
+        (``Type: message``), or ``running`` (no exit recorded); with ``ret_idx``."""
+        ret_idx = call.get("ret_idx")
+        if ret_idx is None:
+            return {"ret_idx": None, "running": True}
+        x = self.b.entry(fid, tid, ret_idx)
+        if x["type"] == "fn-unwind":
+            return {"ret_idx": ret_idx, "raised": _exc_text(self.deref(x["throwable_ref"]))}
+        kind = x.get("kind", "return")
+        key = {"yield": "yielded", "await": "awaited"}.get(kind, "returned")
+        return {"ret_idx": ret_idx, key: preview(self.deref(x["result_ref"]), **bounds)}
+
+    def call_brief(self, fid: int, tid: int, call: dict, **bounds: Any) -> dict:
+        out = {"idx": call["idx"], "fn": self.fn(call), "args": self.args(call, **bounds)}
+        if call.get("resumed"):
+            out["resumed"] = True
+        out.update(self.outcome(fid, tid, call, **bounds))
+        return out
+
+    def source_text(self, form_id: Any, coord: Any, max_chars: int = 60) -> Optional[str]:
+        """The source text a coord spans (one line's worth, cut), or None."""
+        f = self.forms.get(form_id)
+        if not f or not coord or not f.get("file"):
+            return None
+        line, col, end_line, end_col = coord
+        text = linecache.getline(f["file"], line)
+        if not text:
+            return None
+        text = text[col:end_col] if end_line == line else text[col:].rstrip() + " ..."
+        return _cut(" ".join(text.split()), max_chars)
+
+    def line_of(self, fid: int, tid: int, e: dict) -> Optional[int]:
+        if e.get("coord"):
+            return e["coord"][0]
+        if e["type"] in ("fn-call", "fn-resume"):
+            f = self.forms.get(e["form_id"])
+            return f["line"] if f else None
+        return None
+
+
+def _bounds(print_level: int, print_length: int) -> dict:
+    return {"print_level": print_level, "print_length": print_length}
+
+
+# --- answers ------------------------------------------------------------------------------------
+
+
+def summary(q: Queries, top: int = 10, max_exceptions: int = 10) -> dict:
+    """What the recording holds: program, whether it completed, flows and threads with entry and
+    call counts, how many functions, the most called ones, and its exceptions."""
+    c = _Ctx(q)
+    out: Dict[str, Any] = {}
+    info = getattr(q, "info", None)
+    if callable(info):
+        i = info()
+        out["recording"] = str(i.get("path"))
+        out["program"] = i.get("program")
+        out["argv"] = list(i.get("argv") or [])
+        out["completed"] = bool(i.get("completed"))
+        if i.get("cut_short"):
+            out["cut_short"] = i["cut_short"]
+    flows = []
+    total_entries = total_calls = 0
+    for fid in sorted(c.flows()):
+        threads = []
+        for t in c.threads(fid):
+            threads.append({"thread_id": t["thread_id"], "thread_name": t["thread_name"],
+                            "entries": t["entries"], "calls": t["calls"]})
+            if t.get("limit_hit"):
+                threads[-1]["limit_hit"] = t["limit_hit"]
+            total_entries += t["entries"]
+            total_calls += t["calls"]
+        flows.append({"flow_id": fid, "threads": threads})
+    out["flows"] = flows
+    out["entries"] = total_entries
+    out["calls"] = total_calls
+    out["functions"] = len(c.forms)
+    freq: Dict[str, int] = {}
+    for fid in sorted(c.flows()):
+        for s in q.fn_call_stats(fid):
+            key = f"{s['fn_ns']}.{s['fn_name']}"
+            freq[key] = freq.get(key, 0) + s["cnt"]
+    ranked = sorted(freq.items(), key=lambda kv: (-kv[1], kv[0]))
+    out["top_functions"] = [{"fn": k, "calls": n} for k, n in ranked[:top]]
+    exc = exceptions(q, limit=max_exceptions)
+    out["exception_count"] = exc["total"]
+    out["exceptions"] = [
+        {k: e[k] for k in ("flow_id", "thread_id", "thread_name", "idx", "fn", "exception", "caught_in")}
+        for e in exc["exceptions"]
+    ]
+    return out
+
+
+def _fn_names(c: _Ctx) -> List[Tuple[str, str]]:
+    return sorted({(f["fn_ns"], f["fn_name"]) for f in c.forms.values()})
+
+
+def _match_fns(c: _Ctx, fn: str, ns: Optional[str]) -> List[Tuple[str, str]]:
+    names = _fn_names(c)
+    if ns:
+        names = [(m, n) for m, n in names if m == ns or m.startswith(ns + ".")]
+    exact = [(m, n) for m, n in names if n == fn or f"{m}.{n}" == fn]
+    if exact:
+        return exact
+    return [(m, n) for m, n in names if n.endswith("." + fn) or f"{m}.{n}".endswith("." + fn)]
+
+
+def calls(q: Queries, fn: str, ns: Optional[str] = None, flow: Optional[int] = None,
+          thread: ThreadRef = None, limit: int = 20, offset: int = 0,
+          print_level: int = 2, print_length: int = 5) -> dict:
+    """The calls of a function (``process_invoice``, ``Invoice.add``, ``add``, or
+    ``billing.processing.process_invoice``; ``ns`` narrows to a module): each with its thread,
+    ``idx``, argument previews by parameter name and what it returned or raised. Every thread
+    of the flow unless ``thread`` is given; ``offset``/``limit`` page through."""
+    c = _Ctx(q)
+    fid = c.flow(flow)
+    matched = _match_fns(c, fn, ns)
+    if not matched:
+        known = [f"{m}.{n}" for m, n in _fn_names(c)]
+        close = difflib.get_close_matches(fn, known + [n for _, n in _fn_names(c)], n=5, cutoff=0.5)
+        hint = f"; did you mean {', '.join(close)}?" if close else "; `frequencies` lists the recorded functions"
+        raise AgentError(f"no recorded function matches {fn!r}" + (f" in {ns!r}" if ns else "") + hint)
+    tids = [c.thread(fid, thread)] if thread is not None else list(c.flows()[fid])
+    bounds = _bounds(print_level, print_length)
+    every: List[Tuple[int, int, dict]] = []
+    for order, tid in enumerate(tids):
+        for m, n in matched:
+            i = 0
+            while True:
+                e = c.b.find_fn_call_entry(fid, tid, m, n, None, i, False)
+                if e is None:
+                    break
+                i = e["idx"] + 1
+                if not e.get("resumed"):
+                    every.append((order, e["idx"], e))
+    every.sort(key=lambda x: (x[0], x[1]))
+    total = len(every)
+    found = []
+    for order, _, e in every[offset:offset + limit]:
+        tid = tids[order]
+        found.append({"thread_id": tid, "thread_name": c.thread_name(fid, tid), **c.call_brief(fid, tid, e, **bounds)})
+    return {
+        "flow_id": fid,
+        "fn": [f"{m}.{n}" for m, n in matched],
+        "total": total,
+        "offset": offset,
+        "shown": len(found),
+        "calls": found,
+    }
+
+
+def call(q: Queries, idx: int, flow: Optional[int] = None, thread: ThreadRef = None,
+         max_children: int = 20, print_level: int = PRINT_LEVEL, print_length: int = PRINT_LENGTH) -> dict:
+    """One call in full: the function and where it is defined, its arguments, what it returned
+    or raised, its parent call and its children (the calls it made, each with args and outcome).
+    ``idx`` may be any entry of the frame (a return, an expression...): its call is shown."""
+    c = _Ctx(q)
+    fid = c.flow(flow)
+    tid = c.thread(fid, thread)
+    e = c.entry(fid, tid, idx)
+    if e["type"] not in ("fn-call", "fn-resume"):
+        e = c.entry(fid, tid, e["fn_call_idx"])
+    bounds = _bounds(print_level, print_length)
+    form = c.forms.get(e["form_id"]) or {}
+    out: Dict[str, Any] = c.where(fid, tid)
+    out.update(c.call_brief(fid, tid, e, **bounds))
+    out["file"] = form.get("file")
+    out["line"] = form.get("line")
+    parent = None
+    if e["parent_idx"] is not None:
+        p = c.b.entry(fid, tid, e["parent_idx"])
+        parent = {"idx": p["idx"], "fn": c.fn(p), "args": c.args(p, print_level=1, print_length=4)}
+    out["parent"] = parent
+    kids = list(c.b.callstack_node_childs(fid, tid, e["idx"], 0, None))
+    small = _bounds(min(print_level, 2), min(print_length, 5))
+    out["children_total"] = len(kids)
+    out["children"] = [c.call_brief(fid, tid, c.b.entry(fid, tid, k), **small) for k in kids[:max_children]]
+    return out
+
+
+def _raise_line(c: _Ctx, fid: int, tid: int, unwind: dict, call_idx: int, scan: int = 2000) -> Optional[int]:
+    """The line an exception left a frame from: the unwind's coord, else the last recorded
+    expression or binding of that frame before it (the statement that raised, or just before)."""
+    if unwind.get("coord"):
+        return unwind["coord"][0]
+    lo = max(call_idx, unwind["idx"] - scan)
+    for e in reversed(list(c.b.entries(fid, tid, lo, unwind["idx"]))):
+        if e.get("fn_call_idx") == call_idx and e["type"] in ("expr", "bind") and e.get("coord"):
+            return e["coord"][0]
+    return None
+
+
+def unwind_chain(q: Queries, flow: int, thread: int, idx: int, max_frames: int = 30,
+                 print_level: int = 2, print_length: int = 5, _ctx: Optional[_Ctx] = None) -> List[dict]:
+    """The frames an exception unwound, innermost first, from the fn-unwind at ``idx``: each
+    ``idx`` (its call), ``fn``, ``args``, ``file``, ``line`` (where it left that frame)."""
+    c = _ctx or _Ctx(q)
+    u = c.entry(flow, thread, idx)
+    if u["type"] != "fn-unwind":
+        raise AgentError(f"idx {idx} is a {u['type']}, not an fn-unwind (see `exceptions`)")
+    exc = c.deref(u["throwable_ref"])
+    out = []
+    bounds = _bounds(print_level, print_length)
+    while u is not None and len(out) < max_frames:
+        callee = c.b.entry(flow, thread, u["fn_call_idx"])
+        form = c.forms.get(callee["form_id"]) or {}
+        out.append({"idx": callee["idx"], "fn": c.fn(callee), "args": c.args(callee, **bounds),
+                    "file": form.get("file"), "line": _raise_line(c, flow, thread, u, callee["idx"])})
+        u = None
+        if callee["parent_idx"] is not None:
+            parent = c.b.entry(flow, thread, callee["parent_idx"])
+            if parent.get("ret_idx") is not None:
+                x = c.b.entry(flow, thread, parent["ret_idx"])
+                if x["type"] == "fn-unwind" and _same_exception(c.deref(x["throwable_ref"]), exc):
+                    u = x
+    return out
+
+
+def exceptions(q: Queries, flow: Optional[int] = None, thread: ThreadRef = None, limit: int = 20) -> dict:
+    """Every exception that left a recorded frame, once each, in order: where it was raised
+    (innermost frame, file and line), its type and message, the frames it unwound (``chain``,
+    innermost first) and whether and where a recorded caller caught it."""
+    c = _Ctx(q)
+    fid = None if flow is None else c.flow(flow)
+    tid = None
+    if thread is not None:
+        tid = c.thread(c.flow(flow), thread)
+    found = q.exceptions(fid, tid)
+    out = []
+    for x in found[:limit]:
+        f, t = x["flow_id"], x["thread_id"]
+        u = c.b.entry(f, t, x["idx"])
+        form = c.forms.get(u["form_id"]) or {}
+        chain = unwind_chain(q, f, t, x["idx"], max_frames=10, _ctx=c)
+        out.append({
+            **c.where(f, t),
+            "idx": x["idx"],
+            "fn_call_idx": x["fn_call_idx"],
+            "fn": f"{x['fn_ns']}.{x['fn_name']}",
+            "exception": _cut(f"{x['exc_type']}: {x['message']}", MAX_CHARS),
+            "file": form.get("file"),
+            "line": chain[0]["line"] if chain else None,
+            "unwound": [fr["fn"] for fr in chain],
+            "caught": x["caught"],
+            "caught_in": x["caught_in"],
+        })
+    return {"total": len(found), "shown": len(out), "exceptions": out}
+
+
+def stack(q: Queries, idx: int, flow: Optional[int] = None, thread: ThreadRef = None,
+          print_level: int = 2, print_length: int = 5) -> dict:
+    """The call stack at ``idx``, innermost frame first: each frame's call ``idx``, function,
+    file and line, and argument previews."""
+    c = _Ctx(q)
+    fid = c.flow(flow)
+    tid = c.thread(fid, thread)
+    c.entry(fid, tid, idx)
+    frames = []
+    for fr in q.stack_for_frame(fid, tid, idx):
+        e = c.b.entry(fid, tid, fr["fn_call_idx"])
+        frames.append({"idx": fr["fn_call_idx"], "fn": f"{fr['fn_ns']}.{fr['fn_name']}",
+                       "file": fr.get("file"), "line": fr.get("line"),
+                       "args": c.args(e, **_bounds(print_level, print_length))})
+    return {**c.where(fid, tid), "idx": idx, "frames": frames}
+
+
+def frequencies(q: Queries, flow: Optional[int] = None, thread: ThreadRef = None, limit: int = 30) -> dict:
+    """How many times each recorded function was called, most called first."""
+    c = _Ctx(q)
+    fid = c.flow(flow)
+    tid = None if thread is None else c.thread(fid, thread)
+    stats = q.fn_call_stats(fid, tid)
+    rows = [{"fn": f"{s['fn_ns']}.{s['fn_name']}", "calls": s["cnt"]} for s in stats]
+    out: Dict[str, Any] = {"flow_id": fid}
+    if tid is not None:
+        out.update(c.where(fid, tid))
+    out.update({"functions": len(rows), "shown": min(limit, len(rows)), "frequencies": rows[:limit]})
+    return out
+
+
+def _entry_line(c: _Ctx, fid: int, tid: int, e: dict, bounds: dict) -> dict:
+    t = e["type"]
+    row: Dict[str, Any] = {"idx": e["idx"], "type": t}
+    if t in ("fn-call", "fn-resume"):
+        row["fn"] = c.fn(e)
+        args = c.args(e, **bounds)
+        row["text"] = (f"{'resume' if t == 'fn-resume' else 'call'} {c.fn(e)}("
+                       + ", ".join(f"{k}={v}" for k, v in args.items()) + ")")
+        return row
+    row["fn"] = c.frame_fn(e)
+    line = c.line_of(fid, tid, e)
+    if line is not None:
+        row["line"] = line
+    if t == "fn-return":
+        kind = e.get("kind", "return")
+        row["text"] = f"{kind} {row['fn']} -> {preview(c.deref(e['result_ref']), **bounds)}"
+    elif t == "fn-unwind":
+        row["text"] = f"unwind {row['fn']} !! {_exc_text(c.deref(e['throwable_ref']))}"
+    elif t == "expr":
+        src = c.source_text(e["form_id"], e.get("coord")) or "?"
+        row["text"] = f"`{src}` = {preview(c.deref(e['result_ref']), **bounds)}"
+    elif t == "bind":
+        row["text"] = f"{e['symbol']} := {preview(c.deref(e['value_ref']), **bounds)}"
+    else:
+        row["text"] = t
+    return row
+
+
+def window(q: Queries, idx: int, flow: Optional[int] = None, thread: ThreadRef = None,
+           before: int = 10, after: int = 10, print_level: int = 2, print_length: int = 5) -> dict:
+    """The timeline around ``idx``: ``before`` entries before it and ``after`` after it, one
+    line each (calls with args, returns with values, expressions with their source text and
+    value, bindings, unwinds)."""
+    c = _Ctx(q)
+    fid = c.flow(flow)
+    tid = c.thread(fid, thread)
+    c.entry(fid, tid, idx)
+    before, after = max(0, min(before, 200)), max(0, min(after, 200))
+    n = c.b.timeline_len(fid, tid)
+    lo, hi = max(0, idx - before), min(n, idx + after + 1)
+    bounds = _bounds(print_level, print_length)
+    rows = [_entry_line(c, fid, tid, e, bounds) for e in c.b.entries(fid, tid, lo, hi)]
+    return {**c.where(fid, tid), "idx": idx, "first": lo, "last": hi - 1, "entries_in_thread": n, "entries": rows}
+
+
+def bindings(q: Queries, idx: int, flow: Optional[int] = None, thread: ThreadRef = None,
+             print_level: int = PRINT_LEVEL, print_length: int = PRINT_LENGTH) -> dict:
+    """The locals of ``idx``'s frame as they were at ``idx``: each name's latest binding (the
+    parameters first), with its value preview and the line that bound it (full mode)."""
+    c = _Ctx(q)
+    fid = c.flow(flow)
+    tid = c.thread(fid, thread)
+    e = c.entry(fid, tid, idx)
+    call_idx = e["idx"] if e["type"] in ("fn-call", "fn-resume") else e["fn_call_idx"]
+    call_e = c.b.entry(fid, tid, call_idx)
+    rows = []
+    for b in q.bindings(fid, tid, idx):
+        rows.append({"symbol": b["symbol"], "value": preview(c.deref(b["value_ref"]), print_level, print_length),
+                     "line": b["coord"][0] if b.get("coord") else None, "since_idx": b["visible_after"]})
+    return {**c.where(fid, tid), "idx": idx, "fn_call_idx": call_idx, "fn": c.fn(call_e), "bindings": rows}
+
+
+def source(q: Queries, idx: int, flow: Optional[int] = None, thread: ThreadRef = None, context: int = 3) -> dict:
+    """The source around what ``idx`` recorded: the file of its function, the lines of the
+    entry's coord (marked ``>``) with ``context`` lines either side (a call: the ``def`` line)."""
+    c = _Ctx(q)
+    fid = c.flow(flow)
+    tid = c.thread(fid, thread)
+    e = c.entry(fid, tid, idx)
+    form = c.forms.get(e.get("form_id")) or {}
+    path = form.get("file")
+    coord = e.get("coord")
+    if coord:
+        first, last = coord[0], coord[2]
+    else:
+        line = None
+        if e["type"] == "fn-unwind":
+            line = _raise_line(c, fid, tid, e, e["fn_call_idx"])
+        first = last = line or c.line_of(fid, tid, e) or form.get("line")
+    out: Dict[str, Any] = {**c.where(fid, tid), "idx": idx, "type": e["type"], "fn": c.frame_fn(e) if e["type"] not in (
+        "fn-call", "fn-resume") else c.fn(e), "file": path, "line": first, "coord": list(coord) if coord else None}
+    if not path or first is None:
+        out["lines"] = []
+        out["note"] = "no source position recorded for this entry"
+        return out
+    linecache.checkcache(path)
+    lines = linecache.getlines(path)
+    if not lines:
+        out["lines"] = []
+        out["note"] = f"cannot read {path} (moved, or not a file)"
+        return out
+    context = max(0, min(context, 50))
+    lo, hi = max(1, first - context), min(len(lines), last + context)
+    width = len(str(hi))
+    out["lines"] = [
+        f"{'>' if first <= n <= last else ' '} {n:>{width}} | {_cut(lines[n - 1].rstrip(), 200)}"
+        for n in range(lo, hi + 1)
+    ]
+    return out
+
+
+def search(q: Queries, text: str, flow: Optional[int] = None, thread: ThreadRef = None, limit: int = 20,
+           max_seconds: Optional[float] = None, ignore_case: bool = True) -> dict:
+    """Entries whose value preview contains ``text``: call arguments, return values, exceptions,
+    expression values and bindings, in timeline order, each with its thread, ``idx``, where the
+    value was (``arg``, ``return``, ``raise``, ``expr``, ``bind NAME``), the function and a
+    preview. Stops at ``limit`` hits or after ``max_seconds`` (``complete`` says whether every
+    entry was searched); Ctrl-C stops it too and returns what was found."""
+    c = _Ctx(q)
+    needle = text.lower() if ignore_case else text
+    fids = [c.flow(flow)] if flow is not None else sorted(c.flows())
+    deadline = None if max_seconds is None else time.monotonic() + max_seconds
+    hits: List[dict] = []
+    scanned = 0
+    complete = True
+    interrupted = False
+    seen: Dict[int, Optional[str]] = {}
+
+    def matches(ref: Optional[int]) -> Optional[str]:
+        if ref is None:
+            return None
+        if ref not in seen:
+            full = preview(c.deref(ref), print_level=4, print_length=50, max_chars=20_000)
+            hay = full.lower() if ignore_case else full
+            seen[ref] = full if needle in hay else None
+        return seen[ref]
+
+    try:
+        for fid in fids:
+            tids = [c.thread(fid, thread)] if thread is not None else list(c.flows()[fid])
+            for tid in tids:
+                n = c.b.timeline_len(fid, tid)
+                for start in range(0, n, 2048):
+                    if len(hits) >= limit or (deadline is not None and time.monotonic() > deadline):
+                        complete = False
+                        raise StopIteration
+                    for e in c.b.entries(fid, tid, start, min(n, start + 2048)):
+                        scanned += 1
+                        t = e["type"]
+                        ref, where = {
+                            "fn-call": ("fn_args_ref", "args"), "fn-resume": ("fn_args_ref", "args"),
+                            "fn-return": ("result_ref", "return"), "fn-unwind": ("throwable_ref", "raise"),
+                            "expr": ("result_ref", "expr"), "bind": ("value_ref", "bind"),
+                        }.get(t, (None, None))
+                        if ref is None:
+                            continue
+                        full = matches(e.get(ref))
+                        if full is None:
+                            continue
+                        if t == "bind":
+                            where = f"bind {e['symbol']}"
+                        elif t == "expr":
+                            where = f"expr {c.source_text(e['form_id'], e.get('coord')) or '?'}"
+                        hits.append({**c.where(fid, tid), "idx": e["idx"], "in": where,
+                                     "fn": c.fn(e) if t in ("fn-call", "fn-resume") else c.frame_fn(e),
+                                     "value": _around(full, needle, ignore_case)})
+                        if len(hits) >= limit:
+                            break
+    except StopIteration:
+        pass
+    except KeyboardInterrupt:
+        complete = False
+        interrupted = True
+    out = {"text": text, "hits": hits, "shown": len(hits), "entries_searched": scanned, "complete": complete}
+    if interrupted:
+        out["interrupted"] = True
+    return out
+
+
+def _around(full: str, needle: str, ignore_case: bool, width: int = MAX_CHARS) -> str:
+    """A preview of at most ``width`` chars that shows where ``needle`` is."""
+    if len(full) <= width:
+        return full
+    hay = full.lower() if ignore_case else full
+    at = hay.find(needle)
+    start = max(0, min(at - width // 3, len(full) - width))
+    body = full[start:start + width]
+    return ("..." if start else "") + body + ("..." if start + width < len(full) else "")

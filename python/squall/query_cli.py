@@ -1,0 +1,250 @@
+"""`squall query REC SUBCOMMAND ...`: the answers of :mod:`squall.agent` from the command line,
+for agents and scripts without MCP. ``--json`` prints the answer as JSON; without it, compact
+text. stdout carries data only; errors go to stderr with exit status 1."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any, Callable, Dict, List
+
+PROG = "squall"
+
+SUBCOMMANDS = ("summary", "calls", "call", "exceptions", "frequencies", "stack", "window", "bindings",
+               "source", "search")
+
+
+def add_parser(sub: Any) -> None:
+    """Adds ``query`` and its subcommands to the ``squall`` parser's subparsers."""
+    q = sub.add_parser(
+        "query", help="answer questions about a recording (for agents and scripts)",
+        description="Query a recording: compact, bounded answers; --json for JSON. Entry idxs are per "
+                    "thread: pass --thread (id or name) with an idx from another thread.")
+    q.add_argument("recording", help="a .sqrec file written by `squall run`")
+    qs = q.add_subparsers(dest="query", metavar="QUERY")
+    qs.required = True
+
+    def new(name: str, help: str, idx: bool = False, thread: bool = True) -> argparse.ArgumentParser:
+        p = qs.add_parser(name, help=help, description=help)
+        if idx:
+            p.add_argument("idx", type=int, help="an entry idx (from another answer)")
+        p.add_argument("--flow", type=int, default=None, help="flow id (default: 0, or the first flow)")
+        if thread:
+            p.add_argument("--thread", default=None,
+                           help="thread id or name (default: MainThread, or the flow's first thread)")
+        p.add_argument("--json", action="store_true", help="print JSON (data only)")
+        return p
+
+    new("summary", "program, flows, threads, counts, most called functions, exceptions", thread=False)
+    p = new("calls", "the calls of a function: idx, thread, args, what it returned or raised")
+    p.add_argument("fn", help="function: name, Class.method, or module.qualname")
+    p.add_argument("--ns", default=None, help="only functions of this module (or package)")
+    p.add_argument("--limit", type=int, default=20, help="at most N calls (default 20)")
+    p.add_argument("--offset", type=int, default=0, help="skip the first N calls")
+    p = new("call", "one call in full: args, return or exception, parent, children", idx=True)
+    p.add_argument("--children", type=int, default=20, help="at most N children (default 20)")
+    p = new("exceptions", "every exception: where raised, frames unwound, where caught")
+    p.add_argument("--limit", type=int, default=20)
+    p = new("frequencies", "calls per function, most called first")
+    p.add_argument("--limit", type=int, default=30)
+    new("stack", "the call stack at an idx, innermost first", idx=True)
+    p = new("window", "the timeline around an idx", idx=True)
+    p.add_argument("--before", type=int, default=10)
+    p.add_argument("--after", type=int, default=10)
+    new("bindings", "the locals of the frame at an idx, as they were then", idx=True)
+    p = new("source", "the source lines of what an idx recorded", idx=True)
+    p.add_argument("--context", type=int, default=3, help="lines either side (default 3)")
+    p = new("search", "values (args, results, locals, expressions) whose preview contains TEXT")
+    p.add_argument("text")
+    p.add_argument("--limit", type=int, default=20)
+    p.add_argument("--case-sensitive", action="store_true")
+
+
+def answer(rec: Any, opts: Any) -> Dict[str, Any]:
+    from squall import agent
+
+    kind = opts.query
+    flow, thread = opts.flow, getattr(opts, "thread", None)
+    if kind == "summary":
+        return agent.summary(rec)
+    if kind == "calls":
+        return agent.calls(rec, opts.fn, ns=opts.ns, flow=flow, thread=thread, limit=opts.limit, offset=opts.offset)
+    if kind == "call":
+        return agent.call(rec, opts.idx, flow=flow, thread=thread, max_children=opts.children)
+    if kind == "exceptions":
+        return agent.exceptions(rec, flow=flow, thread=thread, limit=opts.limit)
+    if kind == "frequencies":
+        return agent.frequencies(rec, flow=flow, thread=thread, limit=opts.limit)
+    if kind == "stack":
+        return agent.stack(rec, opts.idx, flow=flow, thread=thread)
+    if kind == "window":
+        return agent.window(rec, opts.idx, flow=flow, thread=thread, before=opts.before, after=opts.after)
+    if kind == "bindings":
+        return agent.bindings(rec, opts.idx, flow=flow, thread=thread)
+    if kind == "source":
+        return agent.source(rec, opts.idx, flow=flow, thread=thread, context=opts.context)
+    if kind == "search":
+        return agent.search(rec, opts.text, flow=flow, thread=thread, limit=opts.limit,
+                            ignore_case=not opts.case_sensitive)
+    raise ValueError(f"unknown query {kind!r}")
+
+
+def cmd_query(opts: Any) -> int:
+    import squall
+    from squall.agent import AgentError
+
+    try:
+        rec = squall.load(opts.recording)
+    except (OSError, ValueError) as e:
+        print(f"{PROG}: {e}", file=sys.stderr)
+        return 1
+    try:
+        result = answer(rec, opts)
+    except AgentError as e:
+        print(f"{PROG} query {opts.query}: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"{PROG} query {opts.query}: interrupted", file=sys.stderr)
+        return 130
+    if opts.json:
+        print(json.dumps(result, indent=2, ensure_ascii=False))
+    else:
+        print(render_text(opts.query, result))
+    if result.get("interrupted"):
+        print(f"{PROG} query search: interrupted; these are the hits found so far", file=sys.stderr)
+    return 0
+
+
+# --- compact text ---------------------------------------------------------------------------------
+
+
+def _thread(d: dict) -> str:
+    return f"{d['thread_name']}({d['thread_id']})"
+
+
+def _outcome(d: dict) -> str:
+    for key, arrow in (("returned", "->"), ("yielded", "-> yield"), ("awaited", "-> await"), ("raised", "!!")):
+        if key in d:
+            return f"{arrow} {d[key]}"
+    return "-> <no exit recorded>"
+
+
+def _call(d: dict) -> str:
+    args = ", ".join(f"{k}={v}" for k, v in d["args"].items())
+    resumed = " resumed" if d.get("resumed") else ""
+    return f"{d['fn']}{resumed}({args}) {_outcome(d)}"
+
+
+def _where(d: dict) -> str:
+    file, line = d.get("file"), d.get("line")
+    return f"{file}:{line}" if line is not None else str(file)
+
+
+def _summary(d: dict) -> List[str]:
+    out = []
+    if "recording" in d:
+        out.append(f"recording {d['recording']}  program {d['program']}  "
+                   f"{'completed' if d['completed'] else 'CUT SHORT: ' + str(d.get('cut_short'))}")
+    out.append(f"entries {d['entries']}  calls {d['calls']}  functions {d['functions']}")
+    for f in d["flows"]:
+        out.append(f"flow {f['flow_id']}:")
+        for t in f["threads"]:
+            extra = f"  LIMIT HIT: {t['limit_hit']}" if t.get("limit_hit") else ""
+            out.append(f"  thread {_thread(t)}  {t['entries']} entries  {t['calls']} calls{extra}")
+    out.append("most called:")
+    out += [f"  {r['calls']:>6}  {r['fn']}" for r in d["top_functions"]]
+    out.append(f"exceptions ({d['exception_count']}):")
+    for e in d["exceptions"]:
+        caught = f"caught in {e['caught_in']}" if e["caught_in"] else "not caught by recorded code"
+        out.append(f"  idx {e['idx']} thread {_thread(e)}  {e['exception']}  in {e['fn']}  [{caught}]")
+    return out
+
+
+def _calls(d: dict) -> List[str]:
+    out = [f"{', '.join(d['fn'])}: {d['total']} call(s); showing {d['shown']} from #{d['offset']}"]
+    out += [f"idx {c['idx']} thread {_thread(c)}  {_call(c)}" for c in d["calls"]]
+    return out
+
+
+def _one_call(d: dict) -> List[str]:
+    out = [f"idx {d['idx']} thread {_thread(d)} flow {d['flow_id']}  {d['fn']}  ({_where(d)})"]
+    out.append("args:")
+    out += [f"  {k} = {v}" for k, v in d["args"].items()]
+    out.append(f"{_outcome(d)}   (exit idx {d['ret_idx']})")
+    p = d["parent"]
+    if p is None:
+        out.append("parent: none recorded (called from unrecorded code)")
+    else:
+        out.append(f"parent: idx {p['idx']} {p['fn']}(" + ", ".join(f"{k}={v}" for k, v in p["args"].items()) + ")")
+    out.append(f"children ({d['children_total']}):")
+    out += [f"  idx {c['idx']}  {_call(c)}" for c in d["children"]]
+    if d["children_total"] > len(d["children"]):
+        out.append(f"  ... {d['children_total'] - len(d['children'])} more")
+    return out
+
+
+def _exceptions(d: dict) -> List[str]:
+    out = [f"{d['total']} exception(s)"]
+    for e in d["exceptions"]:
+        caught = f"caught in {e['caught_in']}" if e["caught_in"] else "not caught by recorded code"
+        out.append(f"idx {e['idx']} thread {_thread(e)}  {e['exception']}")
+        out.append(f"  raised in {e['fn']} at {_where(e)}; unwound {' <- '.join(e['unwound'])}; {caught}")
+    return out
+
+
+def _frequencies(d: dict) -> List[str]:
+    out = [f"{d['functions']} function(s) called" + (f" in thread {_thread(d)}" if "thread_id" in d else "")]
+    out += [f"{r['calls']:>8}  {r['fn']}" for r in d["frequencies"]]
+    return out
+
+
+def _stack(d: dict) -> List[str]:
+    out = [f"stack at idx {d['idx']} thread {_thread(d)} (innermost first):"]
+    for f in d["frames"]:
+        args = ", ".join(f"{k}={v}" for k, v in f["args"].items())
+        out.append(f"  idx {f['idx']}  {f['fn']}({args})  {_where(f)}")
+    return out
+
+
+def _window(d: dict) -> List[str]:
+    out = [f"thread {_thread(d)} entries {d['first']}..{d['last']} of {d['entries_in_thread']}"]
+    for e in d["entries"]:
+        mark = ">" if e["idx"] == d["idx"] else " "
+        line = f" L{e['line']}" if e.get("line") is not None else ""
+        out.append(f"{mark} {e['idx']:>6} {e['type']:<9}{line}  {e['text']}")
+    return out
+
+
+def _bindings(d: dict) -> List[str]:
+    out = [f"locals of {d['fn']} (call idx {d['fn_call_idx']}) at idx {d['idx']} thread {_thread(d)}:"]
+    for b in d["bindings"]:
+        at = f"  (line {b['line']})" if b["line"] is not None else ""
+        out.append(f"  {b['symbol']} = {b['value']}{at}")
+    return out
+
+
+def _source(d: dict) -> List[str]:
+    out = [f"{d['file']}:{d['line']}  ({d['type']} in {d['fn']}, idx {d['idx']})"]
+    if d.get("note"):
+        out.append(d["note"])
+    return out + d["lines"]
+
+
+def _search(d: dict) -> List[str]:
+    state = "" if d["complete"] else " (stopped early: --limit, or interrupted)"
+    out = [f"{d['shown']} hit(s) for {d['text']!r} in {d['entries_searched']} entries{state}"]
+    out += [f"idx {h['idx']} thread {_thread(h)}  {h['fn']}  {h['in']}: {h['value']}" for h in d["hits"]]
+    return out
+
+
+_RENDER: Dict[str, Callable[[dict], List[str]]] = {
+    "summary": _summary, "calls": _calls, "call": _one_call, "exceptions": _exceptions,
+    "frequencies": _frequencies, "stack": _stack, "window": _window, "bindings": _bindings,
+    "source": _source, "search": _search,
+}
+
+
+def render_text(kind: str, d: dict) -> str:
+    """The compact text form of an answer of :mod:`squall.agent`."""
+    return "\n".join(_RENDER[kind](d))
