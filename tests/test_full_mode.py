@@ -421,7 +421,7 @@ def test_type_params_312(tmp_path):
         def get(self) -> T:
             return self.v
     def main():
-        return first([4, 5]), Box(7).get(), Pair.__value__, first.__type_params__[0].__name__
+        return first([4, 5]), Box(7).get(), str(Pair.__value__), first.__type_params__[0].__name__
     """
     res, ent, _ = run(tmp_path, src)
     assert res[1][:2] == (4, 7)

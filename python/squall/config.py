@@ -85,14 +85,32 @@ def _under(path: str, roots: Iterable[str]) -> Optional[str]:
     return None
 
 
+def _sysconfig_paths() -> Dict[str, str]:
+    """``sysconfig.get_paths()``; on 3.13.0 it can raise AttributeError('abi_thread') when the
+    config vars were not computed yet, so those are passed explicitly then."""
+    try:
+        return sysconfig.get_paths()
+    except Exception:  # noqa: BLE001
+        try:
+            return sysconfig.get_paths(vars=dict(sysconfig.get_config_vars()))
+        except Exception:  # noqa: BLE001
+            return {}
+
+
 def _stdlib_roots() -> List[str]:
     roots = set()
     for key in ("stdlib", "platstdlib"):
-        p = sysconfig.get_paths().get(key)
+        p = _sysconfig_paths().get(key)
         if p:
             roots.add(_norm(p))
     for base in {sys.base_prefix, sys.base_exec_prefix}:
-        p = sysconfig.get_path("stdlib", vars={"installed_base": base, "base": base})
+        v = dict(sysconfig.get_config_vars())  # 3.13 needs e.g. abi_thread in the vars
+        v.update(installed_base=base, base=base)
+        v.setdefault("abi_thread", "t" if sysconfig.get_config_var("Py_GIL_DISABLED") else "")
+        try:
+            p = sysconfig.get_path("stdlib", vars=v)
+        except Exception:  # noqa: BLE001 - an odd sysconfig: the roots above still hold
+            p = None
         if p:
             roots.add(_norm(p))
     return sorted(roots, key=len, reverse=True)
@@ -109,7 +127,7 @@ def _site_roots() -> List[str]:
     except Exception:
         pass
     for key in ("purelib", "platlib"):
-        p = sysconfig.get_paths().get(key)
+        p = _sysconfig_paths().get(key)
         if p:
             roots.add(p)
     return sorted({_norm(r) for r in roots if r}, key=len, reverse=True)
