@@ -1,0 +1,589 @@
+//! The JSON API. Every route answers `application/json`; a bad request is a 4xx with
+//! `{"error": "..."}`. The token check runs before any route (see `lib.rs`).
+
+use std::collections::{HashMap, HashSet};
+use std::str::FromStr;
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::{json, Value};
+use squall_trace::{display_name, Drift, Entry, Forms, Kind, TraceError, ValRef};
+
+use crate::source::View;
+use crate::values::{expand, val_node, val_text, ExpandOpts, PREVIEW_MAX};
+
+pub type Q = HashMap<String, String>;
+
+#[derive(Debug)]
+pub struct ApiError(pub StatusCode, pub String);
+
+impl ApiError {
+    pub fn bad(msg: impl Into<String>) -> ApiError {
+        ApiError(StatusCode::BAD_REQUEST, msg.into())
+    }
+    pub fn not_found(msg: impl Into<String>) -> ApiError {
+        ApiError(StatusCode::NOT_FOUND, msg.into())
+    }
+}
+
+impl From<TraceError> for ApiError {
+    fn from(e: TraceError) -> ApiError {
+        let status = match e {
+            TraceError::IdxOutOfRange { .. } => StatusCode::NOT_FOUND,
+            _ => StatusCode::BAD_REQUEST,
+        };
+        ApiError(status, e.to_string())
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.0, Json(json!({"error": self.1}))).into_response()
+    }
+}
+
+pub type ApiResult = Result<Value, ApiError>;
+
+/// A required query parameter.
+pub fn req<T: FromStr>(q: &Q, name: &str) -> Result<T, ApiError> {
+    let s = q.get(name).ok_or_else(|| ApiError::bad(format!("missing query parameter `{name}`")))?;
+    s.parse().map_err(|_| ApiError::bad(format!("query parameter `{name}`: cannot read `{s}` as a {}", std::any::type_name::<T>())))
+}
+
+/// An optional query parameter (absent or empty is `default`).
+pub fn opt<T: FromStr>(q: &Q, name: &str, default: T) -> Result<T, ApiError> {
+    match q.get(name).map(String::as_str) {
+        None | Some("") => Ok(default),
+        Some(_) => req(q, name),
+    }
+}
+
+/// The timeline a request names by `tl`.
+pub fn tl_of(view: &dyn View, q: &Q) -> Result<usize, ApiError> {
+    let tl: usize = req(q, "tl")?;
+    let n = view.timelines().len();
+    if tl >= n {
+        return Err(ApiError::not_found(format!("no timeline {tl}: this recording has {n} (see /api/flows)")));
+    }
+    Ok(tl)
+}
+
+fn form_json(forms: &Forms, id: u32) -> Value {
+    match forms.form(id) {
+        Some(f) => json!({
+            "id": id, "ns": &*f.ns, "name": &*f.name, "display": display_name(forms, id),
+            "file": &*f.file, "line": f.line, "kind": f.kind.name(),
+            "params": f.params.iter().map(|p| &**p).collect::<Vec<_>>(),
+        }),
+        None => json!({"id": id, "display": format!("<form {id}>")}),
+    }
+}
+
+fn coord_json(forms: &Forms, site: u32) -> Value {
+    forms.site(site).map_or(Value::Null, |s| json!([s.coord.line, s.coord.col, s.coord.end_line, s.coord.end_col]))
+}
+
+/// The form an entry belongs to.
+fn entry_form(view: &dyn View, tl: usize, e: &Entry) -> u32 {
+    let forms = view.forms();
+    match e.kind() {
+        Kind::Call | Kind::Resume | Kind::Unwind => e.id(),
+        Kind::Return | Kind::Expr | Kind::Bind => forms.site_owner(e.id()).map_or_else(
+            || view.timelines()[tl].timeline.get(e.fn_call_idx() as usize).map_or(0, |c| c.id()),
+            |(f, _)| f,
+        ),
+    }
+}
+
+fn nparams(forms: &Forms, e: &Entry) -> usize {
+    if e.kind() == Kind::Resume {
+        1
+    } else {
+        forms.form(e.id()).map_or(0, |f| f.params.len())
+    }
+}
+
+/// The arguments of the call at `idx`: `[{name, value}]`.
+fn args_json(view: &dyn View, tl: usize, idx: u32, max: usize) -> Value {
+    let forms = view.forms();
+    let tls = view.timelines();
+    let t = tls[tl].timeline;
+    let Some(e) = t.get(idx as usize) else { return json!([]) };
+    let names: Vec<String> = if e.kind() == Kind::Resume {
+        vec!["<sent>".into()]
+    } else {
+        forms.form(e.id()).map(|f| f.params.iter().map(|p| p.to_string()).collect()).unwrap_or_default()
+    };
+    let vals = t.call_args(idx as usize, nparams(forms, e));
+    Value::Array(
+        vals.into_iter()
+            .enumerate()
+            .map(|(i, v)| json!({"name": names.get(i).cloned().unwrap_or_else(|| format!("arg{i}")), "value": val_node(view, tl, v, max)}))
+            .collect(),
+    )
+}
+
+/// One entry in FlowStorm's shape, with value previews.
+pub fn entry_json(view: &dyn View, tl: usize, idx: u32) -> Result<Value, ApiError> {
+    let forms = view.forms();
+    let tls = view.timelines();
+    let t = tls[tl].timeline;
+    let e = *t.get(idx as usize).ok_or(TraceError::IdxOutOfRange { idx: u64::from(idx), len: t.len() })?;
+    let mut d = json!({"idx": idx, "type": e.kind().type_name(), "form_id": entry_form(view, tl, &e)});
+    match e.kind() {
+        Kind::Call | Kind::Resume => {
+            d["fn"] = json!(display_name(forms, e.id()));
+            d["parent_idx"] = json!(e.parent_idx());
+            d["ret_idx"] = json!(e.ret_idx());
+        }
+        Kind::Return => {
+            d["fn_call_idx"] = json!(e.fn_call_idx());
+            d["coord"] = coord_json(forms, e.id());
+            d["kind"] = json!(forms.site(e.id()).map_or("return", |s| s.kind.name()));
+            d["value"] = val_node(view, tl, e.value(), PREVIEW_MAX);
+        }
+        Kind::Unwind => {
+            d["fn_call_idx"] = json!(e.fn_call_idx());
+            d["coord"] = Value::Null;
+            d["value"] = val_node(view, tl, e.value(), PREVIEW_MAX);
+        }
+        Kind::Expr => {
+            d["fn_call_idx"] = json!(e.fn_call_idx());
+            d["coord"] = coord_json(forms, e.id());
+            d["site_id"] = json!(e.id());
+            d["value"] = val_node(view, tl, e.value(), PREVIEW_MAX);
+        }
+        Kind::Bind => {
+            d["fn_call_idx"] = json!(e.fn_call_idx());
+            d["coord"] = coord_json(forms, e.id());
+            d["site_id"] = json!(e.id());
+            d["symbol"] = json!(forms.site(e.id()).and_then(|s| s.symbol.as_deref()));
+            d["value"] = val_node(view, tl, e.value(), PREVIEW_MAX);
+        }
+    }
+    Ok(d)
+}
+
+// --- routes ----------------------------------------------------------------------------------
+
+pub fn flows(view: &dyn View, live: bool) -> ApiResult {
+    let mut flows: Vec<(u32, Vec<Value>)> = Vec::new();
+    for (i, t) in view.timelines().iter().enumerate() {
+        let th = json!({"tl": i, "thread_id": t.thread_id, "name": t.name, "len": t.timeline.len(), "calls": t.timeline.calls()});
+        match flows.iter_mut().find(|(f, _)| *f == t.flow) {
+            Some((_, v)) => v.push(th),
+            None => flows.push((t.flow, vec![th])),
+        }
+    }
+    flows.sort_by_key(|(f, _)| *f);
+    Ok(json!({
+        "live": live,
+        "info": view.info(),
+        "flows": flows.into_iter().map(|(f, th)| json!({"flow": f, "threads": th})).collect::<Vec<_>>(),
+    }))
+}
+
+pub fn entry(view: &dyn View, q: &Q) -> ApiResult {
+    let tl = tl_of(view, q)?;
+    let t = view.timelines()[tl].timeline;
+    let idx: u64 = req(q, "idx")?;
+    let drift = Drift::parse(&opt(q, "drift", "at".to_string())?)?;
+    let to = t.timeline_entry(idx, drift)?;
+    entry_json(view, tl, to)
+}
+
+fn resolve_idx(view: &dyn View, tl: usize, q: &Q) -> Result<u32, ApiError> {
+    let t = view.timelines()[tl].timeline;
+    if t.is_empty() {
+        return Err(ApiError::not_found("this timeline has no entries"));
+    }
+    let idx: u64 = match q.get("idx").map(String::as_str) {
+        Some("last") => t.len() as u64 - 1,
+        Some("first") | None => 0,
+        Some(_) => req(q, "idx")?,
+    };
+    let drift = Drift::parse(&opt(q, "drift", "at".to_string())?)?;
+    Ok(t.timeline_entry(idx, drift)?)
+}
+
+/// Everything the stepper shows at one idx: the entry, its frame (function, args, return),
+/// bindings visible there, the stack, and the form's recorded sites.
+pub fn frame(view: &dyn View, q: &Q) -> ApiResult {
+    let tl = tl_of(view, q)?;
+    let idx = resolve_idx(view, tl, q)?;
+    let forms = view.forms();
+    let tls = view.timelines();
+    let t = tls[tl].timeline;
+    let call = t.frame_of(u64::from(idx))?;
+    let ce = *t.get(call as usize).ok_or(TraceError::IdxOutOfRange { idx: u64::from(call), len: t.len() })?;
+    let ret = match ce.ret_idx() {
+        Some(r) => entry_json(view, tl, r)?,
+        None => Value::Null,
+    };
+    let bindings: Vec<Value> = t
+        .bindings_at(forms, u64::from(idx))?
+        .into_iter()
+        .filter_map(|i| {
+            let e = t.get(i as usize)?;
+            Some(json!({
+                "idx": i,
+                "symbol": forms.site(e.id()).and_then(|s| s.symbol.as_deref()),
+                "coord": coord_json(forms, e.id()),
+                "value": val_node(view, tl, e.value(), PREVIEW_MAX),
+            }))
+        })
+        .collect();
+    let stack: Vec<Value> = t
+        .stack_for_frame(u64::from(idx))?
+        .into_iter()
+        .map(|f| {
+            let form = forms.form(f.form);
+            json!({"fn_call_idx": f.fn_call_idx, "fn": display_name(forms, f.form), "file": form.map(|f| &*f.file), "line": form.map(|f| f.line)})
+        })
+        .collect();
+    let sites: Vec<Value> = forms
+        .sites()
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.form == ce.id())
+        .map(|(i, s)| json!([i, s.coord.line, s.coord.col, s.coord.end_line, s.coord.end_col]))
+        .collect();
+    Ok(json!({
+        "tl": tl,
+        "idx": idx,
+        "len": t.len(),
+        "entry": entry_json(view, tl, idx)?,
+        "frame": {
+            "fn_call_idx": call,
+            "form": form_json(forms, ce.id()),
+            "args": args_json(view, tl, call, PREVIEW_MAX),
+            "parent_idx": ce.parent_idx(),
+            "ret": ret,
+        },
+        "bindings": bindings,
+        "stack": stack,
+        "sites": sites,
+    }))
+}
+
+fn has_children(t: &squall_trace::Timeline, call: u32) -> bool {
+    // Cheap: the frame holds more than its call entry and its exit.
+    let Some(e) = t.get(call as usize) else { return false };
+    let end = e.ret_idx().map_or(t.len(), |r| r as usize);
+    t.entries()[call as usize + 1..end].iter().any(|e| e.kind().is_call())
+}
+
+/// Call-tree node for the call at `idx`.
+fn node_json(view: &dyn View, tl: usize, idx: u32) -> Value {
+    let forms = view.forms();
+    let tls = view.timelines();
+    let t = tls[tl].timeline;
+    let e = t.entries()[idx as usize];
+    let ret = e.ret_idx().and_then(|r| t.get(r as usize).map(|x| (r, *x)));
+    json!({
+        "idx": idx,
+        "fn": display_name(forms, e.id()),
+        "form_id": e.id(),
+        "resumed": e.kind() == Kind::Resume,
+        "args": args_json(view, tl, idx, 60),
+        "ret": ret.map(|(r, x)| json!({"idx": r, "type": x.kind().type_name(), "value": val_node(view, tl, x.value(), 60)})),
+        "has_children": has_children(t, idx),
+    })
+}
+
+pub fn children(view: &dyn View, q: &Q) -> ApiResult {
+    let tl = tl_of(view, q)?;
+    let t = view.timelines()[tl].timeline;
+    let call: Option<u64> = match q.get("call").map(String::as_str) {
+        None | Some("") | Some("root") => None,
+        Some(_) => Some(req(q, "call")?),
+    };
+    let offset: usize = opt(q, "offset", 0)?;
+    let limit: usize = opt(q, "limit", 100)?.clamp(1, 1000);
+    let mut idxs = t.callstack_node_childs(call, offset, Some(limit + 1))?;
+    let more = idxs.len() > limit;
+    idxs.truncate(limit);
+    Ok(json!({
+        "call": call, "offset": offset,
+        "items": idxs.into_iter().map(|i| node_json(view, tl, i)).collect::<Vec<_>>(),
+        "more": more,
+    }))
+}
+
+pub fn fn_stats(view: &dyn View, q: &Q) -> ApiResult {
+    let tl = tl_of(view, q)?;
+    let forms = view.forms();
+    let t = view.timelines()[tl].timeline;
+    let stats = t.fn_call_stats();
+    Ok(json!(stats
+        .into_iter()
+        .map(|s| {
+            let mut f = form_json(forms, s.form);
+            f["count"] = json!(s.count);
+            f
+        })
+        .collect::<Vec<_>>()))
+}
+
+pub fn fn_calls(view: &dyn View, q: &Q) -> ApiResult {
+    let tl = tl_of(view, q)?;
+    let form: u32 = req(q, "form")?;
+    if view.forms().form(form).is_none() {
+        return Err(ApiError::not_found(format!("no form {form}")));
+    }
+    let offset: usize = opt(q, "offset", 0)?;
+    let limit: usize = opt(q, "limit", 50)?.clamp(1, 1000);
+    let t = view.timelines()[tl].timeline;
+    let mut total = 0usize;
+    let mut items = Vec::new();
+    for (i, e) in t.entries().iter().enumerate() {
+        if e.kind() == Kind::Call && e.id() == form {
+            if total >= offset && items.len() < limit {
+                items.push(node_json(view, tl, i as u32));
+            }
+            total += 1;
+        }
+    }
+    Ok(json!({"form": form_json(view.forms(), form), "total": total, "offset": offset, "items": items}))
+}
+
+/// Where the exception an unwind carries was raised: the deepest frame it unwound, at the last
+/// event of that frame before the unwind.
+fn raise_point(t: &squall_trace::Timeline, unwind: u32) -> u32 {
+    let e = t.entries()[unwind as usize];
+    let call = e.fn_call_idx();
+    let mut i = unwind;
+    while i > call {
+        i -= 1;
+        let x = t.entries()[i as usize];
+        if x.kind().is_event() && x.fn_call_idx() == call {
+            return i;
+        }
+        if x.kind().is_exit() {
+            // A callee's exit: the exception may have come out of it; stop at the call site.
+            return i;
+        }
+    }
+    unwind
+}
+
+pub fn exceptions(view: &dyn View, q: &Q) -> ApiResult {
+    let limit: usize = opt(q, "limit", 100)?.clamp(1, 1000);
+    let only: Option<usize> = match q.get("tl") {
+        Some(_) => Some(tl_of(view, q)?),
+        None => None,
+    };
+    let forms = view.forms();
+    let mut out = Vec::new();
+    let mut total = 0usize;
+    for (tl, info) in view.timelines().iter().enumerate() {
+        if only.is_some_and(|o| o != tl) {
+            continue;
+        }
+        let t = info.timeline;
+        let mut seen: HashSet<u32> = HashSet::new();
+        for (i, e) in t.entries().iter().enumerate() {
+            if e.kind() != Kind::Unwind || e.value() == ValRef::ABSENT {
+                continue;
+            }
+            // One exception unwinds many frames: list it once, where it was first seen.
+            if !seen.insert(e.value().0) {
+                continue;
+            }
+            total += 1;
+            if out.len() >= limit {
+                continue;
+            }
+            let v = val_node(view, tl, e.value(), 300);
+            let message = v["preview"].as_str().unwrap_or("").to_string();
+            out.push(json!({
+                "tl": tl, "flow": info.flow, "thread_id": info.thread_id,
+                "idx": i, "raised_idx": raise_point(t, i as u32),
+                "fn": display_name(forms, e.id()), "type": v["type"], "message": message, "value": v,
+            }));
+        }
+    }
+    Ok(json!({"total": total, "items": out, "capped": total > out.len()}))
+}
+
+fn parse_path(s: &str) -> Result<Vec<usize>, ApiError> {
+    if s.is_empty() {
+        return Ok(Vec::new());
+    }
+    s.split('.').map(|p| p.parse().map_err(|_| ApiError::bad(format!("bad value path `{s}`: dot-separated child numbers expected")))).collect()
+}
+
+pub fn value(view: &dyn View, q: &Q) -> ApiResult {
+    let tl = tl_of(view, q)?;
+    let v = ValRef(req(q, "v")?);
+    let path = parse_path(q.get("path").map_or("", String::as_str))?;
+    let o = ExpandOpts {
+        offset: opt(q, "offset", 0)?,
+        limit: opt(q, "limit", 50)?.clamp(1, 1000),
+        print_level: opt(q, "level", 3)?.min(50),
+        print_length: opt(q, "length", 20)?.min(10_000),
+    };
+    match v.decode() {
+        squall_trace::Decoded::Slot(_) => {
+            let snap = view.snap(tl, v).map_err(ApiError::not_found)?;
+            let mut out = expand(&snap, &path, &o).map_err(ApiError::bad)?;
+            out["v"] = json!(v.0);
+            out["tl"] = json!(tl);
+            Ok(out)
+        }
+        _ => {
+            if !path.is_empty() {
+                return Err(ApiError::bad("this value has no children"));
+            }
+            let n = val_node(view, tl, v, PREVIEW_MAX);
+            Ok(json!({"v": v.0, "tl": tl, "type": n["type"], "repr": n["preview"], "path": [], "children": [], "children_total": 0, "offset": 0, "more": false}))
+        }
+    }
+}
+
+/// Source lines of a file the recording's forms name (and no other file).
+pub fn source(view: &dyn View, q: &Q) -> ApiResult {
+    let file: String = req(q, "file")?;
+    if !view.forms().forms().iter().any(|f| *f.file == *file) {
+        return Err(ApiError::not_found(format!("`{file}` is not a source file of this recording")));
+    }
+    let text = std::fs::read_to_string(&file).map_err(|e| ApiError::not_found(format!("cannot read `{file}`: {e}")))?;
+    Ok(json!({"file": file, "lines": text.lines().collect::<Vec<_>>()}))
+}
+
+fn entry_site(e: &Entry) -> Option<u32> {
+    matches!(e.kind(), Kind::Expr | Kind::Bind | Kind::Return).then(|| e.id())
+}
+
+/// Power stepping: the next/previous entry like the one at `idx`: `how` = `coord` (same place:
+/// same site, or a call of the same function), `identity` (same recorded value), `equality`
+/// (an equal value), `fn` (the next call of this frame's function).
+pub fn find(view: &dyn View, q: &Q) -> ApiResult {
+    let tl = tl_of(view, q)?;
+    let t = view.timelines()[tl].timeline;
+    let idx: u32 = req(q, "idx")?;
+    let e = *t.get(idx as usize).ok_or(TraceError::IdxOutOfRange { idx: u64::from(idx), len: t.len() })?;
+    let backward = match opt(q, "dir", "next".to_string())?.as_str() {
+        "next" => false,
+        "prev" => true,
+        other => return Err(ApiError::bad(format!("dir must be next or prev, not `{other}`"))),
+    };
+    let how = req::<String>(q, "how")?;
+    let from = if backward { u64::from(idx).checked_sub(1) } else { Some(u64::from(idx) + 1) };
+    let Some(from) = from else { return Ok(json!({"idx": null})) };
+    let kinds_val = [Kind::Expr, Kind::Bind, Kind::Return, Kind::Unwind];
+    let found = match how.as_str() {
+        "coord" => {
+            if e.kind().is_call() {
+                t.find_entry::<()>(&[Kind::Call], Some(from), backward, |_, x| Ok(x.id() == e.id())).unwrap_or(None)
+            } else {
+                let k = e.kind();
+                t.find_entry::<()>(&[k], Some(from), backward, |_, x| Ok(x.id() == e.id())).unwrap_or(None)
+            }
+        }
+        "fn" => {
+            let form = t.get(t.frame_of(u64::from(idx))? as usize).map_or(0, |c| c.id());
+            t.find_entry::<()>(&[Kind::Call], Some(from), backward, |_, x| Ok(x.id() == form)).unwrap_or(None)
+        }
+        "identity" | "equality" => {
+            if e.kind().is_call() {
+                return Err(ApiError::bad("the entry at idx is a call: it has no single value (step into it first)"));
+            }
+            let v = e.value();
+            let target = match v.decode() {
+                squall_trace::Decoded::Slot(_) if how == "equality" => Some(view.snap(tl, v).map_err(ApiError::not_found)?.into_owned()),
+                _ => None,
+            };
+            t.find_entry::<()>(&kinds_val, Some(from), backward, |_, x| {
+                let xv = x.value();
+                if xv == v {
+                    return Ok(true);
+                }
+                match (&target, xv.decode()) {
+                    (Some(snap), squall_trace::Decoded::Slot(_)) => Ok(view.snap(tl, xv).is_ok_and(|s| *s == *snap)),
+                    _ => Ok(false),
+                }
+            })
+            .unwrap_or(None)
+        }
+        other => return Err(ApiError::bad(format!("how must be coord, fn, identity or equality, not `{other}`"))),
+    };
+    Ok(json!({"idx": found}))
+}
+
+/// The iterations of the expression at `idx` in its frame: every entry of the same site in the
+/// same frame, with the position of `idx` among them and a window around it.
+pub fn loops(view: &dyn View, q: &Q) -> ApiResult {
+    let tl = tl_of(view, q)?;
+    let t = view.timelines()[tl].timeline;
+    let idx: u32 = req(q, "idx")?;
+    let around: usize = opt(q, "around", 10)?.min(500);
+    let e = *t.get(idx as usize).ok_or(TraceError::IdxOutOfRange { idx: u64::from(idx), len: t.len() })?;
+    let Some(site) = entry_site(&e) else {
+        return Err(ApiError::bad("the entry at idx is not an expression, binding or return: step onto one"));
+    };
+    let frame = t.frame_of(u64::from(idx))?;
+    let hits: Vec<u32> = t
+        .frame_events(u64::from(frame), None)?
+        .into_iter()
+        .filter(|&i| t.get(i as usize).is_some_and(|x| x.id() == site && x.kind() == e.kind()))
+        .collect();
+    let pos = hits.iter().position(|&i| i == idx).unwrap_or(0);
+    let lo = pos.saturating_sub(around);
+    let hi = (pos + around + 1).min(hits.len());
+    let item = |n: usize| {
+        let i = hits[n];
+        json!({"n": n, "idx": i, "value": val_node(view, tl, t.entries()[i as usize].value(), 60)})
+    };
+    Ok(json!({
+        "count": hits.len(), "pos": pos,
+        "first": hits.first().map(|_| item(0)), "last": hits.last().map(|_| item(hits.len() - 1)),
+        "window": (lo..hi).map(item).collect::<Vec<_>>(),
+    }))
+}
+
+/// The first entry at or after `from` (default 0) on `file:line`.
+pub fn goto(view: &dyn View, q: &Q) -> ApiResult {
+    let tl = tl_of(view, q)?;
+    let file: String = req(q, "file")?;
+    let line: u32 = req(q, "line")?;
+    let from: u64 = opt(q, "from", 0)?;
+    let forms = view.forms();
+    let form_in_file: Vec<bool> = forms.forms().iter().map(|f| *f.file == *file || f.file.ends_with(&format!("/{file}"))).collect();
+    if !form_in_file.iter().any(|&b| b) {
+        return Err(ApiError::not_found(format!("no recorded function is in `{file}`")));
+    }
+    let site_ok: Vec<bool> = forms.sites().iter().map(|s| s.coord.line == line && form_in_file[s.form as usize]).collect();
+    let t = view.timelines()[tl].timeline;
+    let found = t
+        .find_entry::<()>(&[Kind::Expr, Kind::Bind, Kind::Return, Kind::Call], Some(from), false, |_, e| {
+            Ok(match e.kind() {
+                Kind::Call => form_in_file[e.id() as usize] && forms.form(e.id()).is_some_and(|f| f.line == line),
+                _ => site_ok.get(e.id() as usize).copied().unwrap_or(false),
+            })
+        })
+        .unwrap_or(None);
+    Ok(json!({"idx": found}))
+}
+
+/// A page of entries (the timeline tool).
+pub fn entries(view: &dyn View, q: &Q) -> ApiResult {
+    let tl = tl_of(view, q)?;
+    let t = view.timelines()[tl].timeline;
+    let offset: usize = opt(q, "offset", 0)?;
+    let limit: usize = opt(q, "limit", 100)?.clamp(1, 1000);
+    let end = offset.saturating_add(limit).min(t.len());
+    let items: Result<Vec<Value>, ApiError> = (offset.min(end)..end).map(|i| entry_json(view, tl, i as u32)).collect();
+    Ok(json!({"offset": offset, "len": t.len(), "items": items?}))
+}
+
+/// Every recorded function (the modules browser, quick jump).
+pub fn forms(view: &dyn View) -> ApiResult {
+    let forms = view.forms();
+    Ok(json!((0..forms.forms().len() as u32).map(|i| form_json(forms, i)).collect::<Vec<_>>()))
+}
+
+pub fn value_text(view: &dyn View, tl: usize, v: ValRef) -> String {
+    val_text(view, tl, v, 400)
+}

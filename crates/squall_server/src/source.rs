@@ -1,0 +1,115 @@
+//! What the server reads: a [`RecordingSource`] lends a [`View`] of a recording for the time of
+//! one query. A recording file is a source that never changes; a live recording in a running
+//! program is one that takes its lock (the GIL) for each query and releases it between them.
+
+use std::borrow::Cow;
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+use squall_store::Recording;
+use squall_trace::{Forms, Snap, Timeline, ValRef};
+
+/// One (flow, thread) timeline as a view shows it. `number` is its position in
+/// [`View::timelines`] and what API routes call `tl`.
+pub struct TlInfo<'a> {
+    pub flow: u32,
+    pub thread_id: u64,
+    pub name: &'a str,
+    pub timeline: &'a Timeline,
+}
+
+/// A recording, readable for the time of one query.
+pub trait View {
+    fn forms(&self) -> &Forms;
+    /// Every timeline, in a stable order (new ones only appended while live).
+    fn timelines(&self) -> Vec<TlInfo<'_>>;
+    /// The structural snapshot of value-table slot `v` of timeline `tl` (inline values are decoded
+    /// by the caller). A live source snapshots the object as it is kept.
+    fn snap(&self, tl: usize, v: ValRef) -> Result<Cow<'_, Snap>, String>;
+    /// How many value slots timeline `tl` holds (value-text search walks them).
+    fn slot_count(&self, tl: usize) -> usize;
+    /// What the recording says about itself (program, argv, completed...).
+    fn info(&self) -> Value;
+}
+
+/// Where recordings come from. `with_view` calls `f` exactly once with a view that is valid for
+/// the duration of the call.
+pub trait RecordingSource: Send + Sync + 'static {
+    fn with_view(&self, f: &mut dyn FnMut(&dyn View));
+    /// True for a recording that grows while the program runs.
+    fn live(&self) -> bool {
+        false
+    }
+}
+
+/// Runs `f` over the source's view and returns what it returns.
+pub fn with_view<R>(src: &dyn RecordingSource, f: impl FnOnce(&dyn View) -> R) -> R {
+    let mut f = Some(f);
+    let mut out = None;
+    src.with_view(&mut |v| {
+        if let Some(f) = f.take() {
+            out = Some(f(v));
+        }
+    });
+    out.expect("RecordingSource::with_view must call its function once")
+}
+
+/// A recording file, loaded.
+pub struct FileSource {
+    pub rec: Recording,
+    pub path: PathBuf,
+}
+
+impl FileSource {
+    pub fn open(path: &Path) -> Result<FileSource, String> {
+        let rec = squall_store::open(path).map_err(|e| e.to_string())?;
+        Ok(FileSource { rec, path: path.to_path_buf() })
+    }
+}
+
+impl View for FileSource {
+    fn forms(&self) -> &Forms {
+        &self.rec.forms
+    }
+
+    fn timelines(&self) -> Vec<TlInfo<'_>> {
+        self.rec
+            .timelines
+            .iter()
+            .map(|t| TlInfo { flow: t.meta.flow, thread_id: t.meta.thread_id, name: &t.meta.name, timeline: &t.timeline })
+            .collect()
+    }
+
+    fn snap(&self, tl: usize, v: ValRef) -> Result<Cow<'_, Snap>, String> {
+        let t = self.rec.timelines.get(tl).ok_or_else(|| format!("no timeline {tl}"))?;
+        t.values.get(v.0 as usize).map(Cow::Borrowed).ok_or_else(|| {
+            format!("value slot {} is not in the file (the recording was cut short before it was saved)", v.0)
+        })
+    }
+
+    fn slot_count(&self, tl: usize) -> usize {
+        self.rec.timelines.get(tl).map_or(0, |t| t.values.len())
+    }
+
+    fn info(&self) -> Value {
+        let h = &self.rec.header;
+        json!({
+            "path": self.path.display().to_string(),
+            "program": h.program,
+            "argv": h.argv,
+            "python": h.python,
+            "squall": h.squall,
+            "cwd": h.cwd,
+            "completed": self.rec.completed,
+            "cut_short": self.rec.cut_short,
+            "entries": self.rec.entry_count(),
+            "forms": self.rec.forms.forms().len(),
+        })
+    }
+}
+
+impl RecordingSource for FileSource {
+    fn with_view(&self, f: &mut dyn FnMut(&dyn View)) {
+        f(self)
+    }
+}

@@ -1,0 +1,265 @@
+//! The API over a small synthetic recording, through the router (no sockets).
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use http_body_util::BodyExt;
+use serde_json::{json, Value};
+use squall_server::{router, FileSource};
+use squall_store::{Header, LoadedTimeline, Recording, ThreadMeta};
+use squall_trace::{Coord, Form, FormKind, Forms, Kind, Limits, SeqKind, Site, SiteKind, Snap, Timeline, ValRef};
+use tower::ServiceExt;
+
+const TOKEN: &str = "t0k3n";
+
+fn coord(line: u32, col: u32, end_col: u32) -> Coord {
+    Coord { line, col, end_line: line, end_col }
+}
+
+/// main() calls f(1) three times in a loop (binding `i`, expression `f(i)`), then g(2, [..]) which
+/// raises ValueError.
+fn recording(src_file: &str) -> Recording {
+    let mut forms = Forms::new();
+    let form = |name: &str, line: u32, params: &[&str]| Form {
+        ns: "demo".into(),
+        name: name.into(),
+        file: src_file.into(),
+        line,
+        params: params.iter().map(|p| Arc::from(*p)).collect(),
+        kind: FormKind::Function,
+    };
+    let main = forms.add_form(form("main", 1, &[])).unwrap();
+    let f = forms.add_form(form("f", 7, &["x"])).unwrap();
+    let g = forms.add_form(form("g", 10, &["a", "b"])).unwrap();
+    let bind_i = forms.add_site(Site { form: main, kind: SiteKind::Bind, coord: coord(2, 8, 9), symbol: Some("i".into()) }).unwrap();
+    let expr_fi = forms.add_site(Site { form: main, kind: SiteKind::Expr, coord: coord(3, 8, 12), symbol: None }).unwrap();
+    let ret_main = forms.add_site(Site { form: main, kind: SiteKind::Return, coord: coord(5, 4, 12), symbol: None }).unwrap();
+    let ret_f = forms.add_site(Site { form: f, kind: SiteKind::Return, coord: coord(8, 4, 16), symbol: None }).unwrap();
+    let expr_g = forms.add_site(Site { form: g, kind: SiteKind::Expr, coord: coord(11, 10, 30), symbol: None }).unwrap();
+    let l = Limits::default();
+    let mut values = vec![
+        Snap::Seq { kind: SeqKind::List, type_name: "list".into(), items: (0..30).map(Snap::Int).collect(), len: 30 },
+        Snap::Object {
+            type_name: "ValueError".into(),
+            repr: "ValueError('bad b')".into(),
+            attrs: vec![("args".into(), Snap::Seq { kind: SeqKind::Tuple, type_name: "tuple".into(), items: vec![Snap::Str("bad b".into())], len: 1 })],
+        },
+        Snap::Str("hello world".into()),
+    ];
+    let mut t = Timeline::new();
+    t.call(main, &[], &l);
+    for i in 0..3 {
+        t.event(Kind::Bind, bind_i, main, false, ValRef::small_int(i).unwrap(), &l);
+        t.call(f, &[ValRef::small_int(i).unwrap()], &l);
+        t.exit(Kind::Return, ret_f, f, false, ValRef::small_int(i * 10).unwrap(), &l);
+        t.event(Kind::Expr, expr_fi, main, false, ValRef::small_int(i * 10).unwrap(), &l);
+    }
+    t.call(g, &[ValRef::small_int(2).unwrap(), ValRef::slot(0).unwrap()], &l);
+    t.event(Kind::Expr, expr_g, g, false, ValRef::slot(2).unwrap(), &l);
+    t.exit(Kind::Unwind, g, g, false, ValRef::slot(1).unwrap(), &l);
+    t.exit(Kind::Return, ret_main, main, false, ValRef::NONE, &l);
+    values.truncate(3);
+    let (entries, args) = (t.entries().to_vec(), t.args().to_vec());
+    Recording {
+        header: Header { program: "demo.py".into(), ..Header::default() },
+        forms,
+        timelines: vec![LoadedTimeline {
+            meta: ThreadMeta { timeline: 0, flow: 0, thread_id: 7, name: "MainThread".into() },
+            timeline: Timeline::from_parts(entries, args),
+            values,
+        }],
+        completed: true,
+        ended_unix_ms: None,
+        stats: vec![],
+        file_bytes: 0,
+        cut_short: None,
+    }
+}
+
+fn app() -> (axum::Router, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("demo.py");
+    std::fs::write(&file, "def main():\n    for i in range(3):\n        f(i)\n    g(2, list(range(30)))\n    return None\n\ndef f(x):\n    return x * 10\n\ndef g(a, b):\n    raise ValueError('bad b')\n").unwrap();
+    let rec = recording(file.to_str().unwrap());
+    let src = FileSource { rec, path: "demo.sqrec".into() };
+    (router(Arc::new(src), TOKEN.into()), dir)
+}
+
+async fn call(app: &axum::Router, method: &str, uri: &str, token: Option<&str>, body: Option<Value>) -> (StatusCode, Value) {
+    let mut req = Request::builder().method(method).uri(uri);
+    if let Some(t) = token {
+        req = req.header("x-squall-token", t);
+    }
+    let body = body.map_or_else(Body::empty, |b| Body::from(b.to_string()));
+    let res = app.clone().oneshot(req.body(body).unwrap()).await.unwrap();
+    let status = res.status();
+    let bytes = res.into_body().collect().await.unwrap().to_bytes();
+    let v = serde_json::from_slice(&bytes).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into()));
+    (status, v)
+}
+
+async fn get(app: &axum::Router, uri: &str) -> Value {
+    let (s, v) = call(app, "GET", uri, Some(TOKEN), None).await;
+    assert_eq!(s, StatusCode::OK, "{uri}: {v}");
+    v
+}
+
+/// Source file paths differ per run: replace them for snapshots.
+fn redact(mut v: Value, dir: &std::path::Path) -> Value {
+    let d = dir.to_str().unwrap().to_string();
+    fn walk(v: &mut Value, d: &str) {
+        match v {
+            Value::String(s) if s.contains(d) => *s = s.replace(d, "<dir>"),
+            Value::Array(a) => a.iter_mut().for_each(|x| walk(x, d)),
+            Value::Object(o) => o.values_mut().for_each(|x| walk(x, d)),
+            _ => {}
+        }
+    }
+    walk(&mut v, &d);
+    v
+}
+
+#[tokio::test]
+async fn token_is_checked_first() {
+    let (app, _d) = app();
+    for uri in ["/api/flows", "/api/frame?tl=99&idx=zzz", "/api/nope", "/api/search/1"] {
+        let (s, v) = call(&app, "GET", uri, None, None).await;
+        assert_eq!(s, StatusCode::UNAUTHORIZED, "{uri}");
+        assert!(v["error"].as_str().unwrap().contains("token"));
+        let (s, _) = call(&app, "GET", uri, Some("wrong"), None).await;
+        assert_eq!(s, StatusCode::UNAUTHORIZED, "{uri}");
+    }
+    let (s, _) = call(&app, "POST", "/api/search", None, Some(json!({"tl": 0, "kind": "fn", "text": "f"}))).await;
+    assert_eq!(s, StatusCode::UNAUTHORIZED);
+    // The token in the query string works too.
+    let (s, _) = call(&app, "GET", &format!("/api/flows?token={TOKEN}"), None, None).await;
+    assert_eq!(s, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn ui_files_are_served() {
+    let (app, _d) = app();
+    for uri in ["/", "/app.js", "/app.css"] {
+        let res = app.clone().oneshot(Request::builder().uri(uri).body(Body::empty()).unwrap()).await.unwrap();
+        assert_eq!(res.status(), StatusCode::OK, "{uri}");
+    }
+}
+
+#[tokio::test]
+async fn bad_requests_are_4xx_with_a_message() {
+    let (app, _d) = app();
+    let cases = [
+        ("/api/frame", StatusCode::BAD_REQUEST, "missing query parameter `tl`"),
+        ("/api/frame?tl=x&idx=0", StatusCode::BAD_REQUEST, "`tl`"),
+        ("/api/frame?tl=5&idx=0", StatusCode::NOT_FOUND, "no timeline 5"),
+        ("/api/frame?tl=0&idx=999", StatusCode::NOT_FOUND, "out of range"),
+        ("/api/frame?tl=0&idx=0&drift=sideways", StatusCode::BAD_REQUEST, "unknown drift"),
+        ("/api/value?tl=0&v=0&path=a.b", StatusCode::BAD_REQUEST, "bad value path"),
+        ("/api/value?tl=0&v=0&path=99", StatusCode::BAD_REQUEST, "names no child"),
+        ("/api/source?file=/etc/passwd", StatusCode::NOT_FOUND, "not a source file"),
+        ("/api/find?tl=0&idx=0&how=magic", StatusCode::BAD_REQUEST, "how must be"),
+        ("/api/fn_calls?tl=0&form=77", StatusCode::NOT_FOUND, "no form 77"),
+        ("/api/nope", StatusCode::NOT_FOUND, "no such API route"),
+    ];
+    for (uri, status, msg) in cases {
+        let (s, v) = call(&app, "GET", uri, Some(TOKEN), None).await;
+        assert_eq!(s, status, "{uri}: {v}");
+        assert!(v["error"].as_str().unwrap().contains(msg), "{uri}: {v}");
+    }
+    let (s, v) = call(&app, "POST", "/api/search", Some(TOKEN), Some(json!({"tl": 0, "kind": "regex", "text": "x"}))).await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+    assert!(v["error"].as_str().unwrap().contains("kind"));
+}
+
+#[tokio::test]
+async fn flows_frame_and_stepping() {
+    let (app, d) = app();
+    insta::assert_json_snapshot!("flows", get(&app, "/api/flows").await);
+    // idx 0: main's call. Step next-over from the call of f (idx 2) lands on its return.
+    let fr = redact(get(&app, "/api/frame?tl=0&idx=4").await, d.path());
+    insta::assert_json_snapshot!("frame_at_4", fr);
+    assert_eq!(get(&app, "/api/entry?tl=0&idx=2&drift=next-over").await["idx"], 3);
+    assert_eq!(get(&app, "/api/frame?tl=0&idx=3&drift=next-out").await["idx"], 4);
+    assert_eq!(get(&app, "/api/frame?tl=0&idx=last").await["idx"], 16);
+    // Inside g: the stack is g <- main, args previewed.
+    let g = get(&app, "/api/frame?tl=0&idx=14").await;
+    assert_eq!(g["stack"].as_array().unwrap().len(), 2);
+    assert_eq!(g["frame"]["args"][1]["value"]["preview"].as_str().unwrap().len() > 10, true);
+    assert_eq!(g["frame"]["ret"]["type"], "fn-unwind");
+}
+
+#[tokio::test]
+async fn call_tree_is_paged() {
+    let (app, _d) = app();
+    let root = get(&app, "/api/children?tl=0").await;
+    assert_eq!(root["items"].as_array().unwrap().len(), 1);
+    assert_eq!(root["items"][0]["has_children"], true);
+    let p1 = get(&app, "/api/children?tl=0&call=0&limit=2").await;
+    insta::assert_json_snapshot!("children_page1", p1);
+    let p2 = get(&app, "/api/children?tl=0&call=0&offset=2&limit=2").await;
+    assert_eq!(p2["items"].as_array().unwrap().len(), 2);
+    assert_eq!(p2["more"], false);
+    assert_eq!(p2["items"][1]["fn"], "demo.g");
+}
+
+#[tokio::test]
+async fn functions_exceptions_values() {
+    let (app, d) = app();
+    insta::assert_json_snapshot!("fn_stats", redact(get(&app, "/api/fn_stats?tl=0").await, d.path()));
+    let calls = get(&app, "/api/fn_calls?tl=0&form=1&offset=1&limit=1").await;
+    assert_eq!(calls["total"], 3);
+    assert_eq!(calls["items"][0]["args"][0]["value"]["preview"], "1");
+    assert_eq!(calls["items"][0]["ret"]["value"]["preview"], "10");
+    insta::assert_json_snapshot!("exceptions", get(&app, "/api/exceptions").await);
+    let v = get(&app, "/api/value?tl=0&v=0&offset=25&limit=10&level=2&length=5").await;
+    insta::assert_json_snapshot!("value_list_page", v);
+    let e = get(&app, "/api/value?tl=0&v=1").await;
+    assert_eq!(e["children"][0]["key"], "args");
+    let inner = get(&app, "/api/value?tl=0&v=1&path=0.0").await;
+    assert_eq!(inner["repr"], "'bad b'");
+}
+
+#[tokio::test]
+async fn power_stepping_loops_goto_source() {
+    let (app, d) = app();
+    // Same coord: the bind of i at idx 1, next at 5.
+    assert_eq!(get(&app, "/api/find?tl=0&idx=1&how=coord&dir=next").await["idx"], 5);
+    assert_eq!(get(&app, "/api/find?tl=0&idx=5&how=coord&dir=prev").await["idx"], 1);
+    // Same value 10: the return of f(1) at idx 7 and the expr at idx 8.
+    assert_eq!(get(&app, "/api/find?tl=0&idx=7&how=identity&dir=next").await["idx"], 8);
+    assert_eq!(get(&app, "/api/find?tl=0&idx=2&how=fn&dir=next").await["idx"], 6);
+    let l = get(&app, "/api/loop?tl=0&idx=8").await;
+    assert_eq!(l["count"], 3);
+    assert_eq!(l["pos"], 1);
+    assert_eq!(l["window"][2]["value"]["preview"], "20");
+    let file = d.path().join("demo.py");
+    let f = file.to_str().unwrap();
+    assert_eq!(get(&app, &format!("/api/goto?tl=0&file={f}&line=3")).await["idx"], 4);
+    let src = get(&app, &format!("/api/source?file={f}")).await;
+    assert_eq!(src["lines"][7], "    return x * 10");
+}
+
+#[tokio::test]
+async fn search_with_progress() {
+    let (app, _d) = app();
+    for (kind, text, want) in [("fn", "DEMO.F", vec![2, 6, 10]), ("value", "hello", vec![14]), ("value", "bad b", vec![15])] {
+        let (s, v) = call(&app, "POST", "/api/search", Some(TOKEN), Some(json!({"tl": 0, "kind": kind, "text": text}))).await;
+        assert_eq!(s, StatusCode::OK, "{v}");
+        let id = v["id"].as_u64().unwrap();
+        let mut res = Value::Null;
+        for _ in 0..200 {
+            res = get(&app, &format!("/api/search/{id}")).await;
+            if res["done"] == true {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        assert_eq!(res["done"], true);
+        let idxs: Vec<u64> = res["matches"].as_array().unwrap().iter().map(|m| m["idx"].as_u64().unwrap()).collect();
+        assert_eq!(idxs, want, "{kind} {text}: {res}");
+        assert!(res["scanned"].as_u64().unwrap() > 0);
+        let (s, _) = call(&app, "DELETE", &format!("/api/search/{id}"), Some(TOKEN), None).await;
+        assert_eq!(s, StatusCode::OK);
+    }
+}
