@@ -616,7 +616,8 @@ def search(q: Queries, text: str, flow: Optional[int] = None, thread: ThreadRef 
                                      "fn": c.fn(e) if t in ("fn-call", "fn-resume") else c.frame_fn(e),
                                      "value": _around(full, needle, ignore_case)})
                         if len(hits) >= limit:
-                            break
+                            complete = False
+                            raise StopIteration
     except StopIteration:
         pass
     except KeyboardInterrupt:

@@ -107,10 +107,17 @@ def cmd_query(opts: Any) -> int:
     except KeyboardInterrupt:
         print(f"{PROG} query {opts.query}: interrupted", file=sys.stderr)
         return 130
-    if opts.json:
-        print(json.dumps(result, indent=2, ensure_ascii=False))
-    else:
-        print(render_text(opts.query, result))
+    try:
+        if opts.json:
+            print(json.dumps(result, indent=2, ensure_ascii=False))
+        else:
+            print(render_text(opts.query, result))
+        sys.stdout.flush()
+    except BrokenPipeError:  # `| head`: the reader has what it wanted
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     if result.get("interrupted"):
         print(f"{PROG} query search: interrupted; these are the hits found so far", file=sys.stderr)
     return 0
