@@ -1,1 +1,565 @@
+// squall web UI: plain JS, no build step. Talks to the token-checked JSON API under /api.
+"use strict";
 
+const TOKEN = new URLSearchParams(location.search).get("token") || "";
+const $ = (sel) => document.querySelector(sel);
+const el = (tag, attrs = {}, ...kids) => {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k === "class") e.className = v;
+    else if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
+    else if (v !== undefined && v !== null) e.setAttribute(k, v);
+  }
+  for (const k of kids.flat()) if (k !== null && k !== undefined) e.append(k.nodeType ? k : String(k));
+  return e;
+};
+
+const S = {
+  flows: null, tls: [], tl: 0, idx: 0, frame: null, sources: new Map(),
+  loaded: { tree: false, functions: false, exceptions: false },
+  recKey: "",
+};
+
+// --- API ---------------------------------------------------------------------------------------
+
+async function api(path, params = {}, opts = {}) {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== null) q.set(k, v);
+  const url = "api/" + path + (q.toString() ? "?" + q : "");
+  const res = await fetch(url, { ...opts, headers: { "x-squall-token": TOKEN, "content-type": "application/json", ...(opts.headers || {}) } });
+  const body = await res.json().catch(() => ({ error: res.statusText }));
+  if (!res.ok) throw new Error(body.error || res.statusText);
+  return body;
+}
+
+// replaceChildren that skips nulls and flattens arrays.
+function fill(box, ...kids) {
+  box.replaceChildren(...kids.flat(2).filter((k) => k !== null && k !== undefined && k !== false));
+}
+
+function toast(msg) {
+  const t = $("#toast");
+  t.textContent = msg;
+  t.classList.remove("hidden");
+  clearTimeout(toast.timer);
+  toast.timer = setTimeout(() => t.classList.add("hidden"), 4000);
+}
+
+async function guard(p) {
+  try { return await p; } catch (e) { toast(e.message); return null; }
+}
+
+// --- values ------------------------------------------------------------------------------------
+
+function valEl(node, tl = S.tl) {
+  if (!node) return el("span", { class: "muted" }, "—");
+  const e = el("span", { class: "val", title: "click to inspect" }, node.preview, el("span", { class: "ty" }, node.type));
+  if (node.v !== null && node.v !== undefined) e.addEventListener("click", (ev) => { ev.stopPropagation(); inspect(tl, node.v); });
+  return e;
+}
+
+const insp = { tl: 0, v: 0 };
+
+async function inspect(tl, v) {
+  insp.tl = tl; insp.v = v;
+  $("#inspector").classList.remove("hidden");
+  $("#insp-tree").replaceChildren();
+  await refreshInspector();
+}
+
+function ppParams() {
+  return { level: $("#pp-level").value || 3, length: $("#pp-length").value || 20 };
+}
+
+async function refreshInspector() {
+  const r = await guard(api("value", { tl: insp.tl, v: insp.v, ...ppParams() }));
+  if (!r) return;
+  $("#insp-repr").textContent = r.repr;
+  $("#insp-tree").replaceChildren(valueChildren(r, insp.tl, insp.v));
+}
+
+function valueChildren(r, tl, v) {
+  const box = el("div");
+  const add = (items) => {
+    for (const c of items) box.append(valueNode(c, tl, v));
+  };
+  add(r.children);
+  if (r.more) {
+    let offset = r.offset + r.children.length;
+    const more = el("div", { class: "link tree-node" }, `… ${r.children_total - offset} more`);
+    more.addEventListener("click", async () => {
+      const p = await guard(api("value", { tl, v, path: r.path.join("."), offset, limit: 50, ...ppParams() }));
+      if (!p) return;
+      more.remove();
+      const sub = valueChildren(p, tl, v);
+      box.append(...sub.childNodes);
+    });
+    box.append(more);
+  }
+  if (r.truncated_when_recorded) box.append(el("div", { class: "muted" }, `(recorded ${r.children_total} of ${r.len}: the rest was cut by the snapshot budget)`));
+  return box;
+}
+
+function valueNode(c, tl, v) {
+  const kids = el("div", { class: "kids hidden" });
+  const tog = el("span", { class: "tog" }, c.expandable ? "▸" : "");
+  const row = el("div", { class: "row" }, tog, el("span", { class: "k" }, c.key + ":"), el("span", {}, c.preview), el("span", { class: "muted" }, c.type + (c.len !== undefined ? ` (${c.len})` : "")));
+  const n = el("div", { class: "tree-node" }, row, kids);
+  if (c.expandable) {
+    let loaded = false;
+    tog.addEventListener("click", async () => {
+      if (!loaded) {
+        const r = await guard(api("value", { tl, v, path: c.path.join("."), ...ppParams() }));
+        if (!r) return;
+        kids.append(valueChildren(r, tl, v));
+        loaded = true;
+      }
+      kids.classList.toggle("hidden");
+      tog.textContent = kids.classList.contains("hidden") ? "▸" : "▾";
+    });
+  }
+  return n;
+}
+
+// --- timelines, deep links --------------------------------------------------------------------
+
+function tlLabel(t) {
+  return `flow ${t.flow} · ${t.name} (${t.thread_id}) · ${t.len} entries`;
+}
+
+function parseHash() {
+  const h = new URLSearchParams(location.hash.slice(1));
+  return { flow: h.get("flow"), thread: h.get("thread"), idx: h.get("idx") };
+}
+
+function writeHash() {
+  const t = S.tls[S.tl];
+  if (!t) return;
+  const h = `#flow=${t.flow}&thread=${t.thread_id}&idx=${S.idx}`;
+  if (location.hash !== h) history.replaceState(null, "", location.pathname + location.search + h);
+}
+
+function tlFor(flow, thread) {
+  const i = S.tls.findIndex((t) => String(t.flow) === String(flow) && String(t.thread_id) === String(thread));
+  return i < 0 ? null : i;
+}
+
+function setTl(tl) {
+  if (tl === S.tl) return;
+  S.tl = tl;
+  $("#tl-select").value = String(tl);
+  S.loaded = { tree: false, functions: false, exceptions: S.loaded.exceptions };
+  const active = document.querySelector("#tabs .active").dataset.tab;
+  if (active !== "stepper") showTab(active);
+}
+
+// --- stepper ----------------------------------------------------------------------------------
+
+async function go(idx, drift = "at", tl = S.tl) {
+  const params = { tl, drift };
+  if (idx === "first") params.idx = 0; else if (idx === "last") params.idx = "last"; else params.idx = idx;
+  if (drift === "first") { params.idx = 0; params.drift = "at"; }
+  if (drift === "last") { params.idx = "last"; params.drift = "at"; }
+  const f = await guard(api("frame", params));
+  if (!f) return;
+  if (tl !== S.tl) setTl(tl);
+  S.idx = f.idx;
+  S.frame = f;
+  writeHash();
+  await renderStepper(f);
+}
+
+async function source(file) {
+  if (!S.sources.has(file)) {
+    const p = api("source", { file }).then((r) => r.lines).catch(() => null);
+    S.sources.set(file, p);
+  }
+  return S.sources.get(file);
+}
+
+// Python's ast columns are UTF-8 byte offsets: turn one into a JS string index.
+function byteToIndex(line, col) {
+  const enc = new TextEncoder();
+  let bytes = 0;
+  for (let i = 0; i < line.length; i++) {
+    if (bytes >= col) return i;
+    bytes += enc.encode(line[i]).length;
+  }
+  return line.length;
+}
+
+function entryLabel(e) {
+  switch (e.type) {
+    case "fn-call": return `call ${e.fn}`;
+    case "fn-resume": return `resume ${e.fn}`;
+    case "fn-return": return e.kind === "return" ? "return" : e.kind;
+    case "fn-unwind": return "unwind (exception)";
+    case "bind": return `bind ${e.symbol}`;
+    default: return "expr";
+  }
+}
+
+async function renderStepper(f) {
+  const e = f.entry;
+  const form = f.frame.form;
+  $("#idx-input").value = f.idx;
+  $("#idx-len").textContent = `/ ${f.len - 1}`;
+  $("#frame-title").replaceChildren(
+    el("b", {}, form.display || "?"), " ",
+    el("span", { class: "muted" }, `${form.file || ""}:${form.line || ""} · frame ${f.frame.fn_call_idx}`));
+
+  // Current entry.
+  const cur = $("#current");
+  fill(cur,
+    el("div", { class: "kv" }, el("span", { class: "k" }, `#${e.idx}`), el("span", {}, entryLabel(e))),
+    e.value ? el("div", { class: "kv" }, el("span", { class: "k" }, "value"), valEl(e.value)) : null,
+    e.type === "fn-call" || e.type === "fn-resume"
+      ? f.frame.args.map((a) => el("div", { class: "kv" }, el("span", { class: "k" }, a.name), valEl(a.value)))
+      : null);
+
+  // Locals.
+  $("#locals").replaceChildren(...(f.bindings.length ? f.bindings.map((b) =>
+    el("div", { class: "kv" }, el("span", { class: "k" }, b.symbol), valEl(b.value))) : [el("span", { class: "muted" }, "none yet")]));
+
+  // Frame: args and return.
+  const ret = f.frame.ret;
+  fill($("#frame-info"),
+    ...f.frame.args.map((a) => el("div", { class: "kv" }, el("span", { class: "k" }, a.name), valEl(a.value))),
+    el("div", { class: "kv" }, el("span", { class: "k" }, ret ? (ret.type === "fn-unwind" ? "raised" : "returned") : "returns"),
+      ret ? valEl(ret.value) : el("span", { class: "muted" }, "(still open)"),
+      ret ? el("span", { class: "link", onclick: () => go(ret.idx) }, `#${ret.idx}`) : null));
+
+  // Stack.
+  $("#stack").replaceChildren(...f.stack.map((s) => el("li", { title: "jump to this call", onclick: () => go(s.fn_call_idx) },
+    `${s.fn}  `, el("span", { class: "muted" }, `#${s.fn_call_idx}`))));
+
+  // Loop iterations of the current expression.
+  renderLoop(e);
+
+  // Source with the current expression highlighted.
+  const lines = form.file ? await source(form.file) : null;
+  if (S.frame !== f) return; // a newer step arrived meanwhile
+  const src = $("#source");
+  if (!lines) {
+    src.replaceChildren(el("div", { class: "muted", style: "padding:8px" }, `source of ${form.file} is not available`));
+    return;
+  }
+  let coord = e.coord;
+  const isCall = e.type === "fn-call" || e.type === "fn-resume";
+  if (!coord) {
+    const l = isCall || e.type === "fn-unwind" ? form.line : null;
+    coord = l ? [l, 0, l, (lines[l - 1] || "").length * 4] : null;
+  }
+  // Only re-render lines when the file changed; otherwise just move the highlight.
+  if (src.dataset.file !== form.file) {
+    src.dataset.file = form.file;
+    src.replaceChildren(...lines.map((t, i) => el("div", { class: "line", "data-ln": i + 1 }, el("span", { class: "ln" }, i + 1), el("span", { class: "code" }, t || " "))));
+  }
+  for (const old of src.querySelectorAll(".line.cur, .line.exc")) {
+    old.classList.remove("cur", "exc");
+    const c = old.querySelector(".code");
+    c.textContent = lines[+old.dataset.ln - 1] || " ";
+  }
+  if (!coord) return;
+  const [l0, c0, l1, c1] = coord;
+  let first = null;
+  for (let ln = l0; ln <= l1; ln++) {
+    const row = src.querySelector(`.line[data-ln="${ln}"]`);
+    if (!row) continue;
+    first = first || row;
+    row.classList.add("cur");
+    if (e.type === "fn-unwind") row.classList.add("exc");
+    const text = lines[ln - 1] || "";
+    const a = ln === l0 ? byteToIndex(text, c0) : 0;
+    const b = ln === l1 ? byteToIndex(text, c1) : text.length;
+    const code = row.querySelector(".code");
+    code.replaceChildren(text.slice(0, a), el("span", { class: "hl" }, text.slice(a, b)), text.slice(b));
+    if (ln === l1 && e.value) code.append(el("span", { class: "inline-val" }, "⇒ " + e.value.preview));
+  }
+  if (first) first.scrollIntoView({ block: "center" });
+}
+
+async function renderLoop(e) {
+  const box = $("#loop");
+  const count = $("#loop-count");
+  if (!["expr", "bind", "fn-return"].includes(e.type)) {
+    box.replaceChildren(el("span", { class: "muted", style: "border:0" }, "on an expression: its iterations in this frame"));
+    count.textContent = "";
+    return;
+  }
+  const r = await api("loop", { tl: S.tl, idx: e.idx, around: 8 }).catch(() => null);
+  if (!r || S.frame.entry.idx !== e.idx) return;
+  S.loop = r;
+  count.textContent = r.count > 1 ? `${r.pos + 1} of ${r.count}` : "";
+  if (r.count <= 1) {
+    box.replaceChildren(el("span", { class: "muted", style: "border:0" }, "ran once in this frame"));
+    return;
+  }
+  const items = [...r.window];
+  if (r.first && r.window[0].n !== 0) items.unshift(r.first, { gap: true });
+  if (r.last && r.window[r.window.length - 1].n !== r.count - 1) items.push({ gap: true }, r.last);
+  box.replaceChildren(...items.map((it) => it.gap ? el("span", { class: "muted", style: "border:0" }, "…")
+    : el("span", { class: it.idx === e.idx ? "cur" : "", title: `iteration ${it.n + 1}, idx ${it.idx}`, onclick: () => go(it.idx) }, it.value.preview)));
+}
+
+function loopStep(delta) {
+  const r = S.loop;
+  if (!r || S.frame.entry.idx === undefined) return;
+  const want = r.pos + delta;
+  const it = r.window.find((w) => w.n === want);
+  if (it) go(it.idx);
+}
+
+async function findStep(how, dir) {
+  const r = await guard(api("find", { tl: S.tl, idx: S.idx, how, dir }));
+  if (!r) return;
+  if (r.idx === null) toast(`no ${dir === "next" ? "later" : "earlier"} match`);
+  else go(r.idx);
+}
+
+// --- call tree ----------------------------------------------------------------------------------
+
+function argsText(args) {
+  return args.map((a) => `${a.name}=${a.value.preview}`).join(", ");
+}
+
+function treeNode(n) {
+  const kids = el("div", { class: "kids hidden" });
+  const tog = el("span", { class: "tog" }, n.has_children ? "▸" : "");
+  const ret = n.ret ? el("span", { class: "ret" + (n.ret.type === "fn-unwind" ? " unwind" : "") }, (n.ret.type === "fn-unwind" ? "raised " : "→ ") + n.ret.value.preview) : el("span", { class: "muted" }, "(open)");
+  const row = el("div", { class: "row" }, tog,
+    el("span", { class: "fn-name", title: `jump to #${n.idx} in the stepper`, onclick: () => { showTab("stepper"); go(n.idx); } }, n.fn),
+    el("span", { class: "args" }, `(${argsText(n.args)})`), ret, el("span", { class: "muted" }, `#${n.idx}`));
+  const node = el("div", { class: "tree-node" }, row, kids);
+  if (n.has_children) {
+    let loaded = false;
+    tog.addEventListener("click", async () => {
+      if (!loaded) { await loadChildren(kids, n.idx, 0); loaded = true; }
+      kids.classList.toggle("hidden");
+      tog.textContent = kids.classList.contains("hidden") ? "▸" : "▾";
+    });
+  }
+  return node;
+}
+
+async function loadChildren(box, call, offset) {
+  const r = await guard(api("children", { tl: S.tl, call: call === null ? "root" : call, offset, limit: 100 }));
+  if (!r) return;
+  box.append(...r.items.map(treeNode));
+  if (r.more) {
+    const more = el("div", { class: "link tree-node" }, `… more calls (showing ${offset + r.items.length})`);
+    more.addEventListener("click", async () => { more.remove(); await loadChildren(box, call, offset + r.items.length); });
+    box.append(more);
+  }
+}
+
+async function renderTree() {
+  const box = $("#tree");
+  box.replaceChildren();
+  await loadChildren(box, null, 0);
+}
+
+// --- functions ----------------------------------------------------------------------------------
+
+async function renderFunctions() {
+  const stats = await guard(api("fn_stats", { tl: S.tl }));
+  if (!stats) return;
+  S.stats = stats;
+  drawFnTable();
+}
+
+function drawFnTable() {
+  const f = $("#fn-filter").value.toLowerCase();
+  const rows = S.stats.filter((s) => s.display.toLowerCase().includes(f));
+  $("#fn-table").replaceChildren(el("tr", {}, el("th", {}, "calls"), el("th", {}, "function"), el("th", {}, "where")),
+    ...rows.map((s) => el("tr", { class: "click", onclick: () => fnCalls(s.id, 0) },
+      el("td", {}, s.count), el("td", {}, s.display), el("td", { class: "muted" }, `${(s.file || "").split("/").pop()}:${s.line}`))));
+}
+
+async function fnCalls(form, offset) {
+  const r = await guard(api("fn_calls", { tl: S.tl, form, offset, limit: 50 }));
+  if (!r) return;
+  const box = $("#fn-calls");
+  box.replaceChildren(el("h3", {}, `${r.form.display} — ${r.total} calls`),
+    el("table", {}, el("tr", {}, el("th", {}, "idx"), el("th", {}, "args"), el("th", {}, "result")),
+      ...r.items.map((n) => el("tr", { class: "click", title: "jump to this call", onclick: () => { showTab("stepper"); go(n.idx); } },
+        el("td", {}, n.idx), el("td", { class: "args" }, argsText(n.args)),
+        el("td", { class: n.ret && n.ret.type === "fn-unwind" ? "err" : "" }, n.ret ? n.ret.value.preview : "(open)")))),
+    el("div", {},
+      offset > 0 ? el("button", { onclick: () => fnCalls(form, Math.max(0, offset - 50)) }, "◀ prev") : null, " ",
+      offset + r.items.length < r.total ? el("button", { onclick: () => fnCalls(form, offset + 50) }, "next ▶") : null));
+}
+
+// --- exceptions -------------------------------------------------------------------------------
+
+async function renderExceptions() {
+  const r = await guard(api("exceptions", { limit: 100 }));
+  if (!r) return;
+  const box = $("#exceptions");
+  if (!r.items.length) { box.replaceChildren(el("p", { class: "muted" }, "No exceptions were recorded.")); return; }
+  box.replaceChildren(el("p", { class: "muted" }, `${r.total} exception(s)${r.capped ? ", first 100 shown" : ""}`),
+    ...r.items.map((x) => el("div", { class: "exc-item" },
+      el("span", { class: "ty" }, x.type), " ", el("span", {}, x.message), el("br"),
+      el("span", { class: "muted" }, `in ${x.fn} · flow ${x.flow} thread ${x.thread_id} · idx ${x.idx} `),
+      el("button", { class: "jump-raise", onclick: () => { showTab("stepper"); go(x.raised_idx, "at", x.tl); } }, "jump to where raised"), " ",
+      el("button", { onclick: () => { showTab("stepper"); go(x.idx, "at", x.tl); } }, "unwind"))));
+}
+
+// --- search -----------------------------------------------------------------------------------
+
+let searchId = null;
+
+async function startSearch(ev) {
+  ev.preventDefault();
+  const text = $("#search-text").value.trim();
+  if (!text) return;
+  const r = await guard(api("search", {}, { method: "POST", body: JSON.stringify({ tl: S.tl, kind: $("#search-kind").value, text, limit: 200 }) }));
+  if (!r) return;
+  searchId = r.id;
+  $("#search-cancel").disabled = false;
+  $("#search-results").replaceChildren();
+  pollSearch(r.id);
+}
+
+async function pollSearch(id) {
+  if (id !== searchId) return;
+  const r = await guard(api(`search/${id}`));
+  if (!r) return;
+  const p = $("#search-progress");
+  p.max = Math.max(1, r.total); p.value = r.scanned;
+  $("#search-status").textContent = `${r.matches.length} match(es)${r.done ? (r.cancelled ? " — cancelled" : " — done") : " …"}`;
+  $("#search-results").replaceChildren(el("table", {}, ...r.matches.map((m) => el("tr", { class: "click", onclick: () => { showTab("stepper"); go(m.idx); } },
+    el("td", {}, m.idx), el("td", {}, m.type), el("td", {}, m.fn), el("td", { class: "args" }, m.value ? m.value.preview : "")))));
+  if (!r.done) setTimeout(() => pollSearch(id), 150);
+  else $("#search-cancel").disabled = true;
+}
+
+// --- bookmarks ----------------------------------------------------------------------------------
+
+function bookmarks() {
+  try { return JSON.parse(localStorage.getItem("squall.bookmarks." + S.recKey) || "[]"); } catch { return []; }
+}
+
+function addBookmark() {
+  const t = S.tls[S.tl];
+  const note = prompt("Bookmark note", S.frame ? `${S.frame.frame.form.display} #${S.idx}` : `#${S.idx}`);
+  if (note === null) return;
+  const all = bookmarks();
+  all.push({ flow: t.flow, thread: t.thread_id, idx: S.idx, note });
+  localStorage.setItem("squall.bookmarks." + S.recKey, JSON.stringify(all));
+  renderBookmarks();
+}
+
+function renderBookmarks() {
+  const all = bookmarks();
+  $("#bookmarks").replaceChildren(all.length ? el("table", {}, ...all.map((b, i) => el("tr", { class: "click" },
+    el("td", { onclick: () => { const tl = tlFor(b.flow, b.thread); if (tl !== null) { showTab("stepper"); go(b.idx, "at", tl); } } }, b.note),
+    el("td", { class: "muted" }, `flow ${b.flow} thread ${b.thread} #${b.idx}`),
+    el("td", {}, el("button", { onclick: () => { all.splice(i, 1); localStorage.setItem("squall.bookmarks." + S.recKey, JSON.stringify(all)); renderBookmarks(); } }, "remove")))))
+    : el("p", { class: "muted" }, "No bookmarks yet: press b in the stepper."));
+}
+
+// --- tabs, theme, keys ------------------------------------------------------------------------
+
+function showTab(name) {
+  for (const b of document.querySelectorAll("#tabs button")) b.classList.toggle("active", b.dataset.tab === name);
+  for (const s of document.querySelectorAll(".tab")) s.classList.toggle("active", s.id === "tab-" + name);
+  if (name === "tree" && !S.loaded.tree) { S.loaded.tree = true; renderTree(); }
+  if (name === "functions" && !S.loaded.functions) { S.loaded.functions = true; renderFunctions(); }
+  if (name === "exceptions" && !S.loaded.exceptions) { S.loaded.exceptions = true; renderExceptions(); }
+  if (name === "bookmarks") renderBookmarks();
+  if (name === "search") $("#search-text").focus();
+}
+
+function setTheme(light) {
+  document.documentElement.classList.toggle("light", light);
+  localStorage.setItem("squall.theme", light ? "light" : "dark");
+}
+
+async function gotoFileLine(text) {
+  const m = /^(.*):(\d+)$/.exec(text.trim());
+  if (!m) { toast("goto: write file:line"); return; }
+  const r = await guard(api("goto", { tl: S.tl, file: m[1], line: m[2] }));
+  if (!r) return;
+  if (r.idx === null) toast(`nothing recorded on ${text}`);
+  else { showTab("stepper"); go(r.idx); }
+}
+
+function closeOverlays() {
+  for (const o of document.querySelectorAll(".overlay")) o.classList.add("hidden");
+}
+
+function onKey(ev) {
+  const typing = ["INPUT", "SELECT", "TEXTAREA"].includes(document.activeElement.tagName);
+  if (ev.key === "Escape") { closeOverlays(); if (typing) document.activeElement.blur(); return; }
+  if (typing || ev.ctrlKey || ev.metaKey || ev.altKey) return;
+  const stepper = $("#tab-stepper").classList.contains("active") && $("#inspector").classList.contains("hidden");
+  const drift = { ArrowRight: "next", l: "next", ArrowLeft: "prev", h: "prev", ArrowDown: "next-over", j: "next-over",
+    ArrowUp: "prev-over", k: "prev-over", o: "next-out", u: "prev-out", Home: "first", g: "first", End: "last", G: "last" }[ev.key];
+  if (drift && stepper) { ev.preventDefault(); go(S.idx, drift); return; }
+  const act = {
+    n: () => findStep("coord", "next"), p: () => findStep("coord", "prev"),
+    N: () => findStep("equality", "next"), P: () => findStep("equality", "prev"),
+    "]": () => loopStep(1), "[": () => loopStep(-1),
+    i: () => { $("#idx-input").focus(); $("#idx-input").select(); },
+    v: () => { const v = S.frame && S.frame.entry.value; if (v && v.v !== null) inspect(S.tl, v.v); },
+    b: () => addBookmark(),
+    f: () => $("#goto").focus(),
+    t: () => setTheme(!document.documentElement.classList.contains("light")),
+    "?": () => $("#help").classList.toggle("hidden"),
+    "/": () => showTab("search"),
+    1: () => showTab("stepper"), 2: () => showTab("tree"), 3: () => showTab("functions"),
+    4: () => showTab("exceptions"), 5: () => showTab("search"), 6: () => showTab("bookmarks"),
+  }[ev.key];
+  if (act && (stepper || !"npNP[]vb".includes(ev.key))) { ev.preventDefault(); act(); }
+}
+
+// --- start ------------------------------------------------------------------------------------
+
+async function init() {
+  setTheme(localStorage.getItem("squall.theme") === "light");
+  for (const b of document.querySelectorAll("#tabs button")) b.addEventListener("click", () => showTab(b.dataset.tab));
+  for (const b of document.querySelectorAll("#stepbar [data-drift]")) b.addEventListener("click", () => go(S.idx, b.dataset.drift));
+  for (const b of document.querySelectorAll("#stepbar [data-find]")) b.addEventListener("click", () => findStep(b.dataset.find, b.dataset.dir));
+  $("#bookmark-btn").addEventListener("click", addBookmark);
+  $("#idx-input").addEventListener("keydown", (ev) => { if (ev.key === "Enter") { go(+ev.target.value || 0); ev.target.blur(); } });
+  $("#goto").addEventListener("keydown", (ev) => { if (ev.key === "Enter") { gotoFileLine(ev.target.value); ev.target.blur(); } });
+  $("#theme-btn").addEventListener("click", () => setTheme(!document.documentElement.classList.contains("light")));
+  $("#help-btn").addEventListener("click", () => $("#help").classList.toggle("hidden"));
+  for (const c of document.querySelectorAll(".overlay .close")) c.addEventListener("click", closeOverlays);
+  for (const o of document.querySelectorAll(".overlay")) o.addEventListener("click", (ev) => { if (ev.target === o) closeOverlays(); });
+  $("#pp-level").addEventListener("change", refreshInspector);
+  $("#pp-length").addEventListener("change", refreshInspector);
+  $("#copy-repr").addEventListener("click", async () => {
+    const text = $("#insp-repr").textContent;
+    try { await navigator.clipboard.writeText(text); toast("copied"); } catch { toast("copy failed: select the text instead"); }
+  });
+  $("#fn-filter").addEventListener("input", drawFnTable);
+  $("#search-form").addEventListener("submit", startSearch);
+  $("#search-cancel").addEventListener("click", () => { if (searchId !== null) api(`search/${searchId}`, {}, { method: "DELETE" }).catch(() => {}); });
+  $("#tl-select").addEventListener("change", (ev) => { setTl(+ev.target.value); go(0); });
+  document.addEventListener("keydown", onKey);
+  window.addEventListener("hashchange", () => {
+    const h = parseHash();
+    const tl = tlFor(h.flow, h.thread);
+    if (tl !== null && h.idx !== null && (tl !== S.tl || +h.idx !== S.idx)) go(+h.idx, "at", tl);
+  });
+
+  const flows = await guard(api("flows"));
+  if (!flows) { document.body.prepend(el("p", { class: "err" }, "Cannot load the recording (is the token in the URL?)")); return; }
+  S.flows = flows;
+  S.recKey = flows.info.path || flows.info.program || "";
+  $("#program").textContent = `${flows.info.program || ""}${flows.live ? " (live)" : ""}`;
+  S.tls = flows.flows.flatMap((f) => f.threads.map((t) => ({ ...t, flow: f.flow })));
+  $("#tl-select").replaceChildren(...S.tls.map((t, i) => el("option", { value: i }, tlLabel(t))));
+  if (!S.tls.length) { toast("this recording has no timelines"); return; }
+  const h = parseHash();
+  let tl = tlFor(h.flow, h.thread);
+  if (tl === null) tl = 0;
+  S.tl = tl;
+  $("#tl-select").value = String(tl);
+  await go(h.idx !== null ? +h.idx : 0, "at", tl);
+  document.body.dataset.ready = "1";
+}
+
+init();
