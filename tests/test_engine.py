@@ -297,3 +297,17 @@ def test_warnings_are_not_raised_while_recording(rec):
         ns = rec("def f():\n    return 1\n")
         assert ns["f"]() == 1
         assert indexes.all_flows()
+
+
+def test_memory_limit_counts_the_objects_the_recording_keeps(rec, capfd):
+    # Few entries, big snapshots: the limit must still stop it (it once counted entries only).
+    ns = rec("def take(xs):\n    return len(xs)\n")
+    api.set_limits(memory_limit=2_000_000)
+    big = list(range(1000))
+    for _ in range(200_000 // 1000 * 10):
+        ns["take"](big)
+        if not api.is_recording():
+            break
+    assert not api.is_recording()
+    assert api.engine_stats()["entries"] < 10_000
+    assert "reached the memory limit" in capfd.readouterr().err

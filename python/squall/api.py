@@ -103,7 +103,8 @@ def set_limits(
 
     - ``thread_trace_limit``: entries per thread timeline; the thread stops recording there;
     - ``fn_call_limit``: recorded calls per function per thread; later calls are skipped;
-    - ``memory_limit``: bytes of recording (entries, args, value references); recording stops.
+    - ``memory_limit``: bytes of recording (entries, args, value slots) plus the estimated size
+      of the objects it keeps alive (snapshots, references); recording stops.
 
     Each limit reached is reported once on stderr and listed by :func:`limits_hit`.
     """
@@ -134,7 +135,8 @@ def limits_hit() -> List[Dict[str, Any]]:
 
 
 def engine_stats() -> Dict[str, int]:
-    """Counters of the recorder: ``entries``, ``values``, ``bytes``, ``timelines``, ``forms``,
+    """Counters of the recorder: ``entries``, ``values``, ``bytes`` (entries, args and value
+    slots), ``kept_bytes`` (estimated size of the objects it keeps alive), ``timelines``, ``forms``,
     ``dropped`` (events lost to an internal failure), ``unmatched`` (exits of frames entered before
     recording started), ``repaired`` (frames closed without their own exit event),
     ``snapshot_errors``."""

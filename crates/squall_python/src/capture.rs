@@ -36,12 +36,36 @@ pub unsafe fn capture(eng: &mut Engine, rec: &mut ThreadRec, o: *mut ffi::PyObje
         }
         let kept = if needs_snapshot(eng, o, eng.budget.max_depth) {
             let mut items = eng.budget.max_items;
-            snapshot(eng, o, eng.budget.max_depth, &mut items)
+            let copy = snapshot(eng, o, eng.budget.max_depth, &mut items);
+            rec.kept_bytes += SNAPSHOT_BYTES + ITEM_BYTES * (eng.budget.max_items - items) as u64;
+            copy
         } else {
             ffi::Py_INCREF(o);
+            rec.kept_bytes += approx_size(o, tp);
             o
         };
         keep(rec, kept)
+    }
+}
+
+/// Estimated bytes of a snapshot container, and per item it copies (the copy's slot, the
+/// item's own copy when it is a container, dict entries).
+const SNAPSHOT_BYTES: u64 = 64;
+const ITEM_BYTES: u64 = 48;
+
+/// Roughly the memory an object the recording keeps alive holds (its fixed size, plus the text
+/// of strings and bytes). Counted against the memory limit: the object might otherwise be freed.
+unsafe fn approx_size(o: *mut ffi::PyObject, tp: *mut ffi::PyTypeObject) -> u64 {
+    unsafe {
+        let base = (*tp).tp_basicsize.max(16) as u64;
+        if tp == &raw mut ffi::PyUnicode_Type {
+            base + ffi::PyUnicode_GET_LENGTH(o).max(0) as u64
+        } else if tp == &raw mut ffi::PyLong_Type {
+            // From 3.12 an int's header is not a `PyVarObject`'s: `Py_SIZE` means nothing.
+            base + 8
+        } else {
+            base + ((*tp).tp_itemsize.max(0) as u64) * (ffi::Py_SIZE(o).max(0) as u64)
+        }
     }
 }
 

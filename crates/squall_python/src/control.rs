@@ -208,7 +208,11 @@ pub fn engine_stats(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("entries", recs.iter().map(|r| r.tl.len() as u64).sum::<u64>())?;
     d.set_item("values", recs.iter().map(|r| r.values.len() as u64).sum::<u64>())?;
-    d.set_item("bytes", eng.bytes())?;
+    let kept: u64 = recs.iter().map(|r| r.kept_bytes).sum();
+    // `bytes`: the recording itself (entries, args, value slots); `kept_bytes`: an estimate of
+    // the objects it keeps alive. The memory limit applies to their sum.
+    d.set_item("bytes", eng.bytes() - kept)?;
+    d.set_item("kept_bytes", kept)?;
     d.set_item("timelines", recs.len())?;
     d.set_item("forms", eng.forms.forms().len())?;
     d.set_item("dropped", eng.dropped)?;

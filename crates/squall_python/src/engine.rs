@@ -28,6 +28,11 @@ pub struct ThreadRec {
     /// Slots below this were saved to the recording file and their objects released (their
     /// pointers are null); they are read back from the file.
     pub released_upto: usize,
+    /// Estimated bytes of the objects this recording keeps alive (snapshots and references),
+    /// counted against the memory limit.
+    pub kept_bytes: u64,
+    /// `kept_bytes` at which the memory limit is checked next.
+    pub next_memory_check: Cell<u64>,
     /// Where each saved run of slots starts in the file: (first slot, count, byte offset).
     pub value_chunks: Vec<(u64, u64, u64)>,
 }
@@ -97,6 +102,8 @@ pub static EPOCH: AtomicU32 = AtomicU32::new(1);
 /// An epoch value never current: marks the thread-local cache as "inside the engine".
 const BUSY_EPOCH: u32 = 0;
 const MEMORY_CHECK_EVERY: usize = 1 << 16;
+/// Also check the memory limit each time a thread's kept objects grew by this much.
+const KEPT_BYTES_CHECK_EVERY: u64 = 1 << 20;
 
 thread_local! {
     /// (epoch, recording) of the current thread; valid only when the epoch is current.
@@ -145,6 +152,8 @@ unsafe fn current_rec_slow() -> Option<&'static mut ThreadRec> {
                 name,
                 number,
                 released_upto: 0,
+                kept_bytes: 0,
+                next_memory_check: Cell::new(KEPT_BYTES_CHECK_EVERY),
                 value_chunks: Vec::new(),
             })));
             eng.flows.entry(flow).or_default().push(number);
@@ -196,7 +205,8 @@ impl Engine {
     pub fn note(&mut self, rec: &ThreadRec, outcome: Recorded) {
         match outcome {
             Recorded::Written => {
-                if rec.tl.len() & (MEMORY_CHECK_EVERY - 1) == 0 {
+                if rec.tl.len() & (MEMORY_CHECK_EVERY - 1) == 0 || rec.kept_bytes >= rec.next_memory_check.get() {
+                    rec.next_memory_check.set(rec.kept_bytes + KEPT_BYTES_CHECK_EVERY);
                     self.check_memory(rec.number);
                 }
             }
@@ -242,7 +252,7 @@ impl Engine {
     }
 
     pub fn bytes(&self) -> u64 {
-        self.recs.iter().flatten().map(|r| r.tl.bytes() + (r.values.len() * 8) as u64).sum()
+        self.recs.iter().flatten().map(|r| r.tl.bytes() + (r.values.len() * 8) as u64 + r.kept_bytes).sum()
     }
 
     /// Objects the recordings keep alive now.

@@ -10,6 +10,7 @@ mod query;
 mod record;
 mod sink;
 mod snap;
+mod ui;
 
 use std::ffi::CStr;
 use std::ptr::null_mut;
@@ -117,5 +118,6 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sink::flush_sink, m)?)?;
     m.add_function(wrap_pyfunction!(sink::sink_path, m)?)?;
     m.add_function(wrap_pyfunction!(sink::close_sink, m)?)?;
+    m.add_function(wrap_pyfunction!(ui::serve_file, m)?)?;
     Ok(())
 }

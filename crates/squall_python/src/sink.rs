@@ -169,6 +169,12 @@ fn release_saved(sink: &Sink, eng: &mut Engine) {
         let Some(rec) = rec.as_deref_mut() else { continue };
         let saved = sink.flushed.get(number).map_or(0, |f| f.values);
         let upto = saved.min(rec.values.len().saturating_sub(keep));
+        let alive = (rec.values.len() - rec.released_upto) as u64;
+        if upto > rec.released_upto && alive > 0 {
+            // Sizes are not kept per slot: release the average share.
+            let share = rec.kept_bytes / alive;
+            rec.kept_bytes -= share * (upto - rec.released_upto) as u64;
+        }
         for slot in rec.released_upto..upto {
             let p = std::mem::replace(&mut rec.values[slot], std::ptr::null_mut());
             if !p.is_null() {
