@@ -289,6 +289,8 @@ def test_exceptions_lists_each_exception_once_with_where_it_was_caught(rec):
     assert ns["outer"]() == "handled"
     (exc,) = indexes.exceptions()
     assert (exc["fn_name"], exc["exc_type"], exc["frames"], exc["caught_in"]) == ("inner", "KeyError", 2, "snippet.outer")
+    # the estimate of what the recording keeps alive stays sane for exceptions and strings
+    assert 0 < api.engine_stats()["kept_bytes"] < 10_000
 
 
 def test_warnings_are_not_raised_while_recording(rec):

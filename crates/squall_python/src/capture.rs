@@ -60,11 +60,12 @@ unsafe fn approx_size(o: *mut ffi::PyObject, tp: *mut ffi::PyTypeObject) -> u64 
         let base = (*tp).tp_basicsize.max(16) as u64;
         if tp == &raw mut ffi::PyUnicode_Type {
             base + ffi::PyUnicode_GET_LENGTH(o).max(0) as u64
-        } else if tp == &raw mut ffi::PyLong_Type {
-            // From 3.12 an int's header is not a `PyVarObject`'s: `Py_SIZE` means nothing.
-            base + 8
-        } else {
+        } else if tp == &raw mut ffi::PyBytes_Type || tp == &raw mut ffi::PyTuple_Type {
+            // `ob_size` is meaningful only for true var-size objects (not ints from 3.12, not
+            // types, not user classes): use it for the two common ones.
             base + ((*tp).tp_itemsize.max(0) as u64) * (ffi::Py_SIZE(o).max(0) as u64)
+        } else {
+            base
         }
     }
 }
