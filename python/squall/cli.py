@@ -125,6 +125,9 @@ def _parser() -> argparse.ArgumentParser:
     from squall import query_cli
 
     query_cli.add_parser(sub)
+    from squall import ui_cli
+
+    ui_cli.add_parser(sub)
     mcp = sub.add_parser("mcp", help="serve a recording to an AI agent (MCP over stdio)",
                          description="Run a Model Context Protocol server over stdio whose tools "
                                      "answer questions about the recording (needs `pip install squall[mcp]`).")
@@ -659,6 +662,10 @@ def main(argv: list[str] | None = None) -> int:
         from squall import query_cli
 
         return query_cli.cmd_query(opts)
+    if opts.command == "open":
+        from squall import ui_cli
+
+        return ui_cli.cmd_open(opts)
     if opts.command == "mcp":
         from squall import mcp_server
 

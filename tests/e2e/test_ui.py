@@ -1,0 +1,106 @@
+"""End-to-end: record the bundled example, open it with `squall open`, drive the web UI in headless
+Chromium (tests/e2e/ui_e2e.js, playwright-core) and save screenshots under docs/screenshots/.
+
+Needs Debian's `chromium` and `npm install` in tests/e2e; skipped without them, except under CI
+(CI=true), where their absence is a failure."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+E2E = Path(__file__).resolve().parent
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+SQUALL = [sys.executable, "-c", "import sys; from squall.cli import main; sys.exit(main())"]
+
+
+def _need_browser():
+    missing = []
+    if not os.path.exists(CHROMIUM):
+        missing.append(f"{CHROMIUM} (apt-get install -y chromium)")
+    if not (E2E / "node_modules" / "playwright-core").is_dir():
+        missing.append("tests/e2e/node_modules/playwright-core (npm install in tests/e2e)")
+    if not shutil.which("node"):
+        missing.append("node")
+    if missing:
+        msg = "UI end-to-end test needs " + ", ".join(missing)
+        if os.environ.get("CI"):
+            pytest.fail(msg)
+        pytest.skip(msg)
+
+
+@pytest.fixture(scope="module")
+def recording(tmp_path_factory):
+    out = tmp_path_factory.mktemp("e2e") / "invoices.sqrec"
+    r = subprocess.run(SQUALL + ["run", "-q", "-o", str(out), "examples/invoices/main.py"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert out.exists()
+    return out
+
+
+@pytest.fixture()
+def server(recording):
+    p = subprocess.Popen(SQUALL + ["open", "--no-browser", "--port", "0", str(recording)],
+                         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = p.stdout.readline()
+        assert line.startswith("squall UI: http://127.0.0.1:"), (line, p.stderr.read() if p.poll() is not None else "")
+        yield line.split("squall UI: ", 1)[1].strip()
+    finally:
+        p.terminate()
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+
+
+def _get(url, token=None):
+    req = urllib.request.Request(url, headers={"x-squall-token": token} if token else {})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def test_open_serves_api_with_token(server):
+    base, token = server.split("/?token=")
+    status, body = _get(base + "/api/flows")
+    assert status == 401 and "token" in body["error"]
+    status, body = _get(base + "/api/flows", token)
+    assert status == 200
+    names = [t["name"] for f in body["flows"] for t in f["threads"]]
+    assert names == ["MainThread", "invoice-worker"]
+    status, body = _get(base + "/api/frame?tl=0&idx=zz", token)
+    assert status == 400 and "idx" in body["error"]
+    status, body = _get(base + "/api/exceptions", token)
+    assert status == 200
+    assert {x["type"] for x in body["items"]} == {"KeyError", "InvoiceError"}
+
+
+def test_open_missing_file():
+    r = subprocess.run(SQUALL + ["open", "--no-browser", "/nonexistent/x.sqrec"], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2
+    assert "no such file" in r.stderr
+
+
+def test_ui_in_headless_chromium(server):
+    _need_browser()
+    shots = ROOT / "docs" / "screenshots"
+    r = subprocess.run(["node", str(E2E / "ui_e2e.js"), server, str(shots)],
+                       cwd=E2E, capture_output=True, text=True, timeout=240)
+    print(r.stdout)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "E2E PASSED" in r.stdout
+    for name in ["stepper-start", "stepper-stepped", "exception-raised", "value-inspector", "call-tree"]:
+        assert (shots / f"{name}.png").stat().st_size > 1000
