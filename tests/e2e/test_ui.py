@@ -1,5 +1,6 @@
 """End-to-end: record the bundled example, open it with `squall open`, drive the web UI in headless
-Chromium (tests/e2e/ui_e2e.js, playwright-core) and save screenshots under docs/screenshots/.
+Chromium (tests/e2e/ui_e2e.js, playwright-core) and take screenshots (docs/screenshots/ with
+SQUALL_UPDATE_SCREENSHOTS=1).
 
 Needs Debian's `chromium` and `npm install` in tests/e2e; skipped without them, except under CI
 (CI=true), where their absence is a failure."""
@@ -94,9 +95,10 @@ def test_open_missing_file():
     assert "no such file" in r.stderr
 
 
-def test_ui_in_headless_chromium(server):
+def test_ui_in_headless_chromium(server, tmp_path):
     _need_browser()
-    shots = ROOT / "docs" / "screenshots"
+    # SQUALL_UPDATE_SCREENSHOTS=1 refreshes the committed ones in docs/screenshots.
+    shots = ROOT / "docs" / "screenshots" if os.environ.get("SQUALL_UPDATE_SCREENSHOTS") else tmp_path / "shots"
     r = subprocess.run(["node", str(E2E / "ui_e2e.js"), server, str(shots)],
                        cwd=E2E, capture_output=True, text=True, timeout=240)
     print(r.stdout)
