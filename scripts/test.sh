@@ -4,5 +4,5 @@
 #   bash scripts/test.sh [pytest args...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo test --quiet -p squall_trace -p squall_store
+cargo test --quiet -p squall_trace -p squall_store -p squall_server
 .venv/bin/python -m pytest -q "$@"

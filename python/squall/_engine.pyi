@@ -217,3 +217,9 @@ class FileRecording:
 def load_recording(path: str, progress: Optional[Callable[[int, int], Any]] = None) -> FileRecording:
     """Reads a recording file (ValueError for a foreign, newer or damaged file; OSError if it
     cannot be read)."""
+
+# --- the browser UI ----------------------------------------------------------------------------
+
+def serve_file(path: str, host: str, port: int) -> str:
+    """Serves the web UI for a recording file on ``host:port`` (0: any free port) from a
+    background thread; returns the URL with its access token."""
