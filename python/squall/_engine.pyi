@@ -223,3 +223,8 @@ def load_recording(path: str, progress: Optional[Callable[[int, int], Any]] = No
 def serve_file(path: str, host: str, port: int) -> str:
     """Serves the web UI for a recording file on ``host:port`` (0: any free port) from a
     background thread; returns the URL with its access token."""
+
+def serve_live(host: str, port: int) -> str:
+    """Serves the web UI over this process's live recording; returns the URL with its token.
+    Recording pauses while the server reads it for a query (events then are counted in
+    ``engine_stats()["lost_during_ui"]``)."""

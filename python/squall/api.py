@@ -28,6 +28,7 @@ __all__ = [
     "instrument",
     "uninstrument",
     "is_recording",
+    "local_connect",
     "limits_hit",
     "set_flow",
     "set_limits",
@@ -268,3 +269,23 @@ def _remember_runtime(report: Any, instrumented: bool) -> None:
                 None, "runtime",
             )
         )
+
+
+def local_connect(host: str = "127.0.0.1", port: int = 0, open_browser: bool = False) -> str:
+    """Starts the web UI over this process's live recording (for example inside a web server
+    being debugged) and returns its URL, which carries a random access token; also printed on
+    stderr. The server runs on a background thread and never blocks the program: while it reads
+    the recording for a query (milliseconds) recording pauses, and events of that moment are
+    counted in ``engine_stats()["lost_during_ui"]``."""
+    import sys
+
+    url = _engine.serve_live(host, port)
+    print(f"squall UI (live): {url}", file=sys.stderr, flush=True)
+    if open_browser:
+        try:
+            import webbrowser
+
+            webbrowser.open(url)
+        except Exception:  # noqa: BLE001 - no browser: the URL is printed
+            pass
+    return url

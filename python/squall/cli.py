@@ -101,6 +101,10 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("-m", dest="module", default=None, metavar="MODULE",
                      help="run a library module as a script (like python -m); "
                           "the remaining arguments go to it")
+    run.add_argument("--ui", action="store_true",
+                     help="when the program ends, serve the web UI over its recording until Ctrl-C")
+    run.add_argument("--no-browser", action="store_true",
+                     help="with --ui: only print the URL, do not open a browser")
     run.add_argument("target", nargs="?", help="the script to run")
     run.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the program")
 
@@ -232,6 +236,33 @@ def _start_saving(api, opts, script_path: str | None, program_argv: list[str] | 
         api.save_to(path, program=program, argv=program_argv)
     except OSError as e:
         _warn(f"{e}; the recording stays in this process only")
+
+
+def _serve_ui_until_interrupted(opts, saved: str | None) -> None:
+    """`squall run --ui`: the UI over the recording (the saved file, or the live one with
+    --no-save), up until Ctrl-C."""
+    import time
+
+    from squall import _engine
+
+    try:
+        url = _engine.serve_file(saved, "127.0.0.1", 0) if saved else _engine.serve_live("127.0.0.1", 0)
+    except (OSError, ValueError) as e:
+        _warn(f"the UI could not start: {e}")
+        return
+    print(f"squall UI: {url}  (Ctrl-C stops it)", file=sys.stderr, flush=True)
+    if not opts.no_browser:
+        try:
+            import webbrowser
+
+            webbrowser.open(url)
+        except Exception:
+            pass
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
 
 
 def _finish_saving(outcome) -> str | None:
@@ -621,6 +652,8 @@ def cmd_run(opts, prog_argv: list[str]) -> int:
     _stop_recording()
     saved = _finish_saving(outcome)
     _print_summary(opts, outcome, saved)
+    if getattr(opts, "ui", False):
+        _serve_ui_until_interrupted(opts, saved)
     if outcome.keyboard_interrupt:
         _exit_like_sigint()
     return outcome.exit_code

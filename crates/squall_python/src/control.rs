@@ -219,6 +219,7 @@ pub fn engine_stats(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     d.set_item("unmatched", eng.unmatched)?;
     d.set_item("repaired", recs.iter().map(|r| r.tl.repaired).sum::<u64>())?;
     d.set_item("snapshot_errors", eng.snapshot_errors)?;
+    d.set_item("lost_during_ui", eng.lost_during_ui)?;
     d.set_item("objects_alive", eng.objects_alive())?;
     Ok(d)
 }

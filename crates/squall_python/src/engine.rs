@@ -60,6 +60,8 @@ pub struct Engine {
     pub dropped: u64,
     pub unmatched: u64,
     pub snapshot_errors: u64,
+    /// Events not recorded because the live UI was reading the recording at that moment.
+    pub lost_during_ui: u64,
     pub memory_stopped: bool,
     /// While saving to a file: how many of each thread's most recent values stay alive as
     /// objects; older ones are released once saved and read back from the file when asked for.
@@ -85,6 +87,7 @@ pub static ENGINE: GilCell<Engine> = GilCell::new(Engine {
     dropped: 0,
     unmatched: 0,
     snapshot_errors: 0,
+    lost_during_ui: 0,
     memory_stopped: false,
     keep_alive: Some(DEFAULT_KEEP_ALIVE),
     value_file: None,
@@ -97,6 +100,8 @@ pub const DEFAULT_MEMORY_LIMIT: u64 = 4 << 30;
 
 /// Recording on or off. Checked first by every entry point.
 pub static RECORDING: AtomicBool = AtomicBool::new(false);
+/// Recording is paused while the live UI reads the timelines; events meanwhile are counted.
+pub static UI_PAUSE: AtomicBool = AtomicBool::new(false);
 /// Bumped whenever cached thread-local recordings may be stale (flow change, clear, restart).
 pub static EPOCH: AtomicU32 = AtomicU32::new(1);
 /// An epoch value never current: marks the thread-local cache as "inside the engine".

@@ -29,6 +29,15 @@ unsafe fn new_none() -> *mut ffi::PyObject {
     }
 }
 
+/// An event that came while recording was paused for the live UI: counted, not recorded.
+#[cold]
+fn lost_to_ui() {
+    if crate::engine::UI_PAUSE.load(Ordering::Relaxed) {
+        // SAFETY: the entry points run with the GIL held.
+        unsafe { ENGINE.get().lost_during_ui += 1 };
+    }
+}
+
 /// Runs a recording step; a panic inside it is contained and counted.
 #[inline(always)]
 fn guarded(step: impl FnOnce()) {
@@ -42,6 +51,8 @@ fn guarded(step: impl FnOnce()) {
 pub unsafe extern "C" fn call(_m: *mut ffi::PyObject, args: Args, nargs: ffi::Py_ssize_t) -> *mut ffi::PyObject {
     if RECORDING.load(Ordering::Relaxed) && nargs >= 1 {
         guarded(|| unsafe { record_call(args, nargs as usize) });
+    } else {
+        lost_to_ui();
     }
     unsafe { new_none() }
 }
@@ -88,6 +99,8 @@ unsafe fn exit_through_site(args: Args, nargs: ffi::Py_ssize_t) -> *mut ffi::PyO
         let value = *args.add(1);
         if RECORDING.load(Ordering::Relaxed) {
             guarded(|| record_exit_site(*args, value));
+        } else {
+            lost_to_ui();
         }
         ffi::Py_INCREF(value);
         value
@@ -170,6 +183,8 @@ pub unsafe extern "C" fn expr(_m: *mut ffi::PyObject, args: Args, nargs: ffi::Py
         let value = *args.add(1);
         if RECORDING.load(Ordering::Relaxed) {
             guarded(|| record_event(Kind::Expr, *args, value));
+        } else {
+            lost_to_ui();
         }
         ffi::Py_INCREF(value);
         value
@@ -183,6 +198,8 @@ pub unsafe extern "C" fn bind(_m: *mut ffi::PyObject, args: Args, nargs: ffi::Py
             ENGINE.get().dropped += 1;
         } else if RECORDING.load(Ordering::Relaxed) {
             guarded(|| record_event(Kind::Bind, *args, *args.add(1)));
+        } else {
+            lost_to_ui();
         }
         new_none()
     }

@@ -3,8 +3,12 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use std::sync::atomic::Ordering;
+
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
+
+use crate::engine::{Engine, ENGINE, RECORDING, UI_PAUSE};
 
 /// Loads the recording at `path`, starts the UI server on `host:port` (0: any free port) in a
 /// background thread, and returns the URL to open (it carries the access token).
@@ -15,6 +19,100 @@ pub fn serve_file(py: Python<'_>, path: PathBuf, host: &str, port: u16) -> PyRes
     py.detach(move || {
         let src = squall_server::FileSource::open(&path).map_err(PyValueError::new_err)?;
         let server = squall_server::spawn(Arc::new(src), &host, port).map_err(PyOSError::new_err)?;
+        Ok(server.url)
+    })
+}
+
+/// The live recording of this process as a UI source. Each query takes the GIL and pauses
+/// recording for its duration: reading a value can run Python code (a `repr`), which may let
+/// other threads run, and they must not append to the timelines being read. Events of other
+/// threads during that pause are counted (`engine_stats()["lost_during_ui"]`) and reported.
+struct LiveSource;
+
+struct LiveView<'py> {
+    py: Python<'py>,
+    eng: &'static Engine,
+}
+
+impl squall_server::View for LiveView<'_> {
+    fn forms(&self) -> &squall_trace::Forms {
+        &self.eng.forms
+    }
+
+    fn timelines(&self) -> Vec<squall_server::TlInfo<'_>> {
+        self.eng
+            .recs
+            .iter()
+            .flatten()
+            .map(|r| squall_server::TlInfo { flow: r.flow, thread_id: r.thread_id, name: &r.name, timeline: &r.tl })
+            .collect()
+    }
+
+    fn snap(&self, tl: usize, v: squall_trace::ValRef) -> Result<std::borrow::Cow<'_, squall_trace::Snap>, String> {
+        let rec = self.eng.recs.iter().flatten().nth(tl).ok_or_else(|| format!("no timeline {tl}"))?;
+        let slot = v.0 as usize;
+        let p = *rec.values.get(slot).ok_or_else(|| format!("value slot {slot} is not recorded"))?;
+        if p.is_null() {
+            let file = self.eng.value_file.as_ref().ok_or_else(|| format!("value slot {slot} was released"))?;
+            let &(first, count, offset) = rec
+                .value_chunks
+                .iter()
+                .find(|(first, count, _)| (*first..first + count).contains(&(slot as u64)))
+                .ok_or_else(|| format!("value slot {slot} was released"))?;
+            let snaps = squall_store::read_values_at(file, offset, rec.number, first, count).map_err(|e| e.to_string())?;
+            return snaps.into_iter().nth(slot - first as usize).map(std::borrow::Cow::Owned).ok_or_else(|| "missing".into());
+        }
+        // SAFETY: GIL held (`with_view`); the value table owns a strong reference.
+        let obj = unsafe { Bound::from_borrowed_ptr(self.py, p) };
+        Ok(std::borrow::Cow::Owned(crate::snap::snap_of(&obj, &crate::snap::FILE_BUDGET)))
+    }
+
+    fn slot_count(&self, tl: usize) -> usize {
+        self.eng.recs.iter().flatten().nth(tl).map_or(0, |r| r.values.len())
+    }
+
+    fn info(&self) -> serde_json::Value {
+        let argv: Vec<String> =
+            self.py.import("sys").and_then(|s| s.getattr("argv")?.extract()).unwrap_or_default();
+        serde_json::json!({
+            "live": true,
+            "program": argv.first().cloned().unwrap_or_default(),
+            "argv": argv,
+            "pid": std::process::id(),
+            "recording": RECORDING.load(Ordering::Relaxed) || UI_PAUSE.load(Ordering::Relaxed),
+            "entries": self.eng.recs.iter().flatten().map(|r| r.tl.len()).sum::<usize>(),
+            "forms": self.eng.forms.forms().len(),
+            "completed": false,
+        })
+    }
+}
+
+impl squall_server::RecordingSource for LiveSource {
+    fn with_view(&self, f: &mut dyn FnMut(&dyn squall_server::View)) {
+        Python::attach(|py| {
+            let was_recording = RECORDING.swap(false, Ordering::Relaxed);
+            UI_PAUSE.store(was_recording, Ordering::Relaxed);
+            // SAFETY: GIL held; recording is paused, so nothing appends while the view is used.
+            let eng: &'static Engine = unsafe { ENGINE.get() };
+            crate::engine::without_recording(|| f(&LiveView { py, eng }));
+            if UI_PAUSE.swap(false, Ordering::Relaxed) && !RECORDING.load(Ordering::Relaxed) {
+                RECORDING.store(true, Ordering::Relaxed);
+            }
+        });
+    }
+
+    fn live(&self) -> bool {
+        true
+    }
+}
+
+/// Starts the UI over this process's live recording; returns the URL (with its access token).
+#[pyfunction]
+#[pyo3(signature = (host="127.0.0.1", port=0))]
+pub fn serve_live(py: Python<'_>, host: &str, port: u16) -> PyResult<String> {
+    let host = host.to_string();
+    py.detach(move || {
+        let server = squall_server::spawn(Arc::new(LiveSource), &host, port).map_err(PyOSError::new_err)?;
         Ok(server.url)
     })
 }
