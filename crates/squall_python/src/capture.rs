@@ -127,12 +127,29 @@ unsafe fn snapshot(eng: &mut Engine, o: *mut ffi::PyObject, depth: u32, items: &
         if depth == 0 || *items == 0 {
             return marker(eng, o, 0);
         }
-        let copied = if is_exact(o, &raw mut ffi::PyList_Type) {
+        let ours = if is_exact(o, &raw mut ffi::PyList_Type) {
             snapshot_list(eng, o, depth, items)
         } else if is_exact(o, &raw mut ffi::PyTuple_Type) {
             snapshot_tuple(eng, o, depth, items)
         } else if is_exact(o, &raw mut ffi::PyDict_Type) {
             snapshot_dict(eng, o, depth, items)
+        } else {
+            std::ptr::null_mut()
+        };
+        if !ours.is_null() {
+            // Only the recording refers to its own copies, so they can be in no reference cycle
+            // the collector must find: keep them out of its traversals (which otherwise grow
+            // with everything recorded).
+            if ffi::PyObject_IS_GC(ours) != 0 && ffi::PyObject_GC_IsTracked(ours) != 0 {
+                ffi::PyObject_GC_UnTrack(ours.cast());
+            }
+            return ours;
+        }
+        let copied = if is_exact(o, &raw mut ffi::PyList_Type)
+            || is_exact(o, &raw mut ffi::PyTuple_Type)
+            || is_exact(o, &raw mut ffi::PyDict_Type)
+        {
+            std::ptr::null_mut()
         } else if is_exact(o, &raw mut ffi::PySet_Type) {
             let s = ffi::PySet_New(o);
             *items = items.saturating_sub(ffi::PySet_Size(o).max(0) as usize);
