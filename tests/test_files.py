@@ -296,3 +296,24 @@ def test_saved_values_are_released_beyond_the_keep_alive_window(tmp_path):
     finally:
         api.set_keep_alive(old)
         api.clear_recordings()
+
+
+def test_bookmarks_from_code_are_recorded_and_saved(tmp_path):
+    api.stop_recording()
+    api.clear_recordings()
+    ns = {"__name__": "bm"}
+    exec(rewrite.compile_instrumented("def step(i):\n    return i\n", "/src/bm.py", "bm"), ns)
+    api.start_recording(install_hook=False)
+    api.save_to(str(tmp_path / "bm.sqrec"))
+    ns["step"](1)
+    squall.bookmark("after the first step")
+    ns["step"](2)
+    api.stop_recording()
+    api.finish_saving()
+    live = squall.bookmarks()
+    assert [(b["idx"], b["note"]) for b in live] == [(2, "after the first step")]
+    saved = squall.bookmarks(squall.load(tmp_path / "bm.sqrec"))
+    assert [(b["idx"], b["note"]) for b in saved] == [(2, "after the first step")]
+    api.stop_recording()
+    squall.bookmark("ignored while recording is off")  # never raises
+    api.clear_recordings()

@@ -7,8 +7,9 @@ queries, ``squall.values`` to see values as they were, ``squall.api`` to control
 
 from squall import api, config, indexes, values
 from squall.api import flow
+from squall.bookmarks import bookmark, bookmarks
 from squall.recording import Recording, live, load
 
 __version__ = "0.1.0"
 
-__all__ = ["Recording", "api", "config", "flow", "indexes", "live", "load", "values", "__version__"]
+__all__ = ["Recording", "api", "bookmark", "bookmarks", "config", "flow", "indexes", "live", "load", "values", "__version__"]
