@@ -313,3 +313,28 @@ def test_memory_limit_counts_the_objects_the_recording_keeps(rec, capfd):
     assert not api.is_recording()
     assert api.engine_stats()["entries"] < 10_000
     assert "reached the memory limit" in capfd.readouterr().err
+
+
+def test_total_order_interleaves_threads_as_they_ran(rec):
+    ns = rec("def work(tag, i):\n    return i\n")
+    import threading as th
+
+    go = [th.Event(), th.Event()]
+
+    def worker():
+        go[0].wait()
+        ns["work"]("w", 1)
+        go[1].set()
+
+    t = th.Thread(target=worker, name="w")
+    t.start()
+    ns["work"]("m", 0)
+    go[0].set()
+    go[1].wait()
+    ns["work"]("m", 2)
+    t.join()
+    order = [(e["thread_name"], e["type"]) for e in indexes.total_order_timeline(0)]
+    assert order == [("MainThread", "fn-call"), ("MainThread", "fn-return"), ("w", "fn-call"), ("w", "fn-return"),
+                     ("MainThread", "fn-call"), ("MainThread", "fn-return")]
+    page = indexes.total_order_timeline(0, start=2, limit=3)
+    assert [(e["thread_name"], e["idx"]) for e in page] == [("w", 0), ("w", 1), ("MainThread", 2)]

@@ -52,6 +52,7 @@ __all__ = [
     "stack_for_frame",
     "timeline_count",
     "timeline_entry",
+    "total_order_timeline",
 ]
 
 
@@ -397,3 +398,11 @@ def _safe_eq(a: Any, b: Any) -> bool:
     except Exception:  # noqa: BLE001 - a user's __eq__ may raise anything
         return False
 
+
+
+def total_order_timeline(flow_id: int = 0, start: int = 0, limit: int = 1000) -> List[dict]:
+    """Every thread's entries of a flow in the order they were recorded (FlowStorm's
+    total-order timeline), from the ``start``-th, at most ``limit``; each entry also carries
+    ``thread_id`` and ``thread_name``. The recorder marks each switch between threads, so the
+    order is exact (the GIL lets one thread record at a time)."""
+    return list(_live._b.total_order_timeline(flow_id, start, limit))

@@ -104,6 +104,20 @@ pub static RECORDING: AtomicBool = AtomicBool::new(false);
 pub static UI_PAUSE: AtomicBool = AtomicBool::new(false);
 /// Bumped whenever cached thread-local recordings may be stale (flow change, clear, restart).
 pub static EPOCH: AtomicU32 = AtomicU32::new(1);
+/// The recording that wrote last (its number), and the global step count: when another thread's
+/// recording writes next, it marks a switch with a new step, which orders all threads' entries.
+static LAST_WRITER: AtomicU32 = AtomicU32::new(u32::MAX);
+static STEP: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+#[inline(always)]
+fn claim(rec: &mut ThreadRec) -> &mut ThreadRec {
+    if LAST_WRITER.load(Ordering::Relaxed) != rec.number {
+        LAST_WRITER.store(rec.number, Ordering::Relaxed);
+        rec.tl.mark_switch(STEP.fetch_add(1, Ordering::Relaxed));
+    }
+    rec
+}
+
 /// An epoch value never current: marks the thread-local cache as "inside the engine".
 const BUSY_EPOCH: u32 = 0;
 const MEMORY_CHECK_EVERY: usize = 1 << 16;
@@ -126,7 +140,7 @@ pub unsafe fn current_rec() -> Option<&'static mut ThreadRec> {
     let (epoch, rec) = CURRENT.with(Cell::get);
     if epoch == EPOCH.load(Ordering::Relaxed) && !rec.is_null() {
         // SAFETY: the pointer is a live Box in ENGINE.recs while its epoch is current.
-        return Some(unsafe { &mut *rec });
+        return Some(claim(unsafe { &mut *rec }));
     }
     unsafe { current_rec_slow() }
 }
@@ -170,7 +184,7 @@ unsafe fn current_rec_slow() -> Option<&'static mut ThreadRec> {
         None => return None,
     };
     CURRENT.with(|c| c.set((EPOCH.load(Ordering::Relaxed), rec)));
-    Some(unsafe { &mut *rec })
+    Some(claim(unsafe { &mut *rec }))
 }
 
 /// Runs `f` with this thread's recording suspended: events caused by Python code that `f` runs

@@ -598,6 +598,38 @@ pub mod q {
             .collect()
     }
 
+    /// Entries of every thread of a flow in the order they were recorded, from the `start`-th,
+    /// at most `limit`; each entry dict also carries `thread_id`.
+    pub fn total_order_timeline<'py, B: Backend + ?Sized>(
+        py: Python<'py>,
+        b: &B,
+        flow_id: u32,
+        start: usize,
+        limit: usize,
+    ) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        let views = b.flows().into_iter().find(|(f, _)| *f == flow_id).map(|(_, v)| v).unwrap_or_default();
+        let tls: Vec<&squall_trace::Timeline> = views.iter().map(|v| v.tl).collect();
+        let mut out = Vec::new();
+        let mut pos = 0usize; // merged position of the segment's first entry
+        for seg in squall_trace::total_order(&tls) {
+            let n = (seg.to - seg.from) as usize;
+            if pos + n > start {
+                let first = seg.from as usize + start.saturating_sub(pos);
+                for i in first..seg.to as usize {
+                    if out.len() >= limit {
+                        return Ok(out);
+                    }
+                    let d = entry_dict(py, b, &views[seg.timeline], i)?;
+                    d.set_item("thread_id", views[seg.timeline].thread_id)?;
+                    d.set_item("thread_name", views[seg.timeline].name)?;
+                    out.push(d);
+                }
+            }
+            pos += n;
+        }
+        Ok(out)
+    }
+
     /// The idxs of the entries of one type (`fn-call`, `fn-resume`, `fn-return`, `fn-unwind`).
     pub fn idxs_of_type<B: Backend + ?Sized>(
         b: &B,
@@ -752,4 +784,10 @@ pub fn find_expr_entry<'py>(
     any_kind: bool,
 ) -> PyResult<Option<Bound<'py, PyDict>>> {
     q::find_expr_entry(py, eng(), flow_id, thread_id, coord, file, line, value_pred, from_idx, backward, any_kind)
+}
+
+#[pyfunction]
+#[pyo3(signature = (flow_id, start=0, limit=1000))]
+pub fn total_order_timeline(py: Python<'_>, flow_id: u32, start: usize, limit: usize) -> PyResult<Vec<Bound<'_, PyDict>>> {
+    q::total_order_timeline(py, eng(), flow_id, start, limit)
 }

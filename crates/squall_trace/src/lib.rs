@@ -16,7 +16,7 @@ pub use entry::{Entry, Kind, MAX_ID, NONE};
 pub use error::TraceError;
 pub use forms::{Coord, Form, FormKind, Forms, Site, SiteKind};
 pub use limits::{LimitHit, Limits};
-pub use queries::{display_name, merge_call_stats, CallStat, Drift, FrameRef};
+pub use queries::{display_name, merge_call_stats, total_order, CallStat, Drift, FrameRef, Segment};
 pub use snapshot::{SeqKind, Snap};
 pub use timeline::{Recorded, Timeline};
 pub use value::{Decoded, ValRef, MAX_SLOT};

@@ -304,3 +304,41 @@ pub fn merge_call_stats<'a>(timelines: impl IntoIterator<Item = &'a Timeline>) -
 pub fn display_name(forms: &Forms, form: u32) -> String {
     forms.form(form).map_or_else(|| format!("<form {form}>"), |f| format!("{}.{}", f.ns, f.name))
 }
+
+/// One run of consecutive entries of one timeline in the merged order of several.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Segment {
+    /// Which of the given timelines.
+    pub timeline: usize,
+    pub from: u32,
+    /// One past the last idx.
+    pub to: u32,
+}
+
+/// The entries of several timelines (of one flow) in the order they were recorded, as segments:
+/// each timeline is cut at its switch marks and the pieces sorted by global step. Timelines
+/// without marks (recorded before marks existed) come whole, in the given order.
+pub fn total_order(timelines: &[&Timeline]) -> Vec<Segment> {
+    let mut pieces: Vec<(u64, usize, u32, u32)> = Vec::new();
+    for (t, tl) in timelines.iter().enumerate() {
+        let marks = tl.switches();
+        let len = tl.len() as u32;
+        if marks.is_empty() {
+            if len > 0 {
+                pieces.push((u64::MAX - (timelines.len() - t) as u64, t, 0, len));
+            }
+            continue;
+        }
+        if marks[0].0 > 0 {
+            pieces.push((0, t, 0, marks[0].0.min(len)));
+        }
+        for (i, &(from, step)) in marks.iter().enumerate() {
+            let to = marks.get(i + 1).map_or(len, |m| m.0).min(len);
+            if from < to {
+                pieces.push((step, t, from, to));
+            }
+        }
+    }
+    pieces.sort_by_key(|p| p.0);
+    pieces.into_iter().map(|(_, timeline, from, to)| Segment { timeline, from, to }).collect()
+}

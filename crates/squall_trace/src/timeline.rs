@@ -44,6 +44,10 @@ pub struct Timeline {
     /// Frames closed by repair: left without an exit event (a lambda that raised, a frame whose
     /// exit happened while recording was off).
     pub repaired: u64,
+    /// Where this thread took over recording from another: (first idx written after the switch,
+    /// the recorder's global step number then). Steps increase across all threads, so the
+    /// timelines' segments can be merged into the order events really happened in.
+    switches: Vec<(u32, u64)>,
 }
 
 impl Timeline {
@@ -74,6 +78,25 @@ impl Timeline {
             }
         }
         Timeline { entries, args, calls, ..Timeline::default() }
+    }
+
+    /// Marks that entries from now on follow global step `step` (another thread wrote before).
+    pub fn mark_switch(&mut self, step: u64) {
+        let at = self.entries.len() as u32;
+        match self.switches.last_mut() {
+            Some(last) if last.0 == at => last.1 = step,
+            _ => self.switches.push((at, step)),
+        }
+    }
+
+    /// The switch marks (see `mark_switch`).
+    pub fn switches(&self) -> &[(u32, u64)] {
+        &self.switches
+    }
+
+    /// Sets the switch marks of a timeline read from a file.
+    pub fn set_switches(&mut self, switches: Vec<(u32, u64)>) {
+        self.switches = switches;
     }
 
     /// The args arena (values of calls with 2+ parameters, see `Entry`).
