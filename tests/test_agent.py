@@ -224,3 +224,12 @@ def test_mcp_stdout_is_protocol_only(rec_path):
 def test_mcp_bad_recording(tmp_path):
     p = subprocess.run([SQUALL, "mcp", str(tmp_path / "nope.sqrec")], capture_output=True, text=True, timeout=60)
     assert p.returncode == 1 and p.stdout == "" and "no recording" in p.stderr
+
+
+def test_mcp_without_the_sdk_says_how_to_install_it(rec_path):
+    # the `mcp` extra needs Python 3.10+; without it, a loadable recording gets the install hint
+    code = ("import sys; sys.modules['mcp'] = None; from squall import mcp_server; "
+            "sys.exit(mcp_server.main(sys.argv[1]))")
+    p = subprocess.run([sys.executable, "-c", code, str(rec_path)], capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 1 and p.stdout == "" and "pip install 'squall[mcp]'" in p.stderr

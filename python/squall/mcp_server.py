@@ -156,19 +156,20 @@ def build_server(rec: Any) -> Any:
 
 
 def main(path: str) -> int:
-    """Loads the recording and serves it over stdio until the client disconnects."""
-    try:
-        import mcp  # noqa: F401
-    except ImportError:
-        print("squall mcp: the MCP SDK is not installed: pip install 'squall[mcp]' (or pip install mcp)",
-              file=sys.stderr)
-        return 1
+    """Loads the recording and serves it over stdio until the client disconnects. A recording
+    that cannot be loaded is reported first, whether or not the MCP SDK is installed."""
     import squall
 
     try:
         rec = squall.load(path, progress=False)
     except (OSError, ValueError) as e:
         print(f"squall mcp: {e}", file=sys.stderr)
+        return 1
+    try:
+        import mcp  # noqa: F401
+    except ImportError:
+        print("squall mcp: the MCP SDK is not installed: pip install 'squall[mcp]' (or pip install mcp)",
+              file=sys.stderr)
         return 1
     server = build_server(rec)
     try:
