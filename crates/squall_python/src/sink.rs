@@ -28,6 +28,9 @@ struct Flushed {
     entries: usize,
     args: usize,
     values: usize,
+    /// Switch marks written (see `Timeline::switches`), and the last one.
+    switches: usize,
+    last_switch: Option<(u32, u64)>,
 }
 
 struct Sink {
@@ -140,6 +143,21 @@ fn flush_into(py: Python<'_>, sink: &mut Sink, eng: &mut Engine) -> Result<(), s
             )?;
             done.entries = entries.len();
             done.args = args.len();
+        }
+        // Thread-switch marks (an optional chunk): only those entries were written after, since
+        // the recorder may still change the step of a mark at the timeline's end.
+        let marks = rec.tl.switches();
+        if marks.len() > done.switches {
+            let new: Vec<(u32, u64)> = marks[done.switches..]
+                .iter()
+                .copied()
+                .take_while(|m| (m.0 as usize) < done.entries)
+                .filter(|m| done.last_switch.is_none_or(|l| m.0 > l.0 && m.1 > l.1))
+                .collect();
+            let taken = marks[done.switches..].iter().take_while(|m| (m.0 as usize) < done.entries).count();
+            writer.switches(number as u32, &new)?;
+            done.switches += taken;
+            done.last_switch = new.last().copied().or(done.last_switch);
         }
         if rec.values.len() > done.values {
             let snaps: Vec<_> = rec.values[done.values..]

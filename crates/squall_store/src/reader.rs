@@ -110,6 +110,7 @@ enum Part {
     Entries(EntriesPart),
     Values { timeline: u32, first_slot: u64, values: Vec<Snap> },
     End { ended: u64, stats: Vec<(String, u64)> },
+    Switches { timeline: u32, marks: Vec<(u32, u64)> },
     Skip,
 }
 
@@ -117,7 +118,7 @@ fn decode(f: &Frame) -> Result<Part, Bad> {
     if f.ty == chunk::HEADER {
         return Err(Bad("a second header chunk"));
     }
-    if !(chunk::FORMS..=chunk::END).contains(&f.ty) {
+    if !(chunk::FORMS..=chunk::SWITCHES).contains(&f.ty) {
         return if f.flags & FLAG_OPTIONAL != 0 { Ok(Part::Skip) } else { Err(Bad("unknown required chunk type")) };
     }
     let raw = get_body(f.payload)?;
@@ -163,6 +164,22 @@ fn decode(f: &Frame) -> Result<Part, Bad> {
             Part::Thread(ThreadMeta { timeline: r.u32v()?, flow: r.u32v()?, thread_id: r.uv()?, name: r.string()? })
         }
         chunk::ENTRIES => Part::Entries(decode_entries(&raw)?),
+        chunk::SWITCHES => {
+            let timeline = r.u32v()?;
+            let n = r.count()?;
+            let mut marks = Vec::with_capacity(n);
+            let (mut idx, mut step) = (0u64, 0u64);
+            for i in 0..n {
+                let (di, ds) = (r.uv()?, r.uv()?);
+                if i > 0 && (di == 0 || ds == 0) {
+                    return Err(Bad("switch marks not increasing"));
+                }
+                idx = idx.checked_add(di).ok_or(Bad("switch idx out of range"))?;
+                step = step.checked_add(ds).ok_or(Bad("switch step out of range"))?;
+                marks.push((u32::try_from(idx).map_err(|_| Bad("switch idx out of range"))?, step));
+            }
+            Part::Switches { timeline, marks }
+        }
         chunk::VALUES => {
             let timeline = r.u32v()?;
             let first_slot = r.uv()?;
@@ -191,6 +208,7 @@ struct Building {
     entries: Vec<Entry>,
     args: Vec<u32>,
     values: Vec<Snap>,
+    switches: Vec<(u32, u64)>,
 }
 
 struct State {
@@ -230,6 +248,7 @@ impl State {
                     entries: Vec::with_capacity(n),
                     args: Vec::with_capacity(a),
                     values: Vec::new(),
+                    switches: Vec::new(),
                 });
             }
             Part::Entries(p) => {
@@ -272,6 +291,16 @@ impl State {
                     .take(gap),
                 );
                 tl.values.extend(values);
+            }
+            Part::Switches { timeline, marks } => {
+                let &i = self.by_number.get(&timeline).ok_or(Bad("switch marks of an undeclared timeline"))?;
+                let tl = &mut self.timelines[i];
+                if let (Some(last), Some(first)) = (tl.switches.last(), marks.first()) {
+                    if first.0 <= last.0 || first.1 <= last.1 {
+                        return Err(Bad("switch marks not increasing"));
+                    }
+                }
+                tl.switches.extend(marks);
             }
             Part::End { ended, stats } => self.ended = Some((ended, stats)),
         }
@@ -438,7 +467,11 @@ pub(crate) fn read_named(b: &[u8], name: &str, mut progress: Option<Progress>) -
     let timelines = st
         .timelines
         .into_iter()
-        .map(|t| LoadedTimeline { meta: t.meta, timeline: Timeline::from_parts(t.entries, t.args), values: t.values })
+        .map(|t| {
+            let mut timeline = Timeline::from_parts(t.entries, t.args);
+            timeline.set_switches(t.switches);
+            LoadedTimeline { meta: t.meta, timeline, values: t.values }
+        })
         .collect();
     if let Some(p) = progress.as_mut() {
         p(total, total);

@@ -24,6 +24,8 @@ pub(crate) mod chunk {
     pub const ENTRIES: u8 = 4;
     pub const VALUES: u8 = 5;
     pub const END: u8 = 6;
+    /// Optional (written with `FLAG_OPTIONAL`): a timeline's thread-switch marks.
+    pub const SWITCHES: u8 = 7;
 }
 /// Frame flag: a reader that does not know the chunk type skips the chunk.
 pub(crate) const FLAG_OPTIONAL: u8 = 1;

@@ -9,7 +9,7 @@ use squall_trace::{Entry, Forms, Snap};
 
 use crate::codec::{encode_entries, Streams};
 use crate::snapcodec::put_snap;
-use crate::wire::{chunk, put_body, put_chunk, put_str, put_uv, Codec, FORMAT_VERSION, MAGIC};
+use crate::wire::{chunk, put_body, put_chunk, put_str, put_uv, Codec, FLAG_OPTIONAL, FORMAT_VERSION, MAGIC};
 use crate::{Header, StoreError, ThreadMeta};
 
 /// Entries per ENTRIES chunk at most: bounds a chunk's memory and lets readers decode in parallel.
@@ -22,6 +22,8 @@ struct TlState {
     entries: u64,
     args: u64,
     values: u64,
+    /// The last switch mark written: (idx, step).
+    last_switch: Option<(u32, u64)>,
 }
 
 /// Streams a recording to `W`: a header, then chunks as the recorder hands over data. Every chunk
@@ -267,6 +269,40 @@ impl<W: Write> Writer<W> {
             self.emit(chunk::VALUES, 0)?;
         }
         Ok(())
+    }
+
+    /// Appends thread-switch marks of a timeline (`Timeline::switches`: the first idx written after
+    /// another thread recorded, and the recorder's global step then), in an optional chunk that
+    /// readers without switch support skip. Marks must increase in idx and step and continue after
+    /// the ones written before; write a mark only once entries reach past its idx (the recorder
+    /// may still change the step of a mark at the timeline's end).
+    pub fn switches(&mut self, timeline: u32, marks: &[(u32, u64)]) -> Result<(), StoreError> {
+        let st = self.state(timeline)?;
+        let mut last = st.last_switch;
+        for &m in marks {
+            if last.is_some_and(|l| m.0 <= l.0 || m.1 <= l.1) {
+                return Err(StoreError::Usage(format!(
+                    "timeline {timeline}: switch marks must increase in idx and step: {m:?} after {last:?}"
+                )));
+            }
+            last = Some(m);
+        }
+        if marks.is_empty() {
+            return Ok(());
+        }
+        st.last_switch = last;
+        let r = &mut self.raw;
+        r.clear();
+        put_uv(r, u64::from(timeline));
+        put_uv(r, marks.len() as u64);
+        let (mut pi, mut ps) = (0u64, 0u64);
+        for &(idx, step) in marks {
+            // Deltas from the previous mark of this chunk (the first from 0): small varints.
+            put_uv(r, u64::from(idx) - pi);
+            put_uv(r, step - ps);
+            (pi, ps) = (u64::from(idx), step);
+        }
+        self.emit(chunk::SWITCHES, FLAG_OPTIONAL)
     }
 
     /// Hands everything written so far to the OS: it survives the process being killed (not a

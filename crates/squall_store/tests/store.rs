@@ -457,3 +457,68 @@ proptest! {
         }
     }
 }
+
+/// The chunks of a file: (offset, type, flags, payload).
+fn chunks(b: &[u8]) -> Vec<(usize, u8, u8, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut pos = 12;
+    while pos + 12 <= b.len() {
+        let len = u32::from_le_bytes(b[pos + 4..pos + 8].try_into().unwrap()) as usize;
+        out.push((pos, b[pos], b[pos + 1], b[pos + 12..pos + 12 + len].to_vec()));
+        pos += 12 + len;
+    }
+    out
+}
+
+#[test]
+fn switch_marks_round_trip_in_an_optional_chunk() {
+    let mut w = Writer::new(Vec::new(), &common::header()).unwrap();
+    w.forms(&common::forms()).unwrap();
+    let metas = common::metas();
+    let t = common::timeline(0);
+    w.thread(&metas[0]).unwrap();
+    w.thread(&metas[1]).unwrap();
+    w.entries(0, 0, t.entries(), 0, t.args()).unwrap();
+    // Written over two flushes (each chunk decodes alone), and none for timeline 1.
+    w.switches(0, &[(0, 0), (3, 5)]).unwrap();
+    w.switches(0, &[]).unwrap();
+    w.switches(0, &[(4, 9)]).unwrap();
+    let e = w.switches(0, &[(4, 10)]).unwrap_err();
+    assert!(e.to_string().contains("must increase"), "{e}");
+    assert!(w.switches(7, &[(1, 1)]).is_err());
+    let b = w.finish(1, &[]).unwrap();
+    let rec = read(&b).unwrap();
+    assert!(rec.completed, "{:?}", rec.cut_short);
+    assert_eq!(rec.timelines[0].timeline.switches(), &[(0, 0), (3, 5), (4, 9)]);
+    assert!(rec.timelines[1].timeline.switches().is_empty());
+
+    // The chunk is optional: a reader that does not know its type (played here by renumbering it
+    // to an unknown type) skips it and loads the rest.
+    let all = chunks(&b);
+    let sw: Vec<_> = all.iter().filter(|c| c.1 == 7).collect();
+    assert_eq!(sw.len(), 2);
+    assert!(sw.iter().all(|c| c.2 == 1), "SWITCHES chunks carry the OPTIONAL flag");
+    let mut old = b[..12].to_vec();
+    for (_, ty, flags, payload) in &all {
+        push_chunk(&mut old, if *ty == 7 { 201 } else { *ty }, *flags, payload);
+    }
+    let rec = read(&old).unwrap();
+    assert!(rec.completed, "{:?}", rec.cut_short);
+    assert!(rec.timelines[0].timeline.switches().is_empty());
+    assert_eq!(rec.timelines[0].timeline.len(), t.len());
+
+    // Marks that go backwards across chunks make the chunk corrupt.
+    let mut bad = b[..12].to_vec();
+    let mut seen = 0;
+    for (_, ty, flags, payload) in &all {
+        push_chunk(&mut bad, *ty, *flags, payload);
+        if *ty == 7 {
+            seen += 1;
+            if seen == 2 {
+                push_chunk(&mut bad, *ty, *flags, payload);
+            }
+        }
+    }
+    let rec = read(&bad).unwrap();
+    assert!(rec.cut_short.unwrap().contains("switch marks not increasing"));
+}
