@@ -587,3 +587,121 @@ pub fn forms(view: &dyn View) -> ApiResult {
 pub fn value_text(view: &dyn View, tl: usize, v: ValRef) -> String {
     val_text(view, tl, v, 400)
 }
+
+fn flag(q: &Q, name: &str) -> Result<bool, ApiError> {
+    match q.get(name).map(String::as_str) {
+        None | Some("" | "0" | "false") => Ok(false),
+        Some("1" | "true") => Ok(true),
+        Some(s) => Err(ApiError::bad(format!("query parameter `{name}`: `{s}` is not true/false/1/0"))),
+    }
+}
+
+fn is_fn_entry(e: &Entry) -> bool {
+    matches!(e.kind(), Kind::Call | Kind::Resume | Kind::Return | Kind::Unwind)
+}
+
+/// The multi-thread timeline: the entries of one flow's threads merged in the order they were
+/// recorded (`squall_trace::total_order` over the timelines' thread-switch marks; recordings
+/// without marks come as whole timelines one after another, `"marks": false`). Paged by `start`
+/// and `limit` over positions in that order; `fns=1` keeps only calls, resumes, returns and
+/// unwinds; `tl` + `idx` (without `start`) centre the page on that entry (`at` is its position,
+/// or the first position after it when filtered out).
+pub fn order(view: &dyn View, q: &Q) -> ApiResult {
+    let tls = view.timelines();
+    let flow: u32 = match q.get("flow").map(String::as_str) {
+        None | Some("") => tls.first().map_or(0, |t| t.flow),
+        Some(_) => req(q, "flow")?,
+    };
+    let mine: Vec<usize> = tls.iter().enumerate().filter(|(_, t)| t.flow == flow).map(|(i, _)| i).collect();
+    if mine.is_empty() {
+        return Err(ApiError::not_found(format!("no flow {flow} in this recording (see /api/flows)")));
+    }
+    let only_fns = flag(q, "fns")?;
+    let limit: usize = opt(q, "limit", 200)?.clamp(1, 1000);
+    let at = match q.get("tl") {
+        Some(_) => {
+            let tl = tl_of(view, q)?;
+            if tls[tl].flow != flow {
+                return Err(ApiError::bad(format!("timeline {tl} is not in flow {flow}")));
+            }
+            Some((tl, req::<u32>(q, "idx")?))
+        }
+        None => None,
+    };
+    let timelines: Vec<&squall_trace::Timeline> = mine.iter().map(|&i| tls[i].timeline).collect();
+    let segs = squall_trace::total_order(&timelines);
+    let marks = timelines.iter().any(|t| !t.switches().is_empty());
+    let count = |s: &squall_trace::Segment| -> usize {
+        if only_fns {
+            let t = timelines[s.timeline];
+            (s.from..s.to).filter(|&i| t.get(i as usize).is_some_and(is_fn_entry)).count()
+        } else {
+            (s.to - s.from) as usize
+        }
+    };
+    // Pass 1: the total, and where `at` is.
+    let mut total = 0usize;
+    let mut at_pos = None;
+    for s in &segs {
+        if let Some((tl, idx)) = at {
+            if at_pos.is_none() && mine[s.timeline] == tl && (s.from..s.to).contains(&idx) {
+                let t = timelines[s.timeline];
+                let before = if only_fns {
+                    (s.from..idx).filter(|&i| t.get(i as usize).is_some_and(is_fn_entry)).count()
+                } else {
+                    (idx - s.from) as usize
+                };
+                at_pos = Some(total + before);
+            }
+        }
+        total += count(s);
+    }
+    let start: usize = match (q.get("start").map(String::as_str), at_pos) {
+        (None | Some(""), Some(p)) => p.saturating_sub(limit / 2),
+        _ => opt(q, "start", 0)?,
+    };
+    // Pass 2: the page.
+    let mut items = Vec::new();
+    let mut pos = 0usize;
+    let mut prev_tl = None;
+    'outer: for s in &segs {
+        let n = count(s);
+        if pos + n <= start {
+            pos += n;
+            continue;
+        }
+        let t = timelines[s.timeline];
+        let tl = mine[s.timeline];
+        for i in s.from..s.to {
+            if only_fns && !t.get(i as usize).is_some_and(is_fn_entry) {
+                continue;
+            }
+            if pos >= start {
+                if items.len() >= limit {
+                    break 'outer;
+                }
+                let mut d = entry_json(view, tl, i)?;
+                if d.get("fn").is_none() {
+                    let form = d["form_id"].as_u64().unwrap_or(0) as u32;
+                    d["fn"] = json!(display_name(view.forms(), form));
+                }
+                d["pos"] = json!(pos);
+                d["tl"] = json!(tl);
+                d["thread_id"] = json!(tls[tl].thread_id);
+                d["thread"] = json!(tls[tl].name);
+                d["switch"] = json!(prev_tl.is_some_and(|p| p != tl));
+                prev_tl = Some(tl);
+                items.push(d);
+            }
+            pos += 1;
+        }
+    }
+    let threads: Vec<Value> = mine
+        .iter()
+        .map(|&i| json!({"tl": i, "thread_id": tls[i].thread_id, "name": tls[i].name, "len": tls[i].timeline.len()}))
+        .collect();
+    Ok(json!({
+        "flow": flow, "total": total, "start": start, "limit": limit, "fns": only_fns, "marks": marks,
+        "at": at_pos, "threads": threads, "items": items,
+    }))
+}

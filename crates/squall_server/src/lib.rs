@@ -81,6 +81,31 @@ macro_rules! q_route {
     };
 }
 
+/// `POST /api/control/{action}`: hands the action to the source (a live program acts on it).
+async fn control(State(st): State<Arc<AppState>>, Path(action): Path<String>, body: axum::body::Bytes) -> Response {
+    let arg: serde_json::Value = if body.iter().all(u8::is_ascii_whitespace) {
+        serde_json::Value::Null
+    } else {
+        match serde_json::from_slice(&body) {
+            Ok(v) => v,
+            Err(e) => return ApiError::bad(format!("bad control request body (JSON expected): {e}")).into_response(),
+        }
+    };
+    if !st.src.live() {
+        let msg = st.src.control(&action, &arg).err().unwrap_or_default();
+        return ApiError(StatusCode::CONFLICT, msg).into_response();
+    }
+    let res = tokio::task::spawn_blocking(move || {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| st.src.control(&action, &arg)))
+    })
+    .await;
+    match res {
+        Ok(Ok(Ok(v))) => Json(v).into_response(),
+        Ok(Ok(Err(e))) => ApiError::bad(e).into_response(),
+        _ => ApiError(StatusCode::INTERNAL_SERVER_ERROR, "the control action failed inside the server".into()).into_response(),
+    }
+}
+
 async fn search_start(State(st): State<Arc<AppState>>, body: axum::body::Bytes) -> Response {
     let r: search::SearchReq = match serde_json::from_slice(&body) {
         Ok(r) => r,
@@ -166,6 +191,8 @@ pub fn router(src: Arc<dyn RecordingSource>, token: String) -> Router {
         .route("/find", q_route!(api::find))
         .route("/loop", q_route!(api::loops))
         .route("/goto", q_route!(api::goto))
+        .route("/order", q_route!(api::order))
+        .route("/control/{action}", axum::routing::post(control))
         .route("/search", axum::routing::post(search_start))
         .route("/search/{id}", get(search_poll).delete(search_cancel))
         .fallback(|| async { ApiError::not_found("no such API route").into_response() })

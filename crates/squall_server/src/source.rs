@@ -40,6 +40,15 @@ pub trait RecordingSource: Send + Sync + 'static {
     fn live(&self) -> bool {
         false
     }
+    /// Acts on the running program (`POST /api/control/{action}` with a JSON body `arg`): start,
+    /// stop or clear recording, list modules and functions, instrument or uninstrument code. Only
+    /// a live source does; an `Err` is a message for the user (answered as a 400).
+    fn control(&self, action: &str, arg: &Value) -> Result<Value, String> {
+        let _ = arg;
+        Err(format!(
+            "`{action}` needs a running program: this is a recording file (live controls work with squall.api.local_connect())"
+        ))
+    }
 }
 
 /// Runs `f` over the source's view and returns what it returns.

@@ -1,5 +1,6 @@
 //! The API over a small synthetic recording, through the router (no sockets).
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use axum::body::Body;
@@ -262,4 +263,147 @@ async fn search_with_progress() {
         let (s, _) = call(&app, "DELETE", &format!("/api/search/{id}"), Some(TOKEN), None).await;
         assert_eq!(s, StatusCode::OK);
     }
+}
+
+/// The demo recording plus a worker thread of the same flow that ran f(5) twice, interleaved with
+/// main by switch marks: main 0..4, worker 0..2, main 4..10, worker 2..4, main 10.. (`marks`
+/// false: no marks, whole timelines in order).
+fn two_threads(marks: bool) -> (axum::Router, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("demo.py");
+    std::fs::write(&file, "def main():\n    pass\n").unwrap();
+    let mut rec = recording(file.to_str().unwrap());
+    let l = Limits::default();
+    let mut w = Timeline::new();
+    for _ in 0..2 {
+        w.call(1, &[ValRef::small_int(5).unwrap()], &l);
+        w.exit(Kind::Return, 3, 1, false, ValRef::small_int(50).unwrap(), &l);
+    }
+    let mut w = Timeline::from_parts(w.entries().to_vec(), w.args().to_vec());
+    if marks {
+        rec.timelines[0].timeline.set_switches(vec![(0, 0), (4, 2), (10, 4)]);
+        w.set_switches(vec![(0, 1), (2, 3)]);
+    }
+    rec.timelines.push(LoadedTimeline {
+        meta: ThreadMeta { timeline: 1, flow: 0, thread_id: 9, name: "worker".into() },
+        timeline: w,
+        values: vec![],
+    });
+    let src = FileSource { rec, path: "demo.sqrec".into() };
+    (router(Arc::new(src), TOKEN.into()), dir)
+}
+
+fn order_of(v: &Value) -> Vec<(u64, u64)> {
+    v["items"].as_array().unwrap().iter().map(|i| (i["tl"].as_u64().unwrap(), i["idx"].as_u64().unwrap())).collect()
+}
+
+#[tokio::test]
+async fn multi_thread_timeline_follows_switch_marks() {
+    let (app, _d) = two_threads(true);
+    let main_len = get(&app, "/api/flows").await["flows"][0]["threads"][0]["len"].as_u64().unwrap();
+    let v = get(&app, "/api/order?flow=0&limit=1000").await;
+    assert_eq!(v["marks"], true);
+    assert_eq!(v["total"].as_u64().unwrap(), main_len + 4);
+    let mut want: Vec<(u64, u64)> = (0..4).map(|i| (0, i)).collect();
+    want.extend([(1, 0), (1, 1)]);
+    want.extend((4..10).map(|i| (0, i)));
+    want.extend([(1, 2), (1, 3)]);
+    want.extend((10..main_len).map(|i| (0, i)));
+    assert_eq!(order_of(&v), want);
+    let items = v["items"].as_array().unwrap();
+    assert_eq!(items[4]["thread"], "worker");
+    assert_eq!(items[4]["switch"], true);
+    assert_eq!(items[5]["switch"], false);
+    assert_eq!(items[5]["fn"], "demo.f", "returns name their function");
+    assert_eq!(v["threads"].as_array().unwrap().len(), 2);
+
+    // Paged.
+    let p = get(&app, "/api/order?flow=0&start=3&limit=4").await;
+    assert_eq!(order_of(&p), want[3..7].to_vec());
+    assert_eq!(p["items"][0]["pos"], 3);
+    // Only functions: calls, returns, unwinds.
+    let f = get(&app, "/api/order?flow=0&fns=1&limit=1000").await;
+    let types: HashSet<String> = f["items"].as_array().unwrap().iter().map(|i| i["type"].as_str().unwrap().to_string()).collect();
+    assert!(types.iter().all(|t| t.starts_with("fn-")), "{types:?}");
+    assert_eq!(f["total"].as_u64().unwrap() as usize, f["items"].as_array().unwrap().len());
+    let fo = order_of(&f);
+    assert_eq!(fo[..2], [(0, 0), (0, 2)], "main's call, then f's call (the bind is filtered)");
+    // Centred on an entry: the worker's second call.
+    let c = get(&app, "/api/order?flow=0&tl=1&idx=2&limit=4").await;
+    assert_eq!(c["at"], 12);
+    assert_eq!(c["start"], 10);
+    assert_eq!(order_of(&c)[2], (1, 2));
+
+    // Without marks: whole timelines, in order.
+    let (app, _d) = two_threads(false);
+    let v = get(&app, "/api/order?limit=1000").await;
+    assert_eq!(v["marks"], false);
+    let mut want: Vec<(u64, u64)> = (0..main_len).map(|i| (0, i)).collect();
+    want.extend((0..4).map(|i| (1, i)));
+    assert_eq!(order_of(&v), want);
+
+    // Bad input is a 4xx with a message.
+    for (uri, code, needle) in [
+        ("/api/order?flow=7", StatusCode::NOT_FOUND, "no flow 7"),
+        ("/api/order?flow=x", StatusCode::BAD_REQUEST, "flow"),
+        ("/api/order?fns=maybe", StatusCode::BAD_REQUEST, "fns"),
+        ("/api/order?tl=5&idx=0", StatusCode::NOT_FOUND, "no timeline 5"),
+        ("/api/order?tl=1", StatusCode::BAD_REQUEST, "idx"),
+    ] {
+        let (s, v) = call(&app, "GET", uri, Some(TOKEN), None).await;
+        assert_eq!(s, code, "{uri}: {v}");
+        assert!(v["error"].as_str().unwrap().contains(needle), "{uri}: {v}");
+    }
+}
+
+#[tokio::test]
+async fn live_controls_need_a_live_source() {
+    let (app, _d) = app();
+    let (s, _) = call(&app, "POST", "/api/control/stop", None, None).await;
+    assert_eq!(s, StatusCode::UNAUTHORIZED);
+    let (s, v) = call(&app, "POST", "/api/control/stop", Some(TOKEN), None).await;
+    assert_eq!(s, StatusCode::CONFLICT);
+    assert!(v["error"].as_str().unwrap().contains("needs a running program"), "{v}");
+    let (s, v) = call(&app, "POST", "/api/control/instrument", Some(TOKEN), Some(json!({"target": "app"}))).await;
+    assert_eq!(s, StatusCode::CONFLICT, "{v}");
+    let mut req = Request::builder().method("POST").uri("/api/control/stop").header("x-squall-token", TOKEN);
+    req = req.header("content-type", "application/json");
+    let res = app.clone().oneshot(req.body(Body::from("{not json")).unwrap()).await.unwrap();
+    assert_eq!(res.status(), StatusCode::BAD_REQUEST);
+    let (s, _) = call(&app, "GET", "/api/control/stop", Some(TOKEN), None).await;
+    assert_eq!(s, StatusCode::METHOD_NOT_ALLOWED);
+}
+
+/// A source that claims to be live and echoes control actions: the route hands them over.
+struct Echo(FileSource);
+
+impl squall_server::RecordingSource for Echo {
+    fn with_view(&self, f: &mut dyn FnMut(&dyn squall_server::View)) {
+        f(&self.0)
+    }
+    fn live(&self) -> bool {
+        true
+    }
+    fn control(&self, action: &str, arg: &Value) -> Result<Value, String> {
+        match action {
+            "echo" => Ok(json!({"action": action, "arg": arg})),
+            _ => Err(format!("unknown action `{action}`")),
+        }
+    }
+}
+
+#[tokio::test]
+async fn control_route_calls_the_live_source() {
+    let (_, dir) = app();
+    let rec = recording(dir.path().join("demo.py").to_str().unwrap());
+    let app = router(Arc::new(Echo(FileSource { rec, path: "x".into() })), TOKEN.into());
+    let (s, v) = call(&app, "POST", "/api/control/echo", Some(TOKEN), Some(json!({"target": "m"}))).await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(v, json!({"action": "echo", "arg": {"target": "m"}}));
+    let (s, v) = call(&app, "POST", "/api/control/echo", Some(TOKEN), None).await;
+    assert_eq!((s, &v["arg"]), (StatusCode::OK, &Value::Null));
+    let (s, v) = call(&app, "POST", "/api/control/explode", Some(TOKEN), None).await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+    assert_eq!(v["error"], "unknown action `explode`");
+    assert_eq!(get(&app, "/api/flows").await["live"], true);
 }
