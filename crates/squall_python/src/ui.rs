@@ -104,6 +104,29 @@ impl squall_server::RecordingSource for LiveSource {
     fn live(&self) -> bool {
         true
     }
+
+    /// Runs `squall.ui_control.run(action, arg)` under the GIL, with this thread's recording
+    /// suspended (squall's own Python is not recorded). A Python exception is the message.
+    fn control(&self, action: &str, arg: &serde_json::Value) -> Result<serde_json::Value, String> {
+        Python::attach(|py| {
+            crate::engine::without_recording(|| {
+                let out: String = py
+                    .import("squall.ui_control")
+                    .and_then(|m| m.getattr("run")?.call1((action, arg.to_string()))?.extract())
+                    .map_err(|e| {
+                        let value = e.value(py);
+                        let msg = value.str().map(|s| s.to_string()).unwrap_or_default();
+                        if e.is_instance_of::<PyValueError>(py) {
+                            msg
+                        } else {
+                            let ty = value.get_type().name().map(|n| n.to_string()).unwrap_or_default();
+                            format!("`{action}` failed in the program: {ty}: {msg}")
+                        }
+                    })?;
+                serde_json::from_str(&out).map_err(|e| format!("`{action}` answered bad JSON: {e}"))
+            })
+        })
+    }
 }
 
 /// Starts the UI over this process's live recording; returns the URL (with its access token).
