@@ -146,6 +146,45 @@ def test_async_for_suspends(tmp_path):
     assert all(ln.startswith("  __main__.other") for ln in lines if "__main__.other" in ln), tree
 
 
+KEEPS_ALIVE = '''
+import gc
+
+
+class Base:
+    pass
+
+
+def describe(cls):
+    return cls.__name__
+
+
+def main():
+    class Tmp(Base):
+        pass
+
+    describe(Tmp)
+
+
+main()
+gc.collect()
+print(Base.__subclasses__())
+'''
+
+
+@pytest.mark.skipif(not SQUALL.exists(), reason="the squall command is not installed")
+@pytest.mark.xfail(strict=True, reason="objects recorded by reference (here a class passed as an "
+                   "argument) are kept alive by the recording, so the garbage collector, weakrefs "
+                   "and __subclasses__ still see them (attrs 24.2.0: test_no_references_to_original)")
+def test_recorded_objects_are_not_kept_alive(tmp_path):
+    prog = tmp_path / "prog.py"
+    prog.write_text(KEEPS_ALIVE, encoding="utf-8")
+    py = subprocess.run([PYTHON, str(prog)], env=_env(), capture_output=True, text=True, timeout=60)
+    sq = subprocess.run([str(SQUALL), "run", "--no-summary", str(prog)], env=_env(),
+                        capture_output=True, text=True, timeout=60)
+    assert py.stdout == "[]\n"
+    assert sq.stdout == py.stdout
+
+
 SEQUENTIAL_THREADS = '''
 import threading
 
