@@ -459,6 +459,152 @@ function renderBookmarks() {
     : el("p", { class: "muted" }, "No bookmarks yet: press b in the stepper."));
 }
 
+// --- multi-thread timeline ---------------------------------------------------------------------
+
+// A colour per thread (by its position in the flow).
+const THREAD_COLOURS = ["#5aa9ff", "#ffb454", "#7bd88f", "#ff6bcb", "#c792ea", "#4dd0e1", "#ff8a65", "#d4e157"];
+const MT = { start: 0, limit: 200, total: 0, flow: null };
+
+function mtColour(r, tl) {
+  const i = r.threads.findIndex((t) => t.tl === tl);
+  return THREAD_COLOURS[(i < 0 ? 0 : i) % THREAD_COLOURS.length];
+}
+
+function mtFlows() {
+  const flows = (S.flows && S.flows.flows) || [];
+  const sel = $("#mt-flow");
+  const cur = S.tls[S.tl] ? S.tls[S.tl].flow : (flows[0] && flows[0].flow);
+  sel.replaceChildren(...flows.map((f) => el("option", { value: f.flow }, `${f.flow} (${f.threads.length} thread${f.threads.length === 1 ? "" : "s"})`)));
+  if (cur !== undefined) sel.value = String(cur);
+}
+
+function mtEntryText(e) {
+  switch (e.type) {
+    case "fn-call": return [`call ${e.fn}`, "call"];
+    case "fn-resume": return [`resume ${e.fn}`, "call"];
+    case "fn-return": return [`${e.kind === "return" ? "return" : e.kind} ${e.fn}`, ""];
+    case "fn-unwind": return [`unwind ${e.fn}`, "unwind"];
+    case "bind": return [`bind ${e.symbol}`, ""];
+    default: return ["expr", ""];
+  }
+}
+
+async function renderThreads(params = {}) {
+  if (!$("#mt-flow").options.length) mtFlows();
+  const flow = $("#mt-flow").value;
+  const q = { flow, limit: MT.limit, fns: $("#mt-fns").checked ? 1 : 0, ...params };
+  if (q.start === undefined && q.tl === undefined) q.start = MT.start;
+  const r = await guard(api("order", q));
+  if (!r) return;
+  MT.start = r.start; MT.total = r.total; MT.flow = r.flow;
+  const end = r.start + r.items.length;
+  $("#mt-status").textContent = r.total
+    ? `${r.start + 1}–${end} of ${r.total}` + (r.marks ? "" : " · no thread-switch marks in this recording: threads shown one after another")
+    : "nothing recorded in this flow";
+  fill($("#mt-legend"), r.threads.map((t) => el("span", { class: "chip", style: `--tc:${mtColour(r, t.tl)}`, title: `thread ${t.thread_id}, ${t.len} entries` }, t.name)));
+  $("#mt-prev").disabled = r.start === 0;
+  $("#mt-first").disabled = r.start === 0;
+  $("#mt-next").disabled = end >= r.total;
+  fill($("#mt-table"), r.items.map((e) => {
+    const [text, cls] = mtEntryText(e);
+    const cur = e.tl === S.tl && e.idx === S.idx;
+    return el("tr", {
+      class: "click" + (e.switch ? " switch" : "") + (cur ? " cur" : ""), style: `--tc:${mtColour(r, e.tl)}`,
+      title: `jump to ${e.thread} #${e.idx} in the stepper`, "data-tl": e.tl, "data-idx": e.idx,
+      onclick: () => { showTab("stepper"); go(e.idx, "at", e.tl); },
+    },
+    el("td", { class: "pos" }, e.pos),
+    el("td", { class: "th" }, e.thread),
+    el("td", { class: "idx" }, "#" + e.idx),
+    el("td", { class: cls }, text),
+    el("td", {}, e.value ? valEl(e.value, e.tl) : ""));
+  }));
+}
+
+function mtPage(delta) {
+  if (delta === 0) MT.start = 0;
+  else MT.start = Math.max(0, Math.min(MT.start + delta * MT.limit, Math.max(0, MT.total - 1)));
+  renderThreads({ start: MT.start });
+}
+
+function mtAtStepper() {
+  const t = S.tls[S.tl];
+  if (!t) return;
+  $("#mt-flow").value = String(t.flow);
+  renderThreads({ tl: S.tl, idx: S.idx });
+}
+
+// --- live controls and the modules browser ------------------------------------------------------
+
+async function control(action, arg) {
+  return api("control/" + action, {}, { method: "POST", body: arg === undefined ? "" : JSON.stringify(arg) });
+}
+
+function showLiveStatus(st) {
+  if (!st) return;
+  $("#rec-dot").classList.toggle("on", !!st.recording);
+  $("#rec-dot").title = st.recording ? `recording · ${st.entries} entries` : `stopped · ${st.entries} entries`;
+  $("#rec-toggle").textContent = st.recording ? "Stop" : "Start";
+  $("#rec-toggle").dataset.recording = st.recording ? "1" : "0";
+}
+
+async function liveAction(action) {
+  const st = await guard(control(action));
+  showLiveStatus(st);
+  if (st && action === "clear") { toast("recording cleared"); await loadFlows(); }
+}
+
+const BR = { modules: [], module: null };
+
+async function renderBrowser() {
+  const r = await guard(control("modules"));
+  if (!r) return;
+  BR.modules = r.modules;
+  drawModules();
+}
+
+const HIDDEN_CATEGORIES = new Set(["stdlib", "site-packages", "squall", "no-source"]);
+
+function drawModules() {
+  const f = $("#mod-filter").value.toLowerCase();
+  const all = $("#mod-all").checked;
+  const shown = BR.modules.filter((m) => (all || !HIDDEN_CATEGORIES.has(m.category)) && m.name.toLowerCase().includes(f));
+  fill($("#mod-table"),
+    el("tr", {}, el("th", {}, `module (${shown.length} of ${BR.modules.length})`), el("th", {}, "recorded"), el("th", {}, "why")),
+    shown.slice(0, 500).map((m) => el("tr", { class: "click" + (m.name === BR.module ? " cur" : ""), title: m.reason, "data-module": m.name, onclick: () => browseModule(m.name) },
+      el("td", {}, m.name),
+      el("td", { class: m.instrumented ? "yes" : "no" }, m.instrumented ? "✓ instrumented" : "✗ not"),
+      el("td", { class: "reason" }, m.reason))));
+}
+
+async function browseModule(name) {
+  BR.module = name;
+  const r = await guard(control("functions", { module: name }));
+  if (!r) return;
+  const btn = (label, action, target) => el("button", { class: action, "data-target": target, onclick: (ev) => { ev.stopPropagation(); swap(action, target); } }, label);
+  fill($("#mod-detail"),
+    el("div", { class: "toolbar" }, el("b", {}, name), btn("Instrument module", "instrument", name), btn("Uninstrument module", "uninstrument", name)),
+    el("div", { class: "muted" }, r.reason),
+    r.functions.length
+      ? el("table", {}, el("tr", {}, el("th", {}, "function"), el("th", {}, "line"), el("th", {}, "recorded"), el("th", {}, "")),
+        r.functions.map((f) => el("tr", { "data-fn": f.qualname },
+          el("td", {}, f.qualname), el("td", { class: "muted" }, f.line),
+          el("td", { class: f.instrumented ? "yes" : "no" }, f.instrumented ? "✓" : "✗"),
+          el("td", {}, f.instrumented ? btn("uninstrument", "uninstrument", f.target) : btn("instrument", "instrument", f.target)))))
+      : el("p", { class: "muted" }, "no functions defined by this module"));
+  $("#mod-detail").classList.remove("muted");
+}
+
+async function swap(action, target) {
+  const r = await guard(control(action, { target }));
+  if (!r) return;
+  const rep = $("#mod-report");
+  rep.textContent = r.text + (r.reload_needed.length ? "" : "\nnothing to reload");
+  rep.classList.remove("hidden");
+  await renderBrowser();
+  if (BR.module) await browseModule(BR.module);
+}
+
 // --- tabs, theme, keys ------------------------------------------------------------------------
 
 function showTab(name) {
@@ -468,6 +614,8 @@ function showTab(name) {
   if (name === "functions" && !S.loaded.functions) { S.loaded.functions = true; renderFunctions(); }
   if (name === "exceptions" && !S.loaded.exceptions) { S.loaded.exceptions = true; renderExceptions(); }
   if (name === "bookmarks") renderBookmarks();
+  if (name === "threads") mtAtStepper();
+  if (name === "browser" && !S.loaded.browser) { S.loaded.browser = true; renderBrowser(); }
   if (name === "search") $("#search-text").focus();
 }
 
@@ -510,6 +658,8 @@ function onKey(ev) {
     "/": () => showTab("search"),
     1: () => showTab("stepper"), 2: () => showTab("tree"), 3: () => showTab("functions"),
     4: () => showTab("exceptions"), 5: () => showTab("search"), 6: () => showTab("bookmarks"),
+    7: () => showTab("threads"), 8: () => { if (S.flows && S.flows.live) showTab("browser"); },
+    r: () => { if (S.flows && S.flows.live) loadFlows(); },
   }[ev.key];
   if (act && (stepper || !"npNP[]vb".includes(ev.key))) { ev.preventDefault(); act(); }
 }
@@ -539,27 +689,62 @@ async function init() {
   $("#search-cancel").addEventListener("click", () => { if (searchId !== null) api(`search/${searchId}`, {}, { method: "DELETE" }).catch(() => {}); });
   $("#tl-select").addEventListener("change", (ev) => { setTl(+ev.target.value); go(0); });
   document.addEventListener("keydown", onKey);
+  $("#mt-flow").addEventListener("change", () => renderThreads({ start: 0 }));
+  $("#mt-fns").addEventListener("change", () => { const t = S.tls[S.tl]; if (t && String(t.flow) === $("#mt-flow").value) renderThreads({ tl: S.tl, idx: S.idx }); else renderThreads({ start: 0 }); });
+  $("#mt-here").addEventListener("click", mtAtStepper);
+  $("#mt-first").addEventListener("click", () => mtPage(0));
+  $("#mt-prev").addEventListener("click", () => mtPage(-1));
+  $("#mt-next").addEventListener("click", () => mtPage(1));
+  $("#rec-toggle").addEventListener("click", () => liveAction($("#rec-toggle").dataset.recording === "1" ? "stop" : "start"));
+  $("#rec-clear").addEventListener("click", () => { if (confirm("Forget everything recorded so far?")) liveAction("clear"); });
+  $("#rec-refresh").addEventListener("click", () => loadFlows());
+  $("#mod-filter").addEventListener("input", drawModules);
+  $("#mod-all").addEventListener("change", drawModules);
+  $("#mod-reload").addEventListener("click", renderBrowser);
   window.addEventListener("hashchange", () => {
     const h = parseHash();
     const tl = tlFor(h.flow, h.thread);
     if (tl !== null && h.idx !== null && (tl !== S.tl || +h.idx !== S.idx)) go(+h.idx, "at", tl);
   });
 
+  if (!await loadFlows(true)) return;
+  document.body.dataset.ready = "1";
+}
+
+// Loads (or, live, reloads) the timelines; keeps the stepper's place when it still exists.
+async function loadFlows(first = false) {
   const flows = await guard(api("flows"));
-  if (!flows) { document.body.prepend(el("p", { class: "err" }, "Cannot load the recording (is the token in the URL?)")); return; }
+  if (!flows) {
+    if (first) document.body.prepend(el("p", { class: "err" }, "Cannot load the recording (is the token in the URL?)"));
+    return false;
+  }
+  const prev = S.tls[S.tl];
   S.flows = flows;
   S.recKey = flows.info.path || flows.info.program || "";
   $("#program").textContent = `${flows.info.program || ""}${flows.live ? " (live)" : ""}`;
+  for (const e of document.querySelectorAll(".live-only")) e.classList.toggle("hidden", !flows.live);
+  if (flows.live) showLiveStatus({ recording: flows.info.recording, entries: flows.info.entries });
   S.tls = flows.flows.flatMap((f) => f.threads.map((t) => ({ ...t, flow: f.flow })));
   $("#tl-select").replaceChildren(...S.tls.map((t, i) => el("option", { value: i }, tlLabel(t))));
-  if (!S.tls.length) { toast("this recording has no timelines"); return; }
-  const h = parseHash();
-  let tl = tlFor(h.flow, h.thread);
-  if (tl === null) tl = 0;
+  mtFlows();
+  S.loaded = { tree: false, functions: false, exceptions: false, threads: false, browser: S.loaded.browser };
+  if (!S.tls.length) { toast("this recording has no timelines" + (flows.live ? " yet" : "")); return first ? !!flows.live : true; }
+  let tl, idx;
+  if (first) {
+    const h = parseHash();
+    tl = tlFor(h.flow, h.thread);
+    idx = h.idx !== null ? +h.idx : 0;
+  } else {
+    tl = prev ? tlFor(prev.flow, prev.thread_id) : null;
+    idx = tl === null ? 0 : S.idx;
+  }
+  if (tl === null) { tl = 0; idx = 0; }
   S.tl = tl;
   $("#tl-select").value = String(tl);
-  await go(h.idx !== null ? +h.idx : 0, "at", tl);
-  document.body.dataset.ready = "1";
+  await go(idx, "at", tl);
+  const active = document.querySelector("#tabs .active").dataset.tab;
+  if (!first && active !== "stepper") showTab(active);
+  return true;
 }
 
 init();

@@ -104,5 +104,5 @@ def test_ui_in_headless_chromium(server, tmp_path):
     print(r.stdout)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "E2E PASSED" in r.stdout
-    for name in ["stepper-start", "stepper-stepped", "exception-raised", "value-inspector", "call-tree"]:
+    for name in ["stepper-start", "stepper-stepped", "exception-raised", "value-inspector", "call-tree", "threads"]:
         assert (shots / f"{name}.png").stat().st_size > 1000

@@ -125,8 +125,36 @@ function check(cond, what) {
     await page.waitForFunction(() => document.querySelector("#search-status").textContent.includes("done"));
     check(await page.locator("#search-results tr").count() > 0, "search finds calls of validate");
 
-    // Help overlay and light theme.
+    // The multi-thread timeline: both threads' entries in recording order; click into a worker's.
     await page.keyboard.press("Escape"); // leave the search box
+    await page.keyboard.press("7");
+    await page.waitForSelector("#mt-table tr.click");
+    const legend = await page.textContent("#mt-legend");
+    check(legend.includes("MainThread") && legend.includes("invoice-worker"), "multi-thread timeline lists both threads: " + legend);
+    check(await page.locator("#mt-table tr.cur").count() === 1, "it opens on the stepper's current entry");
+    await page.check("#mt-fns");
+    await page.waitForFunction(() => [...document.querySelectorAll("#mt-table td:nth-child(4)")].every((td) => !/^(expr|bind)/.test(td.textContent)));
+    check(true, "only functions: calls and returns");
+    await page.click("#mt-first");
+    await page.waitForFunction(() => document.querySelector("#mt-status").textContent.startsWith("1–"));
+    let worker = page.locator("#mt-table tr.click", { has: page.locator("td.th", { hasText: "invoice-worker" }) });
+    for (let i = 0; i < 20 && await worker.count() === 0 && !(await page.isDisabled("#mt-next")); i++) {
+      const before = await page.textContent("#mt-status");
+      await page.click("#mt-next");
+      await page.waitForFunction((b) => document.querySelector("#mt-status").textContent !== b, before);
+    }
+    check(await worker.count() > 0, "the worker thread's calls are in the merged order");
+    const threadsSeen = await page.$$eval("#mt-table td.th", (tds) => [...new Set(tds.map((td) => td.textContent))]);
+    check(await page.locator("#mt-table tr.switch").count() > 0, "thread switches marked: " + threadsSeen.join(", "));
+    await shot("threads");
+    const row = worker.first();
+    const wantIdx = +(await row.getAttribute("data-idx"));
+    await row.click();
+    await page.waitForFunction((w) => document.querySelector("#tab-stepper").classList.contains("active") && +document.querySelector("#idx-input").value === w, wantIdx);
+    const tlText = await page.$eval("#tl-select", (s) => s.options[s.selectedIndex].textContent);
+    check(tlText.includes("invoice-worker") && await idx() === wantIdx, `clicked into the worker's #${wantIdx} in the stepper`);
+
+    // Help overlay and light theme.
     await page.keyboard.press("1");
     await page.keyboard.press("?");
     await page.waitForSelector("#help:not(.hidden)");
