@@ -544,7 +544,8 @@ function showLiveStatus(st) {
   if (!st) return;
   $("#rec-dot").classList.toggle("on", !!st.recording);
   $("#rec-dot").title = st.recording ? `recording · ${st.entries} entries` : `stopped · ${st.entries} entries`;
-  $("#rec-toggle").textContent = st.recording ? "Stop" : "Start";
+  $("#rec-toggle").textContent = st.recording ? "■" : "●";
+  $("#rec-toggle").title = st.recording ? "stop recording" : "start recording";
   $("#rec-toggle").dataset.recording = st.recording ? "1" : "0";
 }
 

@@ -146,8 +146,9 @@ function check(cond, what) {
     check(await worker.count() > 0, "the worker thread's calls are in the merged order");
     const threadsSeen = await page.$$eval("#mt-table td.th", (tds) => [...new Set(tds.map((td) => td.textContent))]);
     check(await page.locator("#mt-table tr.switch").count() > 0, "thread switches marked: " + threadsSeen.join(", "));
-    await shot("threads");
     const row = worker.first();
+    await row.evaluate((e) => e.scrollIntoView({ block: "center" }));
+    await shot("threads");
     const wantIdx = +(await row.getAttribute("data-idx"));
     await row.click();
     await page.waitForFunction((w) => document.querySelector("#tab-stepper").classList.contains("active") && +document.querySelector("#idx-input").value === w, wantIdx);
