@@ -1,7 +1,7 @@
 """Runs real libraries' test suites plainly and fully instrumented by squall; compares outcomes.
 
     python tests/realworld/run_suites.py [--only NAME ...] [--work /tmp/squall_realworld]
-                                         [--mode full|calls] [--keep]
+                                         [--mode full|calls] [--per-file]
 
 For each library below: a venv under ``--work`` (made from this interpreter), the library and its
 test dependencies installed from PyPI, the tests taken from the library's sdist, then pytest run
@@ -95,11 +95,44 @@ def run_pytest(venv_py: Path, cwd: Path, args, include, out_json: Path, mode: st
     return data
 
 
+def run_per_file(venv_py: Path, cwd: Path, tests: str, pyargs, include, out_dir: Path,
+                 mode: str) -> dict:
+    """The squall run split into one pytest process per test file; outcomes merged, engine
+    stats summed (entries, kept_bytes, ...), limits and recorded tests collected per file."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    merged = {"outcomes": {}, "engine_stats": {}, "limits_hit": [], "instrumented": set(),
+              "failed_to_instrument": set(), "recorded_tests": 0, "recording_stopped_in": [],
+              "seconds": 0.0, "stdout_tail": "", "stderr_tail": ""}
+    for f in sorted((cwd / tests).rglob("test_*.py")):
+        rel = f.relative_to(cwd)
+        d = run_pytest(venv_py, cwd, [str(rel), *pyargs], include,
+                       out_dir / (str(rel).replace(os.sep, "_") + ".json"), mode)
+        merged["outcomes"].update(d["outcomes"])
+        for k, v in (d.get("engine_stats") or {}).items():
+            merged["engine_stats"][k] = merged["engine_stats"].get(k, 0) + v
+        merged["limits_hit"] += [dict(h, file=str(rel)) for h in d.get("limits_hit") or []]
+        merged["instrumented"].update(d.get("instrumented") or [])
+        merged["failed_to_instrument"].update(d.get("failed_to_instrument") or [])
+        merged["recorded_tests"] += d.get("recorded_tests") or 0
+        if d.get("recording_stopped_in"):
+            merged["recording_stopped_in"].append(d["recording_stopped_in"])
+        merged["seconds"] += d["seconds"]
+        merged["stdout_tail"] += d["stdout_tail"][-300:]
+        merged["stderr_tail"] += d["stderr_tail"][-300:]
+    merged["seconds"] = round(merged["seconds"], 1)
+    merged["instrumented"] = sorted(merged["instrumented"])
+    merged["failed_to_instrument"] = sorted(merged["failed_to_instrument"])
+    return merged
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", nargs="*")
     ap.add_argument("--work", default="/tmp/squall_realworld")
     ap.add_argument("--mode", default="full", choices=["full", "calls"])
+    ap.add_argument("--per-file", action="store_true",
+                    help="squall run: one pytest process (and recording) per test file, so that a "
+                         "memory limit reached in one file does not leave the rest unrecorded")
     args = ap.parse_args()
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
@@ -120,7 +153,10 @@ def main() -> int:
             cwd.mkdir(exist_ok=True)
             targs = list(pyargs)
         plain = run_pytest(py, cwd, targs, None, work / f"{name}-plain.json", args.mode)
-        inst = run_pytest(py, cwd, targs, include, work / f"{name}-squall.json", args.mode)
+        if args.per_file and tests is not None:
+            inst = run_per_file(py, cwd, tests, pyargs, include, work / f"{name}-squall", args.mode)
+        else:
+            inst = run_pytest(py, cwd, targs, include, work / f"{name}-squall.json", args.mode)
         po, io = plain["outcomes"], inst["outcomes"]
         diffs = {k: (po.get(k), io.get(k)) for k in sorted(set(po) | set(io)) if po.get(k) != io.get(k)}
         counts = {}
@@ -136,6 +172,8 @@ def main() -> int:
             "squall_seconds": inst["seconds"],
             "engine_stats": inst.get("engine_stats"),
             "limits_hit": inst.get("limits_hit"),
+            "recorded_tests": inst.get("recorded_tests"),
+            "recording_stopped_in": inst.get("recording_stopped_in"),
             "instrumented_modules": len(inst.get("instrumented", [])),
             "failed_to_instrument": inst.get("failed_to_instrument"),
         }
@@ -143,7 +181,8 @@ def main() -> int:
         print(f"{name} {version}: {r['tests']} tests {counts}, same outcome {r['same']}, "
               f"differences {len(diffs)}; plain {r['plain_seconds']}s, squall {r['squall_seconds']}s; "
               f"{r['instrumented_modules']} modules instrumented; entries "
-              f"{(r['engine_stats'] or {}).get('entries')}; limits hit {r['limits_hit']}", flush=True)
+              f"{(r['engine_stats'] or {}).get('entries')}; limits hit {r['limits_hit']}; tests fully "
+              f"recorded {r['recorded_tests']} (stopped in {r['recording_stopped_in']})", flush=True)
         for k, (a, b) in list(diffs.items())[:40]:
             print(f"    {k}: plain {a}, squall {b}")
         if diffs or r["failed_to_instrument"]:

@@ -19,12 +19,14 @@ if _INCLUDE:
                       env={})
     config.set_current(cfg)
     hook.install(cfg)
-    limit = int(os.environ.get("SQUALL_RW_MEMORY_LIMIT", str(6 << 30)))
+    limit = int(os.environ.get("SQUALL_RW_MEMORY_LIMIT", str(2 << 30)))
     trace = os.environ.get("SQUALL_RW_TRACE_LIMIT")
     squall.api.set_limits(memory_limit=limit, thread_trace_limit=int(trace) if trace else None)
     squall.api.start_recording(install_hook=False)
 
 _outcomes = {}
+_recorded = []  # nodeids of the tests that ran while recording was on (before a limit stopped it)
+_stopped_at = None  # the test during which a limit stopped recording
 
 
 def pytest_runtest_logreport(report):
@@ -40,6 +42,14 @@ def pytest_runtest_logreport(report):
             _outcomes[report.nodeid] = out
     if report.when == "teardown" and report.outcome == "failed":
         _outcomes[report.nodeid] = "failed"
+    global _stopped_at
+    if _INCLUDE and report.when == "teardown" and _stopped_at is None:
+        from squall import _engine
+
+        if _engine.limits_hit():
+            _stopped_at = report.nodeid
+        else:
+            _recorded.append(report.nodeid)
 
 
 def pytest_sessionfinish(session, exitstatus):
@@ -53,6 +63,8 @@ def pytest_sessionfinish(session, exitstatus):
         squall.api.stop_recording()
         data["engine_stats"] = dict(_engine.engine_stats())
         data["limits_hit"] = [dict(h) for h in _engine.limits_hit()]
+        data["recorded_tests"] = len(_recorded)
+        data["recording_stopped_in"] = _stopped_at
         data["instrumented"] = sorted(m for m, e in config.decisions().items() if e.instrumented)
         data["failed_to_instrument"] = sorted(
             m for m, e in config.decisions().items() if e.category == "failed"
