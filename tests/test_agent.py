@@ -20,6 +20,8 @@ SNAPSHOTS = Path(__file__).resolve().parent / "snapshots"
 PROGRAM = ROOT / "tests" / "agent_programs" / "invoices_serial.py"
 UPDATE = os.environ.get("SQUALL_UPDATE_SNAPSHOTS") == "1"
 
+NO_MCP = "the MCP SDK is not installed (the mcp extra needs Python 3.10+)"
+
 
 @pytest.fixture(scope="module")
 def rec_path(tmp_path_factory):
@@ -158,7 +160,7 @@ TOOLS = {"summary", "calls", "call", "exceptions", "stack", "frequencies", "sear
 
 
 def test_mcp_server_with_the_official_client(rec_path):
-    mcp = pytest.importorskip("mcp")
+    mcp = pytest.importorskip("mcp", reason=NO_MCP)
     import anyio
     from mcp.client.stdio import stdio_client
 
@@ -210,7 +212,7 @@ def test_mcp_server_with_the_official_client(rec_path):
 
 
 def test_mcp_stdout_is_protocol_only(rec_path):
-    pytest.importorskip("mcp")
+    pytest.importorskip("mcp", reason=NO_MCP)
     init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
     p = subprocess.run([SQUALL, "mcp", str(rec_path)], input=json.dumps(init) + "\n", capture_output=True,
