@@ -338,3 +338,25 @@ def test_total_order_interleaves_threads_as_they_ran(rec):
                      ("MainThread", "fn-call"), ("MainThread", "fn-return")]
     page = indexes.total_order_timeline(0, start=2, limit=3)
     assert [(e["thread_name"], e["idx"]) for e in page] == [("w", 0), ("w", 1), ("MainThread", 2)]
+
+
+def test_big_sets_deques_and_subclasses_are_cut_to_the_budget(rec):
+    # A 100,000-item deque used to be copied whole at every recording (more-itertools: 4.7 GB).
+    import collections
+
+    ns = rec("def take(x):\n    return None\n")
+    values.set_snapshot_budget(max_depth=3, max_length=10, max_items=100)
+    try:
+        big = [collections.deque(range(100_000)), set(range(5000)), collections.OrderedDict((i, i) for i in range(50)),
+               collections.deque(range(5))]
+        for x in big:
+            ns["take"](x)
+    finally:
+        values.set_snapshot_budget()
+    args = [values.deref_val_id(c["fn_args_ref"])[0] for c in calls_of("take")]
+    deque_snap, set_snap, od_snap, small = args
+    assert len(deque_snap) == 11 and deque_snap[:3] == [0, 1, 2] and deque_snap[-1].omitted == 99_990
+    assert len(set_snap) == 11 and isinstance(set_snap[-1], values.Truncated)
+    assert len(od_snap) == 11 and any(isinstance(k, values.Truncated) for k in od_snap)
+    assert small == collections.deque(range(5))  # under the budget: a copy of the same type
+    assert api.engine_stats()["kept_bytes"] < 100_000

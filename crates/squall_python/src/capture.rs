@@ -150,6 +150,18 @@ unsafe fn snapshot(eng: &mut Engine, o: *mut ffi::PyObject, depth: u32, items: &
             || is_exact(o, &raw mut ffi::PyDict_Type)
         {
             std::ptr::null_mut()
+        } else if let Some(len) = too_long(eng, o) {
+            // A container over the length budget that is not an exact list/tuple/dict (a set,
+            // a deque, a subclass): its first items, then the marker. Copying it whole (as
+            // `copy.copy` would) is what made recordings of deque-heavy code explode.
+            *items = items.saturating_sub(eng.budget.max_length);
+            if ffi::PyList_Check(o) != 0 {
+                snapshot_list(eng, o, depth, items)
+            } else if ffi::PyDict_Check(o) != 0 {
+                snapshot_dict(eng, o, depth, items)
+            } else {
+                first_items(eng, o, len)
+            }
         } else if is_exact(o, &raw mut ffi::PySet_Type) {
             let s = ffi::PySet_New(o);
             *items = items.saturating_sub(ffi::PySet_Size(o).max(0) as usize);
@@ -159,6 +171,11 @@ unsafe fn snapshot(eng: &mut Engine, o: *mut ffi::PyObject, depth: u32, items: &
         } else if let Some(&(_, f)) = eng.snapshotters.iter().find(|&&(t, _)| t == ffi::Py_TYPE(o)) {
             without_recording(|| ffi::PyObject_CallOneArg(f, o))
         } else if let Some(copy) = eng.copy_fn {
+            let len = ffi::PyObject_Size(o);
+            if len < 0 {
+                ffi::PyErr_Clear();
+            }
+            *items = items.saturating_sub(len.max(0) as usize);
             without_recording(|| ffi::PyObject_CallOneArg(copy, o))
         } else {
             std::ptr::null_mut()
@@ -170,6 +187,57 @@ unsafe fn snapshot(eng: &mut Engine, o: *mut ffi::PyObject, depth: u32, items: &
             return o;
         }
         copied
+    }
+}
+
+/// The length of `o` when it is over the length budget (sizes of sets, deques and container
+/// subclasses, without running their iteration).
+unsafe fn too_long(eng: &Engine, o: *mut ffi::PyObject) -> Option<usize> {
+    unsafe {
+        if ffi::PyAnySet_Check(o) == 0
+            && ffi::PyList_Check(o) == 0
+            && ffi::PyDict_Check(o) == 0
+            && (eng.deque_type.is_null() || ffi::PyObject_TypeCheck(o, eng.deque_type) == 0)
+        {
+            return None;
+        }
+        let len = without_recording(|| ffi::PyObject_Size(o));
+        if len < 0 {
+            ffi::PyErr_Clear();
+            return None;
+        }
+        (len as usize > eng.budget.max_length).then_some(len as usize)
+    }
+}
+
+/// A list of the first `max_length` items of iterable `o` (of `len` items), then the marker.
+unsafe fn first_items(eng: &Engine, o: *mut ffi::PyObject, len: usize) -> *mut ffi::PyObject {
+    unsafe {
+        let out = ffi::PyList_New(0);
+        if out.is_null() {
+            return out;
+        }
+        let it = without_recording(|| ffi::PyObject_GetIter(o));
+        if it.is_null() {
+            ffi::Py_DecRef(out);
+            return std::ptr::null_mut();
+        }
+        let mut n = 0;
+        while n < eng.budget.max_length {
+            let item = without_recording(|| ffi::PyIter_Next(it));
+            if item.is_null() {
+                break;
+            }
+            ffi::PyList_Append(out, item);
+            ffi::Py_DecRef(item);
+            n += 1;
+        }
+        ffi::Py_DecRef(it);
+        ffi::PyErr_Clear();
+        let m = marker(eng, o, len - n);
+        ffi::PyList_Append(out, m);
+        ffi::Py_DecRef(m);
+        out
     }
 }
 
