@@ -4,9 +4,11 @@
 #   scripts/test_pythons.sh [VERSION ...]      # default: 3.9 3.11 3.13
 #
 # For each version: creates (or reuses) .venv-<ver> with that pyenv Python, installs squall
-# there with `pip install .` (builds the Rust engine; CARGO_TARGET_DIR=target/py<ver> keeps the
-# builds apart) plus pytest, then runs pytest on tests/. Prints a summary line per version and
-# exits non-zero if any version failed. Extra pytest args: PYTEST_ARGS="-x -k foo".
+# there with `pip install .[mcp]` (builds the Rust engine; CARGO_TARGET_DIR=target/py<ver> keeps
+# the builds apart; the mcp extra needs 3.10+, so on 3.9 the MCP tests skip) plus pytest, then
+# runs pytest on tests/ (from the checkout root; `import squall` is the installed package).
+# Prints a summary line per version (the log, with skip/xfail reasons: target/pytest-<ver>.log)
+# and exits non-zero if any version failed. Extra pytest args: PYTEST_ARGS="-x -k foo".
 set -u
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -26,12 +28,12 @@ for ver in "${versions[@]}"; do
     start=$(date +%s)
     echo "== $ver ($full): $venv"
     [ -x "$venv/bin/python" ] || "$py" -m venv "$venv" || { summary+=("$ver: venv failed"); status=1; continue; }
-    if ! CARGO_TARGET_DIR="$ROOT/target/py$ver" "$venv/bin/python" -m pip install -q --upgrade . pytest; then
+    if ! CARGO_TARGET_DIR="$ROOT/target/py$ver" "$venv/bin/python" -m pip install -q --upgrade ".[mcp]" pytest; then
         summary+=("$ver: install failed"); status=1; continue
     fi
     built=$(date +%s)
     # run from tests/ so `import squall` is the installed one, not python/ of the checkout
-    (cd "$ROOT" && "$venv/bin/python" -m pytest -q -p no:cacheprovider ${PYTEST_ARGS:-} tests) \
+    (cd "$ROOT" && "$venv/bin/python" -m pytest -q -rsx -p no:cacheprovider ${PYTEST_ARGS:-} tests) \
         > "$ROOT/target/pytest-$ver.log" 2>&1
     rc=$?
     end=$(date +%s)
