@@ -360,3 +360,21 @@ def test_big_sets_deques_and_subclasses_are_cut_to_the_budget(rec):
     assert len(od_snap) == 11 and any(isinstance(k, values.Truncated) for k in od_snap)
     assert small == collections.deque(range(5))  # under the budget: a copy of the same type
     assert api.engine_stats()["kept_bytes"] < 100_000
+
+
+def test_classes_are_recorded_without_keeping_them_alive(rec):
+    import gc
+
+    ns = rec("def take(cls):\n    return cls.__name__\n")
+
+    class Temp:
+        pass
+
+    ns["take"](Temp)
+    (call,) = calls_of("take")
+    assert values.deref_val_id(call["fn_args_ref"]) == [Temp]  # alive: the class itself
+    del Temp
+    gc.collect()
+    (gone,) = values.deref_val_id(call["fn_args_ref"])
+    assert isinstance(gone, values.ObjectSnapshot) and "Temp'> (collected" in repr(gone)
+    assert values.deref_val_id(calls_of("take")[0]["fn_args_ref"]) != [int]

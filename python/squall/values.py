@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
+import weakref
+
 from squall import _engine
 
 __all__ = [
@@ -51,6 +53,27 @@ class Truncated:
 
 
 _engine.set_truncation_marker(Truncated)
+
+
+class ClassRef:
+    """How the recorder keeps a class the program defined: by weak reference, so that recording
+    it (``cls`` of a classmethod, a class passed around) does not keep it alive — which the
+    program could notice (``__subclasses__()``, weakref callbacks). ``deref_val_id`` gives the
+    class itself, or an :class:`ObjectSnapshot` naming it once it was collected."""
+
+    __slots__ = ("_ref", "name")
+
+    def __init__(self, cls: type) -> None:
+        self._ref = weakref.ref(cls)
+        self.name = f"{cls.__module__}.{cls.__qualname__}"
+
+    def resolve(self) -> Any:
+        cls = self._ref()
+        if cls is not None:
+            return cls
+        return ObjectSnapshot("type", f"<class '{self.name}'> (collected since it was recorded)", {})
+
+
 
 
 class ObjectSnapshot:
@@ -243,3 +266,6 @@ def set_snapshot_budget(max_depth: int = 5, max_length: int = 1000, max_items: i
 def get_snapshot_budget() -> dict:
     return dict(_engine.get_snapshot_budget())
 
+
+
+_engine.set_class_ref(ClassRef)

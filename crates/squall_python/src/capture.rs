@@ -34,6 +34,16 @@ pub unsafe fn capture(eng: &mut Engine, rec: &mut ThreadRec, o: *mut ffi::PyObje
         } else if tp == &raw mut ffi::PyBool_Type {
             return if o == ffi::Py_True() { ValRef::TRUE } else { ValRef::FALSE };
         }
+        if ffi::PyType_Check(o) != 0 && ((*o.cast::<ffi::PyTypeObject>()).tp_flags & ffi::Py_TPFLAGS_HEAPTYPE) != 0 {
+            if let Some(factory) = eng.class_ref {
+                let r = without_recording(|| ffi::PyObject_CallOneArg(factory, o));
+                if !r.is_null() {
+                    rec.kept_bytes += 64;
+                    return keep(rec, r);
+                }
+                ffi::PyErr_Clear();
+            }
+        }
         let kept = if needs_snapshot(eng, o, eng.budget.max_depth) {
             let mut items = eng.budget.max_items;
             let copy = snapshot(eng, o, eng.budget.max_depth, &mut items);

@@ -103,6 +103,15 @@ pub fn set_thread_namer(f: Bound<'_, PyAny>) {
 }
 
 #[pyfunction]
+pub fn set_class_ref(f: Bound<'_, PyAny>) {
+    let eng = eng();
+    if let Some(old) = eng.class_ref.replace(f.into_ptr()) {
+        // SAFETY: GIL held; the engine owned this reference.
+        unsafe { pyo3::ffi::Py_DecRef(old) };
+    }
+}
+
+#[pyfunction]
 pub fn set_truncation_marker(f: Bound<'_, PyAny>) {
     let eng = eng();
     if let Some(old) = eng.truncation_marker.replace(f.into_ptr()) {

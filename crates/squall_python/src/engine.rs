@@ -53,6 +53,9 @@ pub struct Engine {
     pub hits: Vec<(u32, LimitHit)>,
     pub namer: Option<*mut ffi::PyObject>,
     pub truncation_marker: Option<*mut ffi::PyObject>,
+    /// `squall.values.ClassRef`: classes defined by the program are recorded through it (a weak
+    /// reference), so recording them does not keep them alive (`__subclasses__`, finalizers).
+    pub class_ref: Option<*mut ffi::PyObject>,
     pub snapshotters: Vec<(*mut ffi::PyTypeObject, *mut ffi::PyObject)>,
     pub copy_fn: Option<*mut ffi::PyObject>,
     pub deque_type: *mut ffi::PyTypeObject,
@@ -80,6 +83,7 @@ pub static ENGINE: GilCell<Engine> = GilCell::new(Engine {
     hits: Vec::new(),
     namer: None,
     truncation_marker: None,
+    class_ref: None,
     snapshotters: Vec::new(),
     copy_fn: None,
     deque_type: null_mut(),

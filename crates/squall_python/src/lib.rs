@@ -82,6 +82,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(control::current_flow, m)?)?;
     m.add_function(wrap_pyfunction!(control::set_thread_namer, m)?)?;
     m.add_function(wrap_pyfunction!(control::set_truncation_marker, m)?)?;
+    m.add_function(wrap_pyfunction!(control::set_class_ref, m)?)?;
     m.add_function(wrap_pyfunction!(control::register_snapshot, m)?)?;
     m.add_function(wrap_pyfunction!(control::set_snapshot_budget, m)?)?;
     m.add_function(wrap_pyfunction!(control::get_snapshot_budget, m)?)?;

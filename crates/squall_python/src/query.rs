@@ -201,8 +201,21 @@ impl Backend for Engine {
             return self.saved_value(py, rec, u64::from(slot));
         }
         // SAFETY: the value table owns a strong reference to `p`.
-        Ok(unsafe { Bound::from_borrowed_ptr(py, p) }.unbind())
+        let obj = unsafe { Bound::from_borrowed_ptr(py, p) };
+        resolve_class_ref(self, obj)
     }
+}
+
+/// A class recorded through `ClassRef` derefs to the class (or, once collected, to a snapshot
+/// naming it).
+pub fn resolve_class_ref<'py>(eng: &Engine, obj: Bound<'py, PyAny>) -> PyResult<Py<PyAny>> {
+    if let Some(cr) = eng.class_ref {
+        // SAFETY: the engine holds a reference to the ClassRef type.
+        if obj.get_type().as_ptr() == cr {
+            return Ok(obj.call_method0("resolve")?.unbind());
+        }
+    }
+    Ok(obj.unbind())
 }
 
 impl Engine {

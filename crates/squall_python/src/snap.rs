@@ -27,7 +27,14 @@ pub const FILE_BUDGET: SnapBudget = SnapBudget { max_depth: 4, max_length: 50, m
 
 /// A structural snapshot of `o` as it is now.
 pub fn snap_of(o: &Bound<'_, PyAny>, budget: &SnapBudget) -> Snap {
-    without_recording(|| snap(o, budget, budget.max_depth))
+    without_recording(|| {
+        // SAFETY: GIL held (a Bound exists).
+        let eng = unsafe { crate::engine::ENGINE.get() };
+        match crate::query::resolve_class_ref(eng, o.clone()) {
+            Ok(resolved) => snap(resolved.bind(o.py()), budget, budget.max_depth),
+            Err(_) => snap(o, budget, budget.max_depth),
+        }
+    })
 }
 
 fn qualified_type_name(o: &Bound<'_, PyAny>) -> String {
