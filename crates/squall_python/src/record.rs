@@ -108,21 +108,7 @@ unsafe fn exit_through_site(args: Args, nargs: ffi::Py_ssize_t) -> *mut ffi::PyO
 }
 
 unsafe fn record_exit_site(site_obj: *mut ffi::PyObject, value: *mut ffi::PyObject) {
-    unsafe {
-        let eng = ENGINE.get();
-        let Some(site_id) = small_id(site_obj) else {
-            eng.dropped += 1;
-            return;
-        };
-        let Some((form, resumable)) = eng.forms.site_owner(site_id) else {
-            eng.dropped += 1;
-            return;
-        };
-        let Some(rec) = current_rec() else { return };
-        let v = capture(eng, rec, value);
-        let outcome = rec.tl.exit(Kind::Return, site_id, form, resumable, v, &eng.limits);
-        eng.note(rec, outcome);
-    }
+    unsafe { record_at_site(Kind::Return, site_obj, value) }
 }
 
 /// `unwind(form_id, exc) -> None`
@@ -206,6 +192,13 @@ pub unsafe extern "C" fn bind(_m: *mut ffi::PyObject, args: Args, nargs: ffi::Py
 }
 
 unsafe fn record_event(kind: Kind, site_obj: *mut ffi::PyObject, value: *mut ffi::PyObject) {
+    unsafe { record_at_site(kind, site_obj, value) }
+}
+
+/// An event at a site (a return or suspension, an expression, a binding): the site names its
+/// form, whose innermost open frame the event belongs to.
+#[inline(always)]
+unsafe fn record_at_site(kind: Kind, site_obj: *mut ffi::PyObject, value: *mut ffi::PyObject) {
     unsafe {
         let eng = ENGINE.get();
         let Some(site_id) = small_id(site_obj) else {
@@ -218,7 +211,11 @@ unsafe fn record_event(kind: Kind, site_obj: *mut ffi::PyObject, value: *mut ffi
         };
         let Some(rec) = current_rec() else { return };
         let v = capture(eng, rec, value);
-        let outcome = rec.tl.event(kind, site_id, form, resumable, v, &eng.limits);
+        let outcome = if kind == Kind::Return {
+            rec.tl.exit(kind, site_id, form, resumable, v, &eng.limits)
+        } else {
+            rec.tl.event(kind, site_id, form, resumable, v, &eng.limits)
+        };
         eng.note(rec, outcome);
     }
 }
