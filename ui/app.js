@@ -450,13 +450,24 @@ function addBookmark() {
   renderBookmarks();
 }
 
-function renderBookmarks() {
+async function renderBookmarks() {
   const all = bookmarks();
-  $("#bookmarks").replaceChildren(all.length ? el("table", {}, ...all.map((b, i) => el("tr", { class: "click" },
-    el("td", { onclick: () => { const tl = tlFor(b.flow, b.thread); if (tl !== null) { showTab("stepper"); go(b.idx, "at", tl); } } }, b.note),
-    el("td", { class: "muted" }, `flow ${b.flow} thread ${b.thread} #${b.idx}`),
-    el("td", {}, el("button", { onclick: () => { all.splice(i, 1); localStorage.setItem("squall.bookmarks." + S.recKey, JSON.stringify(all)); renderBookmarks(); } }, "remove")))))
-    : el("p", { class: "muted" }, "No bookmarks yet: press b in the stepper."));
+  // Bookmarks placed from code (squall.bookmark("note")): recorded calls of squall.bookmark.
+  let code = [];
+  try { code = (await api("bookmarks")).items || []; } catch { code = []; }
+  const jump = (b) => { const tl = tlFor(b.flow, b.thread); if (tl !== null) { showTab("stepper"); go(b.idx, "at", tl); } };
+  const rows = [
+    ...code.map((b) => el("tr", { class: "click code-bookmark" },
+      el("td", { onclick: () => jump(b) }, b.note),
+      el("td", { class: "muted" }, `flow ${b.flow} thread ${b.thread} #${b.idx}`),
+      el("td", { class: "muted" }, "from code"))),
+    ...all.map((b, i) => el("tr", { class: "click" },
+      el("td", { onclick: () => jump(b) }, b.note),
+      el("td", { class: "muted" }, `flow ${b.flow} thread ${b.thread} #${b.idx}`),
+      el("td", {}, el("button", { onclick: () => { all.splice(i, 1); localStorage.setItem("squall.bookmarks." + S.recKey, JSON.stringify(all)); renderBookmarks(); } }, "remove")))),
+  ];
+  $("#bookmarks").replaceChildren(rows.length ? el("table", {}, ...rows)
+    : el("p", { class: "muted" }, "No bookmarks yet: press b in the stepper, or call squall.bookmark(\"note\") in the program."));
 }
 
 // --- multi-thread timeline ---------------------------------------------------------------------

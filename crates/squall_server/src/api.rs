@@ -705,3 +705,45 @@ pub fn order(view: &dyn View, q: &Q) -> ApiResult {
         "at": at_pos, "threads": threads, "items": items,
     }))
 }
+
+/// Bookmarks placed from code (`squall.bookmark("note")`): the calls of the pseudo-function
+/// `squall.bookmark`, in every timeline, with their note.
+pub fn code_bookmarks(view: &dyn View, q: &Q) -> ApiResult {
+    let limit: usize = opt(q, "limit", 1000)?.clamp(1, 10000);
+    let forms = view.forms();
+    let ids: HashSet<u32> = forms
+        .forms()
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| &*f.ns == "squall" && &*f.name == "bookmark")
+        .map(|(i, _)| i as u32)
+        .collect();
+    let mut out = Vec::new();
+    let mut total = 0usize;
+    if !ids.is_empty() {
+        for (tl, info) in view.timelines().iter().enumerate() {
+            let t = info.timeline;
+            for (i, e) in t.entries().iter().enumerate() {
+                if e.kind() != Kind::Call || !ids.contains(&e.id()) {
+                    continue;
+                }
+                total += 1;
+                if out.len() >= limit {
+                    continue;
+                }
+                let note = match t.call_args(i, nparams(forms, e)).first() {
+                    Some(&v) => match v.decode() {
+                        squall_trace::Decoded::Slot(_) => match view.snap(tl, v).as_deref() {
+                            Ok(squall_trace::Snap::Str(s)) => s.to_string(),
+                            _ => val_text(view, tl, v, 300),
+                        },
+                        _ => val_text(view, tl, v, 300),
+                    },
+                    None => String::new(),
+                };
+                out.push(json!({"tl": tl, "flow": info.flow, "thread": info.thread_id, "idx": i, "note": note}));
+            }
+        }
+    }
+    Ok(json!({"total": total, "items": out}))
+}

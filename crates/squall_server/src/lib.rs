@@ -185,6 +185,7 @@ pub fn router(src: Arc<dyn RecordingSource>, token: String) -> Router {
         .route("/children", q_route!(api::children))
         .route("/fn_stats", q_route!(api::fn_stats))
         .route("/fn_calls", q_route!(api::fn_calls))
+        .route("/bookmarks", q_route!(api::code_bookmarks))
         .route("/exceptions", q_route!(api::exceptions))
         .route("/value", q_route!(api::value))
         .route("/source", q_route!(api::source))

@@ -407,3 +407,49 @@ async fn control_route_calls_the_live_source() {
     assert_eq!(v["error"], "unknown action `explode`");
     assert_eq!(get(&app, "/api/flows").await["live"], true);
 }
+
+/// Bookmarks placed from code are calls of the pseudo-function `squall.bookmark(note)`.
+#[tokio::test]
+async fn code_bookmarks_listed() {
+    let mut forms = Forms::new();
+    let main = forms
+        .add_form(Form { ns: "demo".into(), name: "main".into(), file: "demo.py".into(), line: 1, params: vec![], kind: FormKind::Function })
+        .unwrap();
+    let bm = forms
+        .add_form(Form { ns: "squall".into(), name: "bookmark".into(), file: "<squall>".into(), line: 0, params: vec![Arc::from("note")], kind: FormKind::Function })
+        .unwrap();
+    let ret_bm = forms.add_site(Site { form: bm, kind: SiteKind::Return, coord: coord(0, 0, 0), symbol: None }).unwrap();
+    let ret_main = forms.add_site(Site { form: main, kind: SiteKind::Return, coord: coord(2, 4, 10), symbol: None }).unwrap();
+    let l = Limits::default();
+    let mut t = Timeline::new();
+    t.call(main, &[], &l);
+    t.call(bm, &[ValRef::slot(0).unwrap()], &l);
+    t.exit(Kind::Return, ret_bm, bm, false, ValRef::NONE, &l);
+    t.call(bm, &[ValRef::slot(1).unwrap()], &l);
+    t.exit(Kind::Return, ret_bm, bm, false, ValRef::NONE, &l);
+    t.exit(Kind::Return, ret_main, main, false, ValRef::NONE, &l);
+    let (entries, args) = (t.entries().to_vec(), t.args().to_vec());
+    let rec = Recording {
+        header: Header { program: "demo.py".into(), ..Header::default() },
+        forms,
+        timelines: vec![LoadedTimeline {
+            meta: ThreadMeta { timeline: 0, flow: 0, thread_id: 7, name: "MainThread".into() },
+            timeline: Timeline::from_parts(entries, args),
+            values: vec![Snap::Str("before the retry".into()), Snap::Str("after".into())],
+        }],
+        completed: true,
+        ended_unix_ms: None,
+        stats: vec![],
+        file_bytes: 0,
+        cut_short: None,
+    };
+    let bm_app = router(Arc::new(FileSource { rec, path: "demo.sqrec".into() }), TOKEN.into());
+    let b = get(&bm_app, "/api/bookmarks").await;
+    assert_eq!(b["total"], 2, "{b}");
+    assert_eq!(b["items"][0], json!({"tl": 0, "flow": 0, "thread": 7, "idx": 1, "note": "before the retry"}));
+    assert_eq!(b["items"][1]["idx"], 3);
+    assert_eq!(b["items"][1]["note"], "after");
+    // A recording without code bookmarks: an empty list.
+    let (app2, _d) = app();
+    assert_eq!(get(&app2, "/api/bookmarks").await, json!({"total": 0, "items": []}));
+}
