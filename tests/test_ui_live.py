@@ -212,3 +212,53 @@ def test_live_controls_and_runtime_instrumentation(tmp_path):
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_live_search_by_predicate(tmp_path):
+    """`POST /api/control/predicate`: a Python expression over `v` evaluated on the recorded values
+    of the running program, bounded, resumable; a bad expression is a 400 with the message."""
+    script = tmp_path / "server.py"
+    script.write_text(textwrap.dedent("""
+        import sys
+        import squall
+        squall.api.start_recording(install_hook=False)
+        from squall._instrument import rewrite
+        ns = {"__name__": "app"}
+        exec(rewrite.compile_instrumented("def invoice(n):\\n    d = {'total': n * 100}\\n    return d\\n", "app.py", "app"), ns)
+        for n in range(1, 7):
+            ns["invoice"](n)
+        print(squall.api.local_connect(), flush=True)
+        sys.stdin.read()
+    """))
+    proc = subprocess.Popen([sys.executable, str(script)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    try:
+        url = proc.stdout.readline().strip()
+        assert url.startswith("http://"), proc.stderr.read() if proc.poll() is not None else url
+        expr = 'isinstance(v, dict) and v.get("total", 0) > 300'
+        s, r = post(url, "control/predicate", {"expr": expr})
+        assert s == 200, r
+        assert r["done"] is True and r["next"] is None, r
+        # n = 4, 5, 6: the dict bound to d and the same dict returned.
+        assert len(r["matches"]) == 6, r
+        assert {m["type"] for m in r["matches"]} == {"bind", "fn-return"}
+        assert "'total': 400" in r["matches"][0]["preview"]
+        assert r["scanned"] >= 12
+        # Bounded: stops after max_matches, tells where to resume.
+        s, r1 = post(url, "control/predicate", {"expr": expr, "max_matches": 2})
+        assert s == 200 and len(r1["matches"]) == 2 and r1["done"] is False and r1["next"], r1
+        s, r2 = post(url, "control/predicate", {"expr": expr, "start": r1["next"]})
+        assert s == 200 and r2["done"] is True and len(r2["matches"]) == 4, r2
+        # Bounded by values evaluated too.
+        s, r3 = post(url, "control/predicate", {"expr": "True", "max_values": 3})
+        assert s == 200 and r3["scanned"] == 3 and r3["done"] is False, r3
+        # Errors in the expression: 400 with the message.
+        s, e = post(url, "control/predicate", {"expr": "v.get(("})
+        assert s == 400 and "SyntaxError" in e["error"], e
+        s, e = post(url, "control/predicate", {"expr": "undefined_name > 1"})
+        assert s == 400 and "NameError" in e["error"] and "undefined_name" in e["error"], e
+        s, e = post(url, "control/predicate", {})
+        assert s == 400 and "expr" in e["error"], e
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=30)

@@ -413,12 +413,26 @@ async function startSearch(ev) {
   ev.preventDefault();
   const text = $("#search-text").value.trim();
   if (!text) return;
+  if ($("#search-kind").value === "predicate") return predicateSearch(text, null, []);
   const r = await guard(api("search", {}, { method: "POST", body: JSON.stringify({ tl: S.tl, kind: $("#search-kind").value, text, limit: 200 }) }));
   if (!r) return;
   searchId = r.id;
   $("#search-cancel").disabled = false;
   $("#search-results").replaceChildren();
   pollSearch(r.id);
+}
+
+// Search by predicate (live only): the program evaluates `v` expressions on its recorded values,
+// in bounded steps; each answer says where to resume.
+async function predicateSearch(expr, start, found) {
+  searchId = null;
+  const r = await guard(api("control/predicate", {}, { method: "POST", body: JSON.stringify({ expr, start, max_matches: 200, max_values: 20000 }) }));
+  if (!r) return;
+  found = found.concat(r.matches);
+  $("#search-status").textContent = `${found.length} match(es)${r.errors ? `, ${r.errors} value(s) raised (${r.first_error})` : ""}${r.done ? " — done" : " …"}`;
+  $("#search-results").replaceChildren(el("table", {}, ...found.map((m) => el("tr", { class: "click", onclick: () => { const tl = tlFor(m.flow, m.thread); if (tl !== null) { showTab("stepper"); go(m.idx, "at", tl); } } },
+    el("td", {}, m.idx), el("td", {}, m.type), el("td", {}, m.symbol || ""), el("td", { class: "args" }, m.preview)))));
+  if (!r.done && found.length < 1000) setTimeout(() => predicateSearch(expr, r.next, found), 0);
 }
 
 async function pollSearch(id) {

@@ -100,6 +100,73 @@ def _report(fn: Callable[[Any], Any], arg: Any) -> Dict[str, Any]:
             "reload_needed": list(r.reload_needed), "text": str(r)}
 
 
+_REF_KEYS = ("result_ref", "value_ref")
+
+
+def _predicate(arg: Any) -> Dict[str, Any]:
+    """Search by predicate: ``expr``, a Python expression over ``v``, evaluated on the recorded
+    values (expression results, bindings, returns) of every timeline, in order; bounded by
+    ``max_matches`` (default 100) and ``max_values`` (default 100000) evaluated values. Resumes
+    from ``start`` (the ``next`` of a previous answer). A syntax error, or an expression that
+    fails on every value it met, is a ValueError (400) with the message."""
+    import builtins
+
+    from squall import _engine
+    from squall.values import safe_repr
+
+    if not isinstance(arg, dict) or not isinstance(arg.get("expr"), str) or not arg["expr"].strip():
+        raise ValueError("`predicate` needs {\"expr\": \"<a Python expression over v>\"}")
+    try:
+        code = compile(arg["expr"].strip(), "<predicate>", "eval")
+    except SyntaxError as e:
+        raise ValueError("bad predicate: %s: %s" % (type(e).__name__, e)) from None
+    max_matches = max(1, min(int(arg.get("max_matches", 100)), 10000))
+    max_values = max(1, min(int(arg.get("max_values", 100000)), 10000000))
+    start = arg.get("start") or [0, 0]
+    tl0, idx0 = int(start[0]), int(start[1])
+    glb = {"__builtins__": builtins}
+    timelines = [(fid, tid) for fid, tids in sorted(_engine.all_flows().items()) for tid in tids]
+    matches: List[Dict[str, Any]] = []
+    scanned = errors = 0
+    first_error = None
+    nxt = None
+    for tl in range(tl0, len(timelines)):
+        fid, tid = timelines[tl]
+        n = _engine.timeline_len(fid, tid)
+        i = idx0 if tl == tl0 else 0
+        while i < n and nxt is None:
+            batch = _engine.entries(fid, tid, i, min(n, i + 4096))
+            for e in batch:
+                if scanned >= max_values or len(matches) >= max_matches:
+                    nxt = [tl, e["idx"]]
+                    break
+                ref = next((e[k] for k in _REF_KEYS if e.get(k) is not None), None)
+                if ref is None:
+                    continue
+                try:
+                    v = _engine.deref(ref)
+                except Exception:  # noqa: BLE001 - a value no longer kept
+                    continue
+                scanned += 1
+                try:
+                    ok = bool(eval(code, glb, {"v": v}))  # noqa: S307 - the user's own debugger query
+                except Exception as ex:  # noqa: BLE001 - counted, reported
+                    errors += 1
+                    if first_error is None:
+                        first_error = "%s: %s" % (type(ex).__name__, ex)
+                    continue
+                if ok:
+                    matches.append({"flow": fid, "thread": tid, "idx": e["idx"], "type": e["type"],
+                                    "symbol": e.get("symbol"), "preview": safe_repr(v)[:200]})
+            i += len(batch) or 1
+        if nxt is not None:
+            break
+    if errors and errors == scanned:
+        raise ValueError("the predicate failed on every value (%d): %s" % (errors, first_error))
+    return {"expr": arg["expr"], "matches": matches, "scanned": scanned, "errors": errors,
+            "first_error": first_error, "done": nxt is None, "next": nxt}
+
+
 ACTIONS: Dict[str, Callable[[Any], Dict[str, Any]]] = {
     "status": _status,
     "start": _start,
@@ -109,6 +176,7 @@ ACTIONS: Dict[str, Callable[[Any], Dict[str, Any]]] = {
     "functions": _functions,
     "instrument": lambda arg: _report(api.instrument, arg),
     "uninstrument": lambda arg: _report(api.uninstrument, arg),
+    "predicate": _predicate,
 }
 
 
