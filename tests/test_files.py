@@ -317,3 +317,40 @@ def test_bookmarks_from_code_are_recorded_and_saved(tmp_path):
     api.stop_recording()
     squall.bookmark("ignored while recording is off")  # never raises
     api.clear_recordings()
+
+
+def test_a_long_run_saved_to_a_file_stays_within_the_memory_limit(tmp_path):
+    # Saved entries leave memory past half the limit; the recording goes on in the file.
+    import time as _time
+
+    api.stop_recording()
+    api.clear_recordings()
+    ns = {"__name__": "long"}
+    exec(rewrite.compile_instrumented("def tick(i):\n    return i\n", "/src/long.py", "long"), ns)
+    limits = api.get_limits()
+    api.set_limits(memory_limit=400_000)
+    try:
+        api.start_recording(install_hook=False)
+        api.save_to(str(tmp_path / "long.sqrec"))
+        peak = 0
+        for batch in range(12):
+            for i in range(2000):
+                ns["tick"](i)
+            peak = max(peak, api.engine_stats()["bytes"] + api.engine_stats()["kept_bytes"])
+            _time.sleep(0.15)  # the flusher runs twice a second
+        assert api.is_recording()  # not stopped by the limit
+        api.stop_recording()
+        api.finish_saving()
+        assert peak < 600_000, peak
+        tid = threading.get_native_id()
+        live_stats = squall.indexes.fn_call_stats(0)
+        assert live_stats[0]["cnt"] == 24_000  # evicted calls still counted
+        with pytest.raises(ValueError, match="moved out of memory into the recording file"):
+            squall.indexes.timeline_entry(0, tid, 0, "at")
+        rec = squall.load(tmp_path / "long.sqrec")
+        assert rec.fn_call_stats(0)[0]["cnt"] == 24_000  # the file has everything
+        tl = rec.get_referenced_maps_timeline(0, tid)
+        assert len(tl) == 48_000 and tl[0]["type"] == "fn-call" and tl[1]["fn_call_idx"] == 0
+    finally:
+        api.set_limits(**limits)
+        api.clear_recordings()

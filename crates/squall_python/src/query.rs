@@ -315,7 +315,8 @@ pub mod q {
         end: usize,
     ) -> PyResult<Vec<Bound<'py, PyDict>>> {
         let rec = rec_of(b, flow_id, thread_id)?;
-        (start..end.min(rec.tl.len())).map(|i| entry_dict(py, b, &rec, i)).collect()
+        // Entries evicted to the recording file are not in memory: a page starts after them.
+        (start.max(rec.tl.first_idx())..end.min(rec.tl.len())).map(|i| entry_dict(py, b, &rec, i)).collect()
     }
 
     pub fn timeline_entry<'py, B: Backend + ?Sized>(
@@ -664,7 +665,8 @@ pub mod q {
                 )))
             }
         };
-        Ok(rec.tl.entries().iter().enumerate().filter(|(_, e)| want(e.kind())).map(|(i, _)| i as u32).collect())
+        let first = rec.tl.first_idx();
+        Ok(rec.tl.entries().iter().enumerate().filter(|(_, e)| want(e.kind())).map(|(i, _)| (first + i) as u32).collect())
     }
 }
 

@@ -131,18 +131,22 @@ fn flush_into(py: Python<'_>, sink: &mut Sink, eng: &mut Engine) -> Result<(), s
             })?;
             done.thread_written = true;
         }
+        // Idxs are absolute: entries before `first_idx()` (and args before `args_len() -
+        // args().len()`) were evicted after an earlier flush, which had saved them.
         let entries = rec.tl.entries();
         let args = rec.tl.args();
-        if entries.len() > done.entries || args.len() > done.args {
+        let (first, len) = (rec.tl.first_idx(), rec.tl.len());
+        let (args_first, args_len) = (rec.tl.args_len() - args.len(), rec.tl.args_len());
+        if len > done.entries || args_len > done.args {
             writer.entries(
                 number as u32,
                 done.entries as u64,
-                &entries[done.entries..],
+                &entries[done.entries - first..],
                 done.args as u64,
-                &args[done.args..],
+                &args[done.args - args_first..],
             )?;
-            done.entries = entries.len();
-            done.args = args.len();
+            done.entries = len;
+            done.args = args_len;
         }
         // Thread-switch marks (an optional chunk): only those entries were written after, since
         // the recorder may still change the step of a mark at the timeline's end.
@@ -174,7 +178,31 @@ fn flush_into(py: Python<'_>, sink: &mut Sink, eng: &mut Engine) -> Result<(), s
     }
     writer.flush()?;
     release_saved(sink, eng);
+    evict_saved(sink, eng);
     Ok(())
+}
+
+/// Over half the memory limit, entries and args already saved leave memory: the recording
+/// goes on in the file, and live queries answer for what is still in memory (and say so for
+/// the rest). This is what keeps a long run's memory bounded while it is saved.
+fn evict_saved(sink: &Sink, eng: &mut Engine) {
+    let Some(limit) = eng.limits.memory_limit else { return };
+    if eng.bytes() < limit / 2 {
+        return;
+    }
+    for (number, rec) in eng.recs.iter_mut().enumerate() {
+        let Some(rec) = rec.as_deref_mut() else { continue };
+        if let Some(done) = sink.flushed.get(number) {
+            rec.tl.evict_before(done.entries, done.args);
+        }
+    }
+}
+
+/// True while a recording file is being written (the memory limit then evicts instead of
+/// stopping).
+pub fn saving() -> bool {
+    // SAFETY: GIL held by every caller (engine code).
+    unsafe { SINK.get() }.is_some()
 }
 
 /// Releases the objects of saved slots older than the keep-alive window: the program's objects

@@ -271,7 +271,8 @@ fn has_children(t: &squall_trace::Timeline, call: u32) -> bool {
     // Cheap: the frame holds more than its call entry and its exit.
     let Some(e) = t.get(call as usize) else { return false };
     let end = e.ret_idx().map_or(t.len(), |r| r as usize);
-    t.entries()[call as usize + 1..end].iter().any(|e| e.kind().is_call())
+    let first = t.first_idx();
+    t.entries()[call as usize + 1 - first..end - first].iter().any(|e| e.kind().is_call())
 }
 
 /// Call-tree node for the call at `idx`.
@@ -279,7 +280,9 @@ fn node_json(view: &dyn View, tl: usize, idx: u32) -> Value {
     let forms = view.forms();
     let tls = view.timelines();
     let t = tls[tl].timeline;
-    let e = t.entries()[idx as usize];
+    let Some(&e) = t.get(idx as usize) else {
+        return json!({"idx": idx, "evicted": true});
+    };
     let ret = e.ret_idx().and_then(|r| t.get(r as usize).map(|x| (r, *x)));
     json!({
         "idx": idx,
@@ -337,7 +340,7 @@ pub fn fn_calls(view: &dyn View, q: &Q) -> ApiResult {
     let t = view.timelines()[tl].timeline;
     let mut total = 0usize;
     let mut items = Vec::new();
-    for (i, e) in t.entries().iter().enumerate() {
+    for (i, e) in t.entries().iter().enumerate().map(|(i, e)| (i + t.first_idx(), e)) {
         if e.kind() == Kind::Call && e.id() == form {
             if total >= offset && items.len() < limit {
                 items.push(node_json(view, tl, i as u32));
@@ -351,12 +354,12 @@ pub fn fn_calls(view: &dyn View, q: &Q) -> ApiResult {
 /// Where the exception an unwind carries was raised: the deepest frame it unwound, at the last
 /// event of that frame before the unwind.
 fn raise_point(t: &squall_trace::Timeline, unwind: u32) -> u32 {
-    let e = t.entries()[unwind as usize];
+    let Some(&e) = t.get(unwind as usize) else { return unwind };
     let call = e.fn_call_idx();
     let mut i = unwind;
     while i > call {
         i -= 1;
-        let x = t.entries()[i as usize];
+        let Some(&x) = t.get(i as usize) else { break };
         if x.kind().is_event() && x.fn_call_idx() == call {
             return i;
         }
@@ -383,7 +386,7 @@ pub fn exceptions(view: &dyn View, q: &Q) -> ApiResult {
         }
         let t = info.timeline;
         let mut seen: HashSet<u32> = HashSet::new();
-        for (i, e) in t.entries().iter().enumerate() {
+        for (i, e) in t.entries().iter().enumerate().map(|(i, e)| (i + t.first_idx(), e)) {
             if e.kind() != Kind::Unwind || e.value() == ValRef::ABSENT {
                 continue;
             }
@@ -534,7 +537,7 @@ pub fn loops(view: &dyn View, q: &Q) -> ApiResult {
     let hi = (pos + around + 1).min(hits.len());
     let item = |n: usize| {
         let i = hits[n];
-        json!({"n": n, "idx": i, "value": val_node(view, tl, t.entries()[i as usize].value(), 60)})
+        json!({"n": n, "idx": i, "value": val_node(view, tl, t.get(i as usize).map_or(ValRef::ABSENT, |e| e.value()), 60)})
     };
     Ok(json!({
         "count": hits.len(), "pos": pos,
@@ -723,7 +726,7 @@ pub fn code_bookmarks(view: &dyn View, q: &Q) -> ApiResult {
     if !ids.is_empty() {
         for (tl, info) in view.timelines().iter().enumerate() {
             let t = info.timeline;
-            for (i, e) in t.entries().iter().enumerate() {
+            for (i, e) in t.entries().iter().enumerate().map(|(i, e)| (i + t.first_idx(), e)) {
                 if e.kind() != Kind::Call || !ids.contains(&e.id()) {
                     continue;
                 }

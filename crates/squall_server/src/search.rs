@@ -72,7 +72,9 @@ pub fn validate(view: &dyn View, r: &SearchReq) -> Result<(), String> {
 
 fn hit(view: &dyn View, tl: usize, idx: u32) -> Value {
     let t = view.timelines()[tl].timeline;
-    let e = t.entries()[idx as usize];
+    let Some(&e) = t.get(idx as usize) else {
+        return serde_json::json!({"tl": tl, "idx": idx, "evicted": true});
+    };
     let (form, value) = if e.kind().is_call() {
         (e.id(), Value::Null)
     } else {
@@ -149,7 +151,7 @@ pub fn run(src: &dyn RecordingSource, r: &SearchReq, s: &Search) {
                 if found + out.len() >= limit {
                     break;
                 }
-                let e = t.entries()[k];
+                let Some(&e) = t.get(k) else { continue };
                 let ok = match (r.kind.as_str(), e.kind()) {
                     ("fn", Kind::Call) => forms_ok.get(e.id() as usize).copied().unwrap_or(false),
                     ("fn", _) => false,

@@ -12,6 +12,8 @@ pub enum TraceError {
     UnknownForm(u32),
     #[error("idx {idx} is out of range: the timeline has {len} entries (valid: 0..{len})")]
     IdxOutOfRange { idx: u64, len: usize },
+    #[error("entry {idx} was moved out of memory into the recording file (memory holds {first}..{len}); open the file with squall.load(path) for the whole timeline")]
+    Evicted { idx: u64, first: usize, len: usize },
     #[error("unknown drift `{0}`; use one of: at, next, prev, next-over, prev-over, next-out, prev-out")]
     BadDrift(String),
 }

@@ -53,15 +53,18 @@ pub struct CallStat {
 
 impl Timeline {
     fn check(&self, idx: u64) -> Result<usize, TraceError> {
-        if (idx as usize) < self.len() && idx <= usize::MAX as u64 {
-            Ok(idx as usize)
-        } else {
+        if (idx as usize) >= self.len() || idx > usize::MAX as u64 {
             Err(TraceError::IdxOutOfRange { idx, len: self.len() })
+        } else if (idx as usize) < self.first_idx() {
+            Err(TraceError::Evicted { idx, first: self.first_idx(), len: self.len() })
+        } else {
+            Ok(idx as usize)
         }
     }
 
+    /// The entry at a checked idx (`first_idx() <= idx < len()`).
     fn at(&self, idx: usize) -> &Entry {
-        &self.entries()[idx]
+        &self.entries()[idx - self.first_idx()]
     }
 
     /// The call idx of the frame `idx` belongs to: a call is its own frame; an exit belongs to
@@ -102,14 +105,14 @@ impl Timeline {
                 }
             },
             Drift::NextOut => {
-                let f = self.frame_of(idx)? as usize;
+                let f = self.check(u64::from(self.frame_of(idx)?))?;
                 match self.at(f).ret_idx() {
                     Some(r) => (r as usize + 1).min(last),
                     None => last,
                 }
             }
             Drift::PrevOut => {
-                let f = self.frame_of(idx)? as usize;
+                let f = self.check(u64::from(self.frame_of(idx)?))?;
                 self.at(f).parent_idx().map_or(f, |p| p as usize)
             }
         };
@@ -121,6 +124,9 @@ impl Timeline {
         let mut frame = Some(self.frame_of(idx)?);
         let mut out = Vec::new();
         while let Some(f) = frame {
+            if (f as usize) < self.first_idx() {
+                break; // the outer frames were evicted (they are in the recording file)
+            }
             let e = self.at(f as usize);
             out.push(FrameRef { fn_call_idx: f, form: e.id() });
             frame = e.parent_idx();
@@ -144,7 +150,7 @@ impl Timeline {
                 }
                 (c + 1, self.frame_end(c))
             }
-            None => (0, self.len()),
+            None => (self.first_idx(), self.len()),
         };
         let mut out = Vec::new();
         let mut seen = 0usize;
@@ -166,7 +172,7 @@ impl Timeline {
 
     /// Calls per form, most called first (resumptions are not calls).
     pub fn fn_call_stats(&self) -> Vec<CallStat> {
-        let mut counts: HashMap<u32, u64> = HashMap::new();
+        let mut counts: HashMap<u32, u64> = self.evicted_calls().clone();
         for e in self.entries() {
             if e.kind() == Kind::Call {
                 *counts.entry(e.id()).or_default() += 1;
@@ -190,16 +196,17 @@ impl Timeline {
         if n == 0 {
             return Ok(None);
         }
+        let first = self.first_idx();
         let matches = |e: &Entry| e.kind() == Kind::Call && forms_ok.get(e.id() as usize).copied().unwrap_or(false);
         if backward {
             let start = from_idx.map_or(n - 1, |f| (f as usize).min(n - 1));
-            for i in (0..=start).rev() {
+            for i in (first..=start).rev() {
                 if matches(self.at(i)) && pred(i as u32)? {
                     return Ok(Some(i as u32));
                 }
             }
         } else {
-            for i in from_idx.map_or(0, |f| f as usize)..n {
+            for i in from_idx.map_or(first, |f| (f as usize).max(first))..n {
                 if matches(self.at(i)) && pred(i as u32)? {
                     return Ok(Some(i as u32));
                 }
@@ -266,17 +273,18 @@ impl Timeline {
         if n == 0 {
             return Ok(None);
         }
+        let first = self.first_idx();
         let wanted = |e: &Entry| kinds.contains(&e.kind());
         if backward {
             let start = from_idx.map_or(n - 1, |f| (f as usize).min(n - 1));
-            for i in (0..=start).rev() {
+            for i in (first..=start).rev() {
                 let e = self.at(i);
                 if wanted(e) && pred(i as u32, e)? {
                     return Ok(Some(i as u32));
                 }
             }
         } else {
-            for i in from_idx.map_or(0, |f| f as usize)..n {
+            for i in from_idx.map_or(first, |f| (f as usize).max(first))..n {
                 let e = self.at(i);
                 if wanted(e) && pred(i as u32, e)? {
                     return Ok(Some(i as u32));
@@ -323,17 +331,19 @@ pub fn total_order(timelines: &[&Timeline]) -> Vec<Segment> {
     for (t, tl) in timelines.iter().enumerate() {
         let marks = tl.switches();
         let len = tl.len() as u32;
+        let first = tl.first_idx() as u32;
         if marks.is_empty() {
-            if len > 0 {
-                pieces.push((u64::MAX - (timelines.len() - t) as u64, t, 0, len));
+            if len > first {
+                pieces.push((u64::MAX - (timelines.len() - t) as u64, t, first, len));
             }
             continue;
         }
-        if marks[0].0 > 0 {
-            pieces.push((0, t, 0, marks[0].0.min(len)));
+        if marks[0].0 > first {
+            pieces.push((0, t, first, marks[0].0.min(len)));
         }
         for (i, &(from, step)) in marks.iter().enumerate() {
             let to = marks.get(i + 1).map_or(len, |m| m.0).min(len);
+            let from = from.max(first);
             if from < to {
                 pieces.push((step, t, from, to));
             }

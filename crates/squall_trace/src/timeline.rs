@@ -48,6 +48,13 @@ pub struct Timeline {
     /// the recorder's global step number then). Steps increase across all threads, so the
     /// timelines' segments can be merged into the order events really happened in.
     switches: Vec<(u32, u64)>,
+    /// The idx of `entries[0]`: entries before it were evicted from memory (they are in the
+    /// recording file). Idxs stay absolute.
+    base: u32,
+    /// The args-arena offset of `args[0]`.
+    args_base: u32,
+    /// fn-call counts per form of the evicted entries (so call stats stay whole).
+    evicted_calls: std::collections::HashMap<u32, u64>,
 }
 
 impl Timeline {
@@ -82,7 +89,7 @@ impl Timeline {
 
     /// Marks that entries from now on follow global step `step` (another thread wrote before).
     pub fn mark_switch(&mut self, step: u64) {
-        let at = self.entries.len() as u32;
+        let at = self.len() as u32;
         match self.switches.last_mut() {
             Some(last) if last.0 == at => last.1 = step,
             _ => self.switches.push((at, step)),
@@ -104,20 +111,59 @@ impl Timeline {
         &self.args
     }
 
+    /// One past the last idx (evicted entries included).
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.base as usize + self.entries.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.len() == 0
     }
 
+    /// The entries held in memory: idxs `first_idx()..len()`.
     pub fn entries(&self) -> &[Entry] {
         &self.entries
     }
 
+    /// The first idx held in memory (0 unless entries were evicted).
+    pub fn first_idx(&self) -> usize {
+        self.base as usize
+    }
+
     pub fn get(&self, idx: usize) -> Option<&Entry> {
-        self.entries.get(idx)
+        self.entries.get(idx.checked_sub(self.base as usize)?)
+    }
+
+    fn get_mut(&mut self, idx: u32) -> Option<&mut Entry> {
+        self.entries.get_mut(idx.checked_sub(self.base)? as usize)
+    }
+
+    /// Frees the entries before `idx` and the args before `args_idx` (both already saved to the
+    /// recording file). Idxs stay absolute; queries answer for the rest and say what was evicted.
+    pub fn evict_before(&mut self, idx: usize, args_idx: usize) {
+        let n = idx.saturating_sub(self.base as usize).min(self.entries.len());
+        for e in &self.entries[..n] {
+            if e.kind() == Kind::Call {
+                *self.evicted_calls.entry(e.id()).or_default() += 1;
+            }
+        }
+        self.entries.drain(..n);
+        self.entries.shrink_to_fit();
+        self.base += n as u32;
+        let m = args_idx.saturating_sub(self.args_base as usize).min(self.args.len());
+        self.args.drain(..m);
+        self.args.shrink_to_fit();
+        self.args_base += m as u32;
+    }
+
+    /// One past the last args-arena offset (evicted args included).
+    pub fn args_len(&self) -> usize {
+        self.args_base as usize + self.args.len()
+    }
+
+    /// fn-call counts per form among evicted entries.
+    pub fn evicted_calls(&self) -> &std::collections::HashMap<u32, u64> {
+        &self.evicted_calls
     }
 
     /// Number of fn-call entries (resumptions excluded).
@@ -142,13 +188,13 @@ impl Timeline {
 
     /// The argument values of the call at `idx`, given its form's parameter count.
     pub fn call_args(&self, idx: usize, nparams: usize) -> Vec<ValRef> {
-        let Some(e) = self.entries.get(idx) else { return Vec::new() };
+        let Some(e) = self.get(idx) else { return Vec::new() };
         match (e.kind(), nparams) {
             (Kind::Resume, _) => vec![ValRef(e.c)],
             (Kind::Call, 0) => Vec::new(),
             (Kind::Call, 1) => vec![ValRef(e.c)],
             (Kind::Call, n) => {
-                let start = e.c as usize;
+                let Some(start) = (e.c as usize).checked_sub(self.args_base as usize) else { return Vec::new() };
                 self.args.get(start..start + n).map(|s| s.iter().map(|&w| ValRef(w)).collect()).unwrap_or_default()
             }
             _ => Vec::new(),
@@ -159,7 +205,7 @@ impl Timeline {
         if self.stopped.is_some() {
             return Err(Recorded::Skipped);
         }
-        let idx = self.entries.len() as u64;
+        let idx = self.len() as u64;
         let cap = limits.thread_trace_limit.unwrap_or(u64::MAX).min(u64::from(NONE - 1));
         if idx >= cap {
             let hit = LimitHit::ThreadTrace { limit: cap };
@@ -201,7 +247,7 @@ impl Timeline {
             [] => ValRef::ABSENT.0,
             [one] => one.0,
             many => {
-                let at = self.args.len() as u32;
+                let at = self.args_base + self.args.len() as u32;
                 self.args.extend(many.iter().map(|v| v.0));
                 at
             }
@@ -247,11 +293,13 @@ impl Timeline {
         if let Some(&top) = self.stack.last() {
             if top.form == form && top.call_idx != NONE {
                 let cap = limits.thread_trace_limit.unwrap_or(u64::MAX).min(u64::from(NONE - 1));
-                let idx = self.entries.len();
+                let idx = self.len();
                 if (idx as u64) < cap {
                     self.stack.pop();
                     self.entries.push(Entry::new(kind, id, top.call_idx, value.0, 0));
-                    self.entries[top.call_idx as usize].b = idx as u32;
+                    if let Some(call) = self.get_mut(top.call_idx) {
+                        call.b = idx as u32;
+                    }
                     self.last_closed = Some(top);
                     return Recorded::Written;
                 }
@@ -291,7 +339,9 @@ impl Timeline {
             Err(r) => return r,
         };
         self.entries.push(Entry::new(kind, id, open.call_idx, value.0, 0));
-        self.entries[open.call_idx as usize].b = idx;
+        if let Some(call) = self.get_mut(open.call_idx) {
+            call.b = idx;
+        }
         self.last_closed = Some(open);
         Recorded::Written
     }
@@ -358,7 +408,9 @@ impl Timeline {
             }
             let Ok(idx) = self.next_idx(limits) else { return };
             self.entries.push(Entry::new(Kind::Unwind, o.form, o.call_idx, value.0, 0));
-            self.entries[o.call_idx as usize].b = idx;
+            if let Some(call) = self.get_mut(o.call_idx) {
+                call.b = idx;
+            }
         }
     }
 }

@@ -301,3 +301,24 @@ fn exprs_and_bindings_land_in_their_frame_and_bindings_take_the_latest_value() {
     // an event of a form with no open frame is not recorded
     assert_eq!(tl.event(Kind::Expr, expr, 0, false, int(1), &NO_LIMITS), Recorded::Unmatched);
 }
+
+#[test]
+fn evicted_entries_keep_idxs_absolute_and_stats_whole() {
+    let tl0 = sample();
+    let (_, sites) = forms(&[("main", FormKind::Function), ("a", FormKind::Function), ("b", FormKind::Function), ("c", FormKind::Function)]);
+    let mut tl = Timeline::from_parts(tl0.entries().to_vec(), tl0.args().to_vec());
+    // a new call opened before the eviction and closed after it
+    tl.call(1, &[int(7), int(8)], &NO_LIMITS);
+    tl.evict_before(8, 0);
+    assert_eq!((tl.first_idx(), tl.len(), tl.entries().len()), (8, 9, 1));
+    tl.exit(Kind::Return, sites[1], 1, false, int(1), &NO_LIMITS);
+    assert_eq!(tl.get(8).unwrap().ret_idx(), Some(9));
+    assert_eq!(tl.call_args(8, 2), vec![int(7), int(8)]);
+    assert!(tl.get(3).is_none());
+    let err = tl.timeline_entry(3, Drift::At).unwrap_err().to_string();
+    assert!(err.starts_with("entry 3 was moved out of memory into the recording file (memory holds 8..10)"), "{err}");
+    let stats: Vec<(u32, u64)> = tl.fn_call_stats().iter().map(|s| (s.form, s.count)).collect();
+    assert_eq!(stats, vec![(1, 2), (0, 1), (2, 1), (3, 1)]);
+    assert_eq!(tl.callstack_node_childs(None, 0, None).unwrap(), vec![8]);
+    assert_eq!(tl.find_fn_call(&[false, true, false, false], None, true, |_| Ok::<bool, ()>(true)).unwrap(), Some(8));
+}
