@@ -82,15 +82,17 @@ unsafe fn record_call(args: Args, nargs: usize) {
 
 /// `ret(site_id, value) -> value`
 pub unsafe extern "C" fn ret(_m: *mut ffi::PyObject, args: Args, nargs: ffi::Py_ssize_t) -> *mut ffi::PyObject {
-    unsafe { exit_through_site(args, nargs) }
+    unsafe { value_through_site(Kind::Return, args, nargs) }
 }
 
 /// `suspend(site_id, value) -> value`: a yield, await or yield from. The site's kind tells which.
 pub unsafe extern "C" fn suspend(_m: *mut ffi::PyObject, args: Args, nargs: ffi::Py_ssize_t) -> *mut ffi::PyObject {
-    unsafe { exit_through_site(args, nargs) }
+    unsafe { value_through_site(Kind::Return, args, nargs) }
 }
 
-unsafe fn exit_through_site(args: Args, nargs: ffi::Py_ssize_t) -> *mut ffi::PyObject {
+/// Records an event at `args[0]`'s site carrying `args[1]`, and hands `args[1]` back.
+#[inline(always)]
+unsafe fn value_through_site(kind: Kind, args: Args, nargs: ffi::Py_ssize_t) -> *mut ffi::PyObject {
     unsafe {
         if nargs != 2 {
             ENGINE.get().dropped += 1;
@@ -98,17 +100,13 @@ unsafe fn exit_through_site(args: Args, nargs: ffi::Py_ssize_t) -> *mut ffi::PyO
         }
         let value = *args.add(1);
         if RECORDING.load(Ordering::Relaxed) {
-            guarded(|| record_exit_site(*args, value));
+            guarded(|| record_at_site(kind, *args, value));
         } else {
             lost_to_ui();
         }
         ffi::Py_INCREF(value);
         value
     }
-}
-
-unsafe fn record_exit_site(site_obj: *mut ffi::PyObject, value: *mut ffi::PyObject) {
-    unsafe { record_at_site(Kind::Return, site_obj, value) }
 }
 
 /// `unwind(form_id, exc) -> None`
@@ -161,20 +159,7 @@ pub unsafe extern "C" fn resume(_m: *mut ffi::PyObject, args: Args, nargs: ffi::
 
 /// `expr(site_id, value) -> value`: a sub-expression's value (full mode).
 pub unsafe extern "C" fn expr(_m: *mut ffi::PyObject, args: Args, nargs: ffi::Py_ssize_t) -> *mut ffi::PyObject {
-    unsafe {
-        if nargs != 2 {
-            ENGINE.get().dropped += 1;
-            return new_none();
-        }
-        let value = *args.add(1);
-        if RECORDING.load(Ordering::Relaxed) {
-            guarded(|| record_event(Kind::Expr, *args, value));
-        } else {
-            lost_to_ui();
-        }
-        ffi::Py_INCREF(value);
-        value
-    }
+    unsafe { value_through_site(Kind::Expr, args, nargs) }
 }
 
 /// `bind(site_id, value) -> None`: a local binding (full mode).
@@ -183,16 +168,12 @@ pub unsafe extern "C" fn bind(_m: *mut ffi::PyObject, args: Args, nargs: ffi::Py
         if nargs != 2 {
             ENGINE.get().dropped += 1;
         } else if RECORDING.load(Ordering::Relaxed) {
-            guarded(|| record_event(Kind::Bind, *args, *args.add(1)));
+            guarded(|| record_at_site(Kind::Bind, *args, *args.add(1)));
         } else {
             lost_to_ui();
         }
         new_none()
     }
-}
-
-unsafe fn record_event(kind: Kind, site_obj: *mut ffi::PyObject, value: *mut ffi::PyObject) {
-    unsafe { record_at_site(kind, site_obj, value) }
 }
 
 /// An event at a site (a return or suspension, an expression, a binding): the site names its

@@ -93,7 +93,7 @@ fn flusher_loop(stop: &(Mutex<bool>, Condvar)) {
         }
         drop(guard);
         // SAFETY of the flush: it runs with the GIL held, like every other engine access.
-        Python::attach(|py| flush_now(py));
+        Python::attach(flush_now);
     }
 }
 

@@ -186,7 +186,7 @@ async fn flows_frame_and_stepping() {
     // Inside g: the stack is g <- main, args previewed.
     let g = get(&app, "/api/frame?tl=0&idx=14").await;
     assert_eq!(g["stack"].as_array().unwrap().len(), 2);
-    assert_eq!(g["frame"]["args"][1]["value"]["preview"].as_str().unwrap().len() > 10, true);
+    assert!(g["frame"]["args"][1]["value"]["preview"].as_str().unwrap().len() > 10);
     assert_eq!(g["frame"]["ret"]["type"], "fn-unwind");
 }
 
