@@ -81,7 +81,13 @@ def bind(site_id: int, value: Any) -> None:
 
 # --- recording control -----------------------------------------------------------------------
 
-def start_recording() -> None: ...
+def start_recording() -> None:
+    """Also installs :func:`gc_callback` in ``gc.callbacks`` (once)."""
+
+def gc_callback(phase: str, info: dict) -> None:
+    """squall's ``gc.callbacks`` entry: around each full collection, the recording lets go of
+    what the program dropped (snapshotted), so collections see the heap as without squall."""
+
 def stop_recording() -> None: ...
 def is_recording() -> bool: ...
 def clear_recordings() -> None: ...

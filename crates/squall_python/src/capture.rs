@@ -84,7 +84,12 @@ unsafe fn approx_size(o: *mut ffi::PyObject, tp: *mut ffi::PyTypeObject) -> u64 
 unsafe fn keep(rec: &mut ThreadRec, owned: *mut ffi::PyObject) -> ValRef {
     match ValRef::slot(rec.values.len() as u32) {
         Some(r) => {
-            rec.values.push(owned);
+            let held = if crate::collect::COLLECTING.load(std::sync::atomic::Ordering::Relaxed) {
+                unsafe { crate::collect::keep_during_collection(rec.number as usize, rec.values.len(), owned) }
+            } else {
+                owned
+            };
+            rec.values.push(held);
             r
         }
         None => {

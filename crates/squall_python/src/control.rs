@@ -55,7 +55,13 @@ pub fn register_site(
 }
 
 #[pyfunction]
-pub fn start_recording() {
+pub fn start_recording(py: Python<'_>) -> PyResult<()> {
+    // Full garbage collections see the heap as if the recording were not there (collect.rs).
+    let callbacks = py.import("gc")?.getattr("callbacks")?;
+    let ours = py.import("squall._engine")?.getattr("gc_callback")?;
+    if !callbacks.contains(&ours)? {
+        callbacks.call_method1("append", (ours,))?;
+    }
     let eng = eng();
     // Frames open before recording (re)started are not continued: their exits are unmatched.
     for rec in eng.recs.iter_mut().flatten() {
@@ -64,6 +70,7 @@ pub fn start_recording() {
     eng.memory_stopped = false;
     bump_epoch();
     RECORDING.store(true, Ordering::Relaxed);
+    Ok(())
 }
 
 #[pyfunction]

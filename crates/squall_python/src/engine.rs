@@ -35,6 +35,9 @@ pub struct ThreadRec {
     pub next_memory_check: Cell<u64>,
     /// Where each saved run of slots starts in the file: (first slot, count, byte offset).
     pub value_chunks: Vec<(u64, u64, u64)>,
+    /// Snapshots of slots released by a garbage collection (`collect.rs`; their pointers are
+    /// null), until the flusher has saved them.
+    pub snaps: std::collections::HashMap<usize, squall_trace::Snap>,
 }
 
 pub struct SnapshotBudget {
@@ -178,6 +181,7 @@ unsafe fn current_rec_slow() -> Option<&'static mut ThreadRec> {
                 kept_bytes: 0,
                 next_memory_check: Cell::new(KEPT_BYTES_CHECK_EVERY),
                 value_chunks: Vec::new(),
+                snaps: std::collections::HashMap::new(),
             })));
             eng.flows.entry(flow).or_default().push(number);
             number
@@ -280,7 +284,7 @@ impl Engine {
 
     /// Objects the recordings keep alive now.
     pub fn objects_alive(&self) -> u64 {
-        self.recs.iter().flatten().map(|r| (r.values.len() - r.released_upto) as u64).sum()
+        self.recs.iter().flatten().map(|r| r.values[r.released_upto..].iter().filter(|p| !p.is_null()).count() as u64).sum()
     }
 
     #[cold]

@@ -1,6 +1,7 @@
 //! `squall._engine`: the CPython recorder and thin bindings over `squall_trace`'s queries.
 
 mod capture;
+mod collect;
 mod control;
 mod engine;
 mod file;
@@ -75,6 +76,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(control::register_form, m)?)?;
     m.add_function(wrap_pyfunction!(control::register_site, m)?)?;
     m.add_function(wrap_pyfunction!(control::start_recording, m)?)?;
+    m.add_function(wrap_pyfunction!(collect::gc_callback, m)?)?;
     m.add_function(wrap_pyfunction!(control::stop_recording, m)?)?;
     m.add_function(wrap_pyfunction!(control::is_recording, m)?)?;
     m.add_function(wrap_pyfunction!(control::clear_recordings, m)?)?;

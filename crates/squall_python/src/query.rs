@@ -221,6 +221,9 @@ pub fn resolve_class_ref<'py>(eng: &Engine, obj: Bound<'py, PyAny>) -> PyResult<
 impl Engine {
     /// A released value, read back from the recording file as a structural snapshot.
     fn saved_value(&self, py: Python<'_>, rec: &crate::engine::ThreadRec, slot: u64) -> PyResult<Py<PyAny>> {
+        if let Some(snap) = rec.snaps.get(&(slot as usize)) {
+            return crate::snap::to_python(py, snap);
+        }
         let file =
             self.value_file.as_ref().ok_or_else(|| PyKeyError::new_err(format!("value slot {slot} was released")))?;
         let &(first, count, offset) =

@@ -105,8 +105,12 @@ fn flush_now(py: Python<'_>) {
     if sink.error.is_some() {
         return;
     }
+    // A garbage collection is between its start and stop: released slots have no snapshot yet.
+    if crate::collect::collecting() {
+        return;
+    }
     let eng = unsafe { ENGINE.get() };
-    if let Err(e) = flush_into(py, sink, eng) {
+    if let Err(e) = crate::collect::busy(|| flush_into(py, sink, eng)) {
         let msg = format!("squall: saving the recording to `{}` failed ({e}); it stops here", sink.path.display());
         eprintln!("{msg}");
         sink.error = Some(msg);
@@ -116,8 +120,11 @@ fn flush_now(py: Python<'_>) {
 fn flush_into(py: Python<'_>, sink: &mut Sink, eng: &mut Engine) -> Result<(), squall_store::StoreError> {
     let Some(writer) = sink.writer.as_mut() else { return Ok(()) };
     writer.forms(&eng.forms)?;
-    for (number, rec) in eng.recs.iter_mut().enumerate() {
-        let Some(rec) = rec.as_deref_mut() else { continue };
+    eng.value_file = Some(sink.path.clone());
+    for number in 0..eng.recs.len() {
+        // SAFETY: GIL held; looked up afresh each turn (user code runs in the loop).
+        let eng = unsafe { ENGINE.get() };
+        let Some(rec) = eng.recs.get_mut(number).and_then(|r| r.as_deref_mut()) else { continue };
         if sink.flushed.len() <= number {
             sink.flushed.resize(number + 1, Flushed::default());
         }
@@ -164,22 +171,51 @@ fn flush_into(py: Python<'_>, sink: &mut Sink, eng: &mut Engine) -> Result<(), s
             done.last_switch = new.last().copied().or(done.last_switch);
         }
         if rec.values.len() > done.values {
-            let snaps: Vec<_> = rec.values[done.values..]
+            let (from, upto) = (done.values, rec.values.len());
+            // Owned references first: snapshotting runs `repr` (user code), during which other
+            // threads may record into this table (and move it). A slot released by a garbage
+            // collection has its snapshot in `snaps` instead.
+            let owned: Vec<Option<Py<PyAny>>> = rec.values[from..upto]
                 .iter()
-                // SAFETY: slots not yet saved are never released, so each holds a strong
-                // reference.
-                .map(|&p| snap_of(unsafe { &Bound::from_borrowed_ptr(py, p) }, &FILE_BUDGET))
+                // SAFETY: non-null slots own a strong reference.
+                .map(|&p| (!p.is_null()).then(|| unsafe { Bound::from_borrowed_ptr(py, p) }.unbind()))
                 .collect();
+            let mut snaps = Vec::with_capacity(owned.len());
+            for (i, o) in owned.iter().enumerate() {
+                snaps.push(match o {
+                    Some(o) => snap_of(o.bind(py), &FILE_BUDGET),
+                    None => released_snap(number, from + i),
+                });
+            }
+            drop(owned);
             let offset = writer.bytes_written();
-            writer.values(number as u32, done.values as u64, &snaps)?;
-            rec.value_chunks.push((done.values as u64, snaps.len() as u64, offset));
-            done.values = rec.values.len();
+            writer.values(number as u32, from as u64, &snaps)?;
+            // SAFETY: GIL held; the recording is looked up again after the user code above.
+            let eng = unsafe { ENGINE.get() };
+            if let Some(rec) = eng.recs.get_mut(number).and_then(|r| r.as_deref_mut()) {
+                rec.value_chunks.push((from as u64, snaps.len() as u64, offset));
+                for slot in from..upto {
+                    rec.snaps.remove(&slot);
+                }
+            }
+            sink.flushed[number].values = upto;
         }
     }
     writer.flush()?;
     release_saved(sink, eng);
     evict_saved(sink, eng);
     Ok(())
+}
+
+/// The snapshot of a slot released by a garbage collection.
+fn released_snap(number: usize, slot: usize) -> squall_trace::Snap {
+    // SAFETY: GIL held (the flusher's callers).
+    let eng = unsafe { ENGINE.get() };
+    eng.recs
+        .get(number)
+        .and_then(|r| r.as_deref())
+        .and_then(|r| r.snaps.get(&slot).cloned())
+        .unwrap_or(squall_trace::Snap::Opaque { type_name: "object".into(), repr: "<released>".into() })
 }
 
 /// Over half the memory limit, entries and args already saved leave memory: the recording
@@ -274,7 +310,7 @@ pub fn close_sink(py: Python<'_>, stats: Vec<(String, u64)>) -> PyResult<Option<
     FLUSHER_RUNNING.store(false, Ordering::Relaxed);
     let eng = unsafe { ENGINE.get() };
     if sink.error.is_none() {
-        if let Err(e) = flush_into(py, &mut sink, eng) {
+        if let Err(e) = crate::collect::busy(|| flush_into(py, &mut sink, eng)) {
             sink.error = Some(format!("saving the recording to `{}` failed: {e}", sink.path.display()));
         }
     }

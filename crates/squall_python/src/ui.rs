@@ -53,6 +53,9 @@ impl squall_server::View for LiveView<'_> {
         let slot = v.0 as usize;
         let p = *rec.values.get(slot).ok_or_else(|| format!("value slot {slot} is not recorded"))?;
         if p.is_null() {
+            if let Some(snap) = rec.snaps.get(&slot) {
+                return Ok(std::borrow::Cow::Borrowed(snap));
+            }
             let file = self.eng.value_file.as_ref().ok_or_else(|| format!("value slot {slot} was released"))?;
             let &(first, count, offset) = rec
                 .value_chunks

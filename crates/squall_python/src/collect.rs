@@ -1,0 +1,422 @@
+//! Full garbage collections see the program's heap as if the recording were not there.
+//!
+//! The recording keeps the objects it recorded alive, which a program can observe: a finalizer
+//! that does not run, a weak reference that stays alive, a class still in `__subclasses__()`
+//! (attrs' test suite checks exactly that). Objects the program dropped are usually freed by
+//! reference counting the moment the recording lets go of them; objects in reference cycles
+//! need the cycle collector. So, around every full collection (generation 2, which includes
+//! each `gc.collect()`), installed in `gc.callbacks`:
+//!
+//! - at `start`, every recorded object that could keep another object alive is let go of:
+//!   held only by the recording (reference count 1): it is snapshotted ([`Snap`]) and released;
+//!   otherwise, if it can be weakly referenced, the recording keeps a weak reference instead.
+//!   `gc.DEBUG_SAVEALL` is set for this collection, so cycle garbage is kept in `gc.garbage`
+//!   instead of being cleared (its finalizers and weak reference callbacks run as usual);
+//! - at `stop`, objects still alive are held again (their value refs deref to the same object);
+//!   recorded objects found in the new garbage are snapshotted, then the garbage is cleared
+//!   and freed the way the collector would have (`tp_clear`, then the last reference dropped),
+//!   and `gc.garbage` and the debug flags are as they were.
+//!
+//! A released slot's value is its snapshot: kept in `ThreadRec::snaps` until the flusher saves
+//! it to the recording file. What stays held strongly: objects that cannot hold references
+//! (strings, numbers, the recording's own copies of containers of those) and objects held
+//! elsewhere that cannot be weakly referenced (a tuple shared with a cycle stays alive with it).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+use squall_trace::Snap;
+
+use crate::engine::{without_recording, Engine, ENGINE};
+use crate::gil_cell::GilCell;
+use crate::snap::{snap_of, FILE_BUDGET};
+
+/// A recorded object held weakly during a collection.
+struct Weakened {
+    /// (recording, slot) of each slot that held it.
+    slots: Vec<(usize, usize)>,
+    weakref: *mut ffi::PyObject,
+    /// The object's address, to find it in `gc.garbage` (never dereferenced).
+    addr: usize,
+}
+
+struct Collection {
+    weakened: Vec<Weakened>,
+    /// `gc.get_debug()` before this collection, and `len(gc.garbage)`.
+    debug_before: i64,
+    garbage_before: usize,
+    /// Each recording's slot count when the collection started.
+    marks: Vec<usize>,
+}
+
+static COLLECTION: GilCell<Option<Collection>> = GilCell::new(None);
+
+/// `COLLECTION.is_some()`, cheap to test where values are kept (capture.rs).
+pub static COLLECTING: AtomicBool = AtomicBool::new(false);
+
+/// Keeps a value recorded while a full collection runs (a finalizer's `self`, a weak reference
+/// callback's argument): weakly if it can be, so that recording a finalizer does not resurrect
+/// the object being collected. Returns what the slot holds (null when held weakly).
+///
+/// # Safety
+/// GIL held; `owned` an owned reference, for slot `slot` of recording `rec`.
+pub unsafe fn keep_during_collection(rec: usize, slot: usize, owned: *mut ffi::PyObject) -> *mut ffi::PyObject {
+    unsafe {
+        let Some(col) = COLLECTION.get().as_mut() else { return owned };
+        if !may_hold_objects(ENGINE.get(), owned, 3) || !weakrefable(owned) {
+            return owned;
+        }
+        let w = ffi::PyWeakref_NewRef(owned, std::ptr::null_mut());
+        if w.is_null() {
+            ffi::PyErr_Clear();
+            return owned;
+        }
+        col.weakened.push(Weakened { slots: vec![(rec, slot)], weakref: w, addr: owned as usize });
+        // Not the last reference: the caller's own keeps it alive for now.
+        ffi::Py_DecRef(owned);
+        std::ptr::null_mut()
+    }
+}
+
+/// Engine work that reads value slots across calls into Python (which can start a collection)
+/// sets this; a collection starting meanwhile leaves the recording as it is.
+static BUSY: GilCell<u32> = GilCell::new(0);
+
+/// Runs `f` with collections unable to release the recording's objects.
+pub fn busy<R>(f: impl FnOnce() -> R) -> R {
+    // SAFETY: GIL held by every caller (engine code).
+    unsafe { *BUSY.get() += 1 };
+    let out = f();
+    unsafe { *BUSY.get() -= 1 };
+    out
+}
+
+/// squall's entry in `gc.callbacks`.
+#[pyfunction]
+pub fn gc_callback(py: Python<'_>, phase: &str, info: &Bound<'_, PyDict>) {
+    let full = info
+        .get_item("generation")
+        .ok()
+        .flatten()
+        .and_then(|g| g.extract::<i64>().ok())
+        .is_some_and(|g| g >= 2);
+    let result = match phase {
+        "start" if full => on_start(py),
+        "stop" => on_stop(py),
+        _ => Ok(()),
+    };
+    if let Err(e) = result {
+        // Never into the program: a failure here leaves objects held, as without this module.
+        // SAFETY: GIL held.
+        unsafe { ENGINE.get().snapshot_errors += 1 };
+        e.restore(py);
+        // SAFETY: GIL held; the error was just restored.
+        unsafe { ffi::PyErr_Clear() };
+    }
+}
+
+/// Whether keeping `o` could keep another object alive.
+///
+/// # Safety
+/// GIL held; `o` a valid object.
+unsafe fn may_hold_objects(eng: &Engine, o: *mut ffi::PyObject, depth: u32) -> bool {
+    unsafe {
+        let tp = ffi::Py_TYPE(o);
+        if ffi::PyType_HasFeature(tp, ffi::Py_TPFLAGS_HAVE_GC) == 0 {
+            return false;
+        }
+        if eng.class_ref.is_some_and(|c| c.cast() == tp) {
+            return false;
+        }
+        if eng.truncation_marker.is_some_and(|m| ffi::Py_TYPE(m) == tp) {
+            return false;
+        }
+        if depth == 0 {
+            return true;
+        }
+        // The recording's own copies (exact builtin containers) of strings and numbers.
+        if tp == &raw mut ffi::PyList_Type {
+            let n = ffi::PyList_GET_SIZE(o);
+            return (0..n).any(|i| may_hold_objects(eng, ffi::PyList_GET_ITEM(o, i), depth - 1));
+        }
+        if tp == &raw mut ffi::PyTuple_Type {
+            let n = ffi::PyTuple_GET_SIZE(o);
+            return (0..n).any(|i| may_hold_objects(eng, ffi::PyTuple_GET_ITEM(o, i), depth - 1));
+        }
+        if tp == &raw mut ffi::PyDict_Type {
+            let (mut pos, mut k, mut v) = (0, std::ptr::null_mut(), std::ptr::null_mut());
+            while ffi::PyDict_Next(o, &mut pos, &mut k, &mut v) != 0 {
+                if may_hold_objects(eng, k, depth - 1) || may_hold_objects(eng, v, depth - 1) {
+                    return true;
+                }
+            }
+            return false;
+        }
+        true
+    }
+}
+
+/// # Safety
+/// GIL held; `o` a valid object.
+unsafe fn weakrefable(o: *mut ffi::PyObject) -> bool {
+    unsafe { (*ffi::Py_TYPE(o)).tp_weaklistoffset != 0 }
+}
+
+/// Every recorded object that could keep another alive: (recording, slot, object).
+fn candidates(eng: &Engine) -> Vec<(usize, usize, *mut ffi::PyObject)> {
+    let mut out = Vec::new();
+    for (r, rec) in eng.recs.iter().enumerate() {
+        let Some(rec) = rec.as_deref() else { continue };
+        for slot in rec.released_upto..rec.values.len() {
+            let p = rec.values[slot];
+            // SAFETY: non-null slots own a strong reference.
+            if !p.is_null() && unsafe { may_hold_objects(eng, p, 3) } {
+                out.push((r, slot, p));
+            }
+        }
+    }
+    out
+}
+
+/// How many slots hold each object.
+fn slot_counts(cands: &[(usize, usize, *mut ffi::PyObject)]) -> HashMap<usize, isize> {
+    let mut counts: HashMap<usize, isize> = HashMap::with_capacity(cands.len());
+    for &(_, _, p) in cands {
+        *counts.entry(p as usize).or_default() += 1;
+    }
+    counts
+}
+
+fn on_start(py: Python<'_>) -> PyResult<()> {
+    // SAFETY: GIL held (a Python callback).
+    if unsafe { *BUSY.get() } > 0 || unsafe { COLLECTION.get() }.is_some() {
+        return Ok(());
+    }
+    // Nothing held and nothing to record (a finalizer recorded now would be held).
+    let recording = crate::engine::RECORDING.load(Ordering::Relaxed);
+    if !recording && unsafe { ENGINE.get() }.recs.iter().flatten().all(|r| r.values.len() == r.released_upto) {
+        return Ok(());
+    }
+    let gc = py.import("gc")?;
+    let debug_before: i64 = gc.call_method0("get_debug")?.extract()?;
+    let saveall: i64 = gc.getattr("DEBUG_SAVEALL")?.extract()?;
+    let garbage_before = gc.getattr("garbage")?.len()?;
+    // SAFETY: GIL held. Set before any user code runs: the flusher skips while it is set.
+    let marks = unsafe { ENGINE.get() }.recs.iter().map(|r| r.as_ref().map_or(0, |r| r.values.len())).collect();
+    unsafe { *COLLECTION.get() = Some(Collection { weakened: Vec::new(), debug_before, garbage_before, marks }) };
+    COLLECTING.store(true, Ordering::Relaxed);
+
+    // Objects held by the recording alone (the program has let go of them): snapshotted, then
+    // freed. Freeing a copy can leave objects it held alone in turn: a few rounds.
+    for _round in 0..3 {
+        let cands = candidates(unsafe { ENGINE.get() });
+        let counts = slot_counts(&cands);
+        let alone: Vec<_> =
+            cands.into_iter().filter(|&(_, _, p)| unsafe { ffi::Py_REFCNT(p) } == counts[&(p as usize)]).collect();
+        if alone.is_empty() {
+            break;
+        }
+        // Snapshots run `repr` (user code, during which other threads may record): each slot
+        // is looked up again after them.
+        let mut snaps: HashMap<usize, Snap> = HashMap::new();
+        for &(_, _, p) in &alone {
+            // SAFETY: the slot still owns `p` (only this thread releases slots).
+            snaps.entry(p as usize).or_insert_with(|| snap_of(unsafe { &Bound::from_borrowed_ptr(py, p) }, &FILE_BUDGET));
+        }
+        let mut freed = Vec::new();
+        let eng = unsafe { ENGINE.get() };
+        for (r, slot, p) in alone {
+            let Some(rec) = eng.recs.get_mut(r).and_then(|r| r.as_deref_mut()) else { continue };
+            if rec.values.get(slot) == Some(&p) {
+                rec.snaps.insert(slot, snaps[&(p as usize)].clone());
+                rec.values[slot] = std::ptr::null_mut();
+                freed.push(p);
+            }
+        }
+        // Their finalizers run now, unrecorded (without squall they would have run earlier).
+        without_recording(|| {
+            for p in freed {
+                // SAFETY: the slots owned these references.
+                unsafe { ffi::Py_DecRef(p) };
+            }
+        });
+    }
+
+    // Objects also held elsewhere: weakly, during the collection. No Python code runs here
+    // (creating weak references cannot start a collection during one), and no object is freed:
+    // each keeps a reference from elsewhere.
+    let eng = unsafe { ENGINE.get() };
+    let cands = candidates(eng);
+    let counts = slot_counts(&cands);
+    let mut by_obj: HashMap<usize, usize> = HashMap::new();
+    let mut weakened: Vec<Weakened> = Vec::new();
+    for (r, slot, p) in cands {
+        // SAFETY: the slot owns `p`.
+        // Checked once per object, before any of its slots lets go of it.
+        let i = match by_obj.get(&(p as usize)) {
+            Some(&i) => i,
+            None => {
+                if !unsafe { weakrefable(p) } || unsafe { ffi::Py_REFCNT(p) } <= counts[&(p as usize)] {
+                    continue;
+                }
+                let w = unsafe { ffi::PyWeakref_NewRef(p, std::ptr::null_mut()) };
+                if w.is_null() {
+                    unsafe { ffi::PyErr_Clear() };
+                    continue;
+                }
+                weakened.push(Weakened { slots: Vec::new(), weakref: w, addr: p as usize });
+                by_obj.insert(p as usize, weakened.len() - 1);
+                weakened.len() - 1
+            }
+        };
+        weakened[i].slots.push((r, slot));
+        if let Some(rec) = eng.recs.get_mut(r).and_then(|r| r.as_deref_mut()) {
+            rec.values[slot] = std::ptr::null_mut();
+            // SAFETY: the slot owned this reference; the weak reference stands for it now.
+            unsafe { ffi::Py_DecRef(p) };
+        }
+    }
+    if let Some(col) = unsafe { COLLECTION.get() }.as_mut() {
+        col.weakened.extend(weakened);
+    }
+    if debug_before & saveall == 0 {
+        gc.call_method1("set_debug", (debug_before | saveall,))?;
+    }
+    Ok(())
+}
+
+/// True between a full collection's start and stop, while slots are released without their
+/// snapshots yet (the flusher waits).
+pub fn collecting() -> bool {
+    // SAFETY: GIL held by every caller (engine code).
+    unsafe { COLLECTION.get() }.is_some()
+}
+
+fn on_stop(py: Python<'_>) -> PyResult<()> {
+    // SAFETY: GIL held (a Python callback).
+    let Some(col) = (unsafe { COLLECTION.get() }).as_mut() else { return Ok(()) };
+    COLLECTING.store(false, Ordering::Relaxed);
+    let weakened = std::mem::take(&mut col.weakened);
+    let marks = std::mem::take(&mut col.marks);
+    let (debug_before, garbage_before) = (col.debug_before, col.garbage_before);
+    let result = restore(py, weakened, &marks, debug_before, garbage_before);
+    unsafe { *COLLECTION.get() = None };
+    result
+}
+
+/// Objects recorded while the collection ran (by finalizers and weak reference callbacks),
+/// by address: the collector found a finalized object resurrected by such a slot and kept it,
+/// although its weak references were cleared.
+fn recorded_during(eng: &Engine, marks: &[usize]) -> HashMap<usize, *mut ffi::PyObject> {
+    let mut out = HashMap::new();
+    for (r, rec) in eng.recs.iter().enumerate() {
+        let Some(rec) = rec.as_deref() else { continue };
+        let from = marks.get(r).copied().unwrap_or(0).max(rec.released_upto);
+        for &p in rec.values.get(from..).unwrap_or(&[]) {
+            if !p.is_null() {
+                out.insert(p as usize, p);
+            }
+        }
+    }
+    out
+}
+
+fn restore(
+    py: Python<'_>,
+    weakened: Vec<Weakened>,
+    marks: &[usize],
+    debug_before: i64,
+    garbage_before: usize,
+) -> PyResult<()> {
+    let gc = py.import("gc")?;
+    let saveall: i64 = gc.getattr("DEBUG_SAVEALL")?.extract()?;
+    let ours = debug_before & saveall == 0;
+    if ours {
+        gc.call_method1("set_debug", (debug_before,))?;
+    }
+    let garbage = gc.getattr("garbage")?.cast_into::<PyList>()?;
+    let new: Vec<Bound<'_, PyAny>> = garbage.iter().skip(garbage_before).collect();
+    let by_addr: HashMap<usize, usize> = new.iter().enumerate().map(|(i, o)| (o.as_ptr() as usize, i)).collect();
+    // First hold the survivors again (no Python code runs), then snapshot the dead (user code).
+    let mut dead: Vec<(Vec<(usize, usize)>, Option<usize>)> = Vec::new();
+    {
+        let eng = unsafe { ENGINE.get() };
+        let resurrected = recorded_during(eng, marks);
+        for w in weakened {
+            let alive = weakref_target(py, w.weakref).or_else(|| {
+                // SAFETY: a slot recorded since the start owns a reference to it: alive.
+                resurrected.get(&w.addr).map(|&p| unsafe { Bound::from_borrowed_ptr(py, p) })
+            });
+            unsafe { ffi::Py_DecRef(w.weakref) };
+            match alive {
+                Some(obj) => {
+                    for (r, slot) in w.slots {
+                        let Some(rec) = eng.recs.get_mut(r).and_then(|r| r.as_deref_mut()) else { continue };
+                        if let Some(v) = rec.values.get_mut(slot) {
+                            *v = obj.clone().into_ptr();
+                        }
+                    }
+                }
+                None => dead.push((w.slots, by_addr.get(&w.addr).copied())),
+            }
+        }
+    }
+    for (slots, in_garbage) in dead {
+        let snap = match in_garbage {
+            Some(i) => snap_of(&new[i], &FILE_BUDGET),
+            None => Snap::Opaque { type_name: "object".into(), repr: "<freed during a garbage collection>".into() },
+        };
+        for (r, slot) in slots {
+            if let Some(rec) = unsafe { ENGINE.get() }.recs.get_mut(r).and_then(|r| r.as_deref_mut()) {
+                rec.snaps.insert(slot, snap.clone());
+            }
+        }
+    }
+    if ours && !new.is_empty() {
+        // Free the cycle garbage as the collector would have: clear each object (`gc.garbage`
+        // keeps them all alive meanwhile), then drop the list's references. Objects with a
+        // legacy `tp_del` go to `gc.garbage` in any case: they stay there.
+        let legacy = |o: &Bound<'_, PyAny>| unsafe { (*ffi::Py_TYPE(o.as_ptr())).tp_del.is_some() };
+        without_recording(|| {
+            for o in new.iter().filter(|o| !legacy(o)) {
+                if let Some(clear) = unsafe { (*ffi::Py_TYPE(o.as_ptr())).tp_clear } {
+                    unsafe { clear(o.as_ptr()) };
+                    if let Some(e) = PyErr::take(py) {
+                        e.write_unraisable(py, Some(o));
+                    }
+                }
+            }
+        });
+        let kept: Vec<Bound<'_, PyAny>> = new.iter().filter(|o| legacy(o)).cloned().collect();
+        drop(new);
+        without_recording(|| -> PyResult<()> {
+            let len = garbage.len();
+            garbage.del_slice(garbage_before, len)?;
+            for o in kept {
+                garbage.append(o)?;
+            }
+            Ok(())
+        })?;
+    }
+    Ok(())
+}
+
+/// A new reference to a weak reference's object, if it is alive.
+fn weakref_target(py: Python<'_>, w: *mut ffi::PyObject) -> Option<Bound<'_, PyAny>> {
+    // SAFETY: `w` is a weak reference we own; the borrowed result is made owned at once.
+    unsafe {
+        let o = ffi::PyWeakref_GetObject(w);
+        if o.is_null() {
+            ffi::PyErr_Clear();
+            return None;
+        }
+        if o == ffi::Py_None() {
+            return None;
+        }
+        Some(Bound::from_borrowed_ptr(py, o))
+    }
+}
+

@@ -1,0 +1,151 @@
+"""Full garbage collections see the heap as if the recording were not there (collect.rs).
+
+The recording holds the objects it recorded; without care that keeps the program's garbage
+alive: finalizers that never run, weak references that stay alive, replaced classes still in
+``__subclasses__()`` (attrs' test_no_references_to_original). Each test records in this
+process, lets the program drop what it recorded, collects, and checks both what the program
+sees and what the recording still answers.
+"""
+
+import gc
+import threading
+import weakref
+
+import pytest
+
+import squall
+from squall import api, indexes, values
+from squall._instrument import rewrite
+
+SOURCE = '''
+finalized = []
+
+class Node:
+    def __init__(self, name):
+        self.name = name
+        self.peer = None
+
+    def __del__(self):
+        finalized.append(self.name)
+
+def pair(name):
+    a = Node(name)
+    b = Node(name + "2")
+    a.peer = b
+    b.peer = a
+    return a
+
+def use(node):
+    return node.name
+
+def hold_in_list(node):
+    box = [node]
+    return len(box)
+'''
+
+
+@pytest.fixture
+def prog():
+    api.stop_recording()
+    api.clear_recordings()
+    api.set_flow(0)
+    ns = {"__name__": "gcprog"}
+    exec(rewrite.compile_instrumented(SOURCE, "/src/gcprog.py", "gcprog"), ns)
+    api.start_recording(install_hook=False)
+    yield ns
+    api.stop_recording()
+    api.clear_recordings()
+
+
+def args_of(fn_name):
+    tl = indexes.get_referenced_maps_timeline(0, threading.get_native_id())
+    return [values.deref_val_id(e["fn_args_ref"]) for e in tl if e["type"] == "fn-call" and e["fn_name"] == fn_name]
+
+
+def test_a_dropped_cycle_is_collected_and_its_recorded_value_stays(prog):
+    node = prog["pair"]("x")
+    assert prog["use"](node) == "x"
+    alive = weakref.ref(node)
+    del node
+    gc.collect()
+    assert alive() is None
+    assert sorted(prog["finalized"]) == ["x", "x2"]
+    # Its finalizer was recorded too (`self` during the collection): held weakly then, so the
+    # recording did not resurrect it. The value is a snapshot taken when the collector found it.
+    ((recorded,),) = args_of("use")
+    assert isinstance(recorded, values.ObjectSnapshot)
+    assert recorded.type_name == "gcprog.Node"
+    assert recorded.attrs["name"] == "x"
+    assert recorded.attrs["peer"].attrs["name"] == "x2"
+
+
+def test_objects_still_alive_keep_their_identity(prog):
+    node = prog["pair"]("kept")
+    prog["use"](node)
+    gc.collect()
+    gc.collect()
+    ((recorded,),) = args_of("use")
+    assert recorded is node
+    assert prog["finalized"] == []
+
+
+def test_an_object_only_a_recorded_copy_holds_is_finalized(prog):
+    node = prog["Node"]("boxed")
+    prog["hold_in_list"](node)
+    del node
+    gc.collect()
+    assert prog["finalized"] == ["boxed"]
+    ((box_arg,),) = args_of("hold_in_list")
+    assert box_arg.attrs["name"] == "boxed"
+
+
+def test_gc_garbage_and_debug_flags_are_left_as_they_were(prog):
+    node = prog["pair"]("g")
+    prog["use"](node)
+    del node
+    before = (gc.get_debug(), list(gc.garbage))
+    gc.collect()
+    assert (gc.get_debug(), list(gc.garbage)) == before
+
+
+def test_a_program_that_saves_all_garbage_still_gets_it(prog):
+    node = prog["pair"]("saved")
+    prog["use"](node)
+    del node
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        gc.collect()
+        names = sorted(o.name for o in gc.garbage if type(o).__name__ == "Node")
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+    assert names == ["saved", "saved2"]
+
+
+def test_saved_recording_has_the_collected_values(tmp_path):
+    api.stop_recording()
+    api.clear_recordings()
+    ns = {"__name__": "gcprog"}
+    exec(rewrite.compile_instrumented(SOURCE, "/src/gcprog.py", "gcprog"), ns)
+    path = tmp_path / "gc.sqrec"
+    api.start_recording(install_hook=False)
+    api.save_to(str(path), program="gcprog.py")
+    try:
+        node = ns["pair"]("filed")
+        ns["use"](node)
+        del node
+        gc.collect()
+        assert sorted(ns["finalized"]) == ["filed", "filed2"]
+        api.stop_recording()
+        api.finish_saving(exit_code=0)
+        live = args_of("use")
+    finally:
+        api.stop_recording()
+    rec = squall.load(path)
+    tid = threading.get_native_id()
+    calls = [e for e in rec.get_referenced_maps_timeline(0, tid)
+             if e["type"] == "fn-call" and e["fn_name"] == "use"]
+    ((from_file,),) = [rec.deref_val_id(c["fn_args_ref"]) for c in calls]
+    assert from_file.attrs["name"] == "filed"
+    assert live[0][0].attrs["name"] == "filed"
+    api.clear_recordings()
