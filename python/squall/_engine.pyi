@@ -2,10 +2,11 @@
 
 Two halves:
 
-* The *recording entry points* (``call``, ``ret``, ``unwind``, ``suspend``, ``resume``) are raw
-  ``METH_FASTCALL`` C functions called by instrumented code. They never raise and never change the
-  value passed through them; if something inside fails, the event is dropped and counted
-  (``engine_stats()["dropped"]``).
+* The *recording entry points* (``call``, ``ret``, ``unwind``, ``suspend``, ``resume``, ``expr``,
+  ``bind``, ``async_for``, ``async_with``) are raw ``METH_FASTCALL`` C functions called by
+  instrumented code. They never raise and never change the value passed through them
+  (``async_for`` / ``async_with`` hand back a wrapper the program cannot tell apart); if something
+  inside fails, the event is dropped and counted (``engine_stats()["dropped"]``).
 * The *queries* answer over the recorded timelines. Everything else in ``squall`` builds on them.
 
 Ids: a *form* is one instrumented function (or lambda); a *site* is one place in a form's source
@@ -78,6 +79,22 @@ def expr(site_id: int, value: Any) -> Any:
 
 def bind(site_id: int, value: Any) -> None:
     """The symbol of binding site ``site_id`` was bound to ``value``: pushes a bind entry."""
+
+def async_for(site_id: int, form_id: int, obj: Any, suspend: Any = ..., resume: Any = ...) -> Any:
+    """``async for x in async_for(SITE, FORM, obj)``: ``obj`` wrapped so that each implicit
+    await of ``__anext__()`` is a suspension of the frame of ``form_id`` at ``site_id``
+    (``suspend(site_id, type(awaitable))``, then ``resume(form_id, item)`` or, when the await
+    raised (``StopAsyncIteration`` ending the loop), ``resume(form_id, type(exc))``). Types, not
+    the objects: they would keep the iterator alive. Returns ``obj`` itself if it has no
+    ``__aiter__`` (CPython then raises its own error). Behaviour, errors and tracebacks stay
+    CPython's; no frame of the wrapper shows. ``suspend`` / ``resume``: callables to record
+    through instead of the engine's own (an explicit engine in tests)."""
+
+def async_with(site_id: int, form_id: int, obj: Any, suspend: Any = ..., resume: Any = ...) -> Any:
+    """``async with async_with(SITE, FORM, obj)``: the awaits of ``obj.__aenter__()`` and
+    ``obj.__aexit__()`` recorded as suspensions, as for ``async_for`` (resumed with the awaited
+    result: the bound value, the suppress flag). Returns ``obj`` itself if its type lacks
+    ``__aenter__`` or ``__aexit__`` (CPython then raises its own error)."""
 
 # --- recording control -----------------------------------------------------------------------
 

@@ -1,5 +1,6 @@
 //! `squall._engine`: the CPython recorder and thin bindings over `squall_trace`'s queries.
 
+mod awaiting;
 mod capture;
 mod collect;
 mod control;
@@ -50,6 +51,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     add_fast(m, c"resume", c"resume(form_id, sent) -> sent: a resumable frame resumes.", record::resume)?;
     add_fast(m, c"expr", c"expr(site_id, value) -> value: a sub-expression's value.", record::expr)?;
     add_fast(m, c"bind", c"bind(site_id, value) -> None: a local binding.", record::bind)?;
+    awaiting::register(m)?;
 
     m.add("FORM_FUNCTION", 0)?;
     m.add("FORM_GENERATOR", 1)?;

@@ -151,9 +151,7 @@ def _swap_module(module: types.ModuleType, qualname: Optional[str], instrumented
         code = rewrite.compile_instrumented(source, path, name)
         from squall import _engine
 
-        for short, full in (("_sq_call", "call"), ("_sq_ret", "ret"), ("_sq_unwind", "unwind"),
-                            ("_sq_suspend", "suspend"), ("_sq_resume", "resume"),
-                            ("_sq_expr", "expr"), ("_sq_bind", "bind")):
+        for full, short in rewrite.ENTRY_NAMES.items():
             if hasattr(_engine, full):
                 module.__dict__[short] = getattr(_engine, full)
     else:

@@ -17,6 +17,13 @@ Shape of a rewritten function::
             _sq_unwind(FORM, _sq_exc)
             raise
 
+Inside an ``async def``, the implicit awaits of ``async for`` (each ``__anext__()``), of ``async
+with`` (``__aenter__()``, ``__aexit__()``) and of async comprehensions are suspensions too: the
+async iterable / context manager is wrapped, ``async for x in _sq_afor(SITE, FORM, it)``,
+``async with _sq_awith(SITE, FORM, cm)``, by the engine's C wrappers
+(crates/squall_python/src/awaiting.rs), which record ``suspend`` / ``resume`` around each of
+those awaits and leave every behaviour, error message and traceback as CPython's.
+
 Every original node keeps its location; inserted nodes take the location of the statement they
 stand next to, so tracebacks keep their files and lines.
 """
@@ -39,6 +46,8 @@ ENTRY_NAMES = {
     "resume": "_sq_resume",
     "expr": "_sq_expr",
     "bind": "_sq_bind",
+    "async_for": "_sq_afor",
+    "async_with": "_sq_awith",
 }
 EXC_NAME = "_sq_exc"
 
@@ -75,12 +84,34 @@ def _ignore(*_a: Any) -> None:
     return None
 
 
+def _unwrapped(_site: Any, _form: Any, obj: Any) -> Any:
+    return obj
+
+
+def _entry_point(eng: Any, k: str) -> Any:
+    f = getattr(eng, k, None)
+    if f is not None:
+        return f
+    if k == "expr":
+        return _passthrough
+    if k in ("async_for", "async_with"):
+        # An engine without its own wrappers: the real engine's, recording through this
+        # engine's `suspend` / `resume` (or nothing, if there is no real engine).
+        suspend, resume = getattr(eng, "suspend", None), getattr(eng, "resume", None)
+        try:
+            real = getattr(_default_engine(), k)
+        except (ImportError, AttributeError):
+            return _unwrapped
+        if suspend is None or resume is None:
+            return _unwrapped
+        return lambda site, form, obj: real(site, form, obj, suspend, resume)
+    return _ignore
+
+
 def _entry_points(engine_key: int):
     """Called by the prologue of code rewritten for an explicit engine object."""
     eng = _ENGINES[engine_key]
-    return tuple(
-        getattr(eng, k, _passthrough if k == "expr" else _ignore) for k in ENTRY_NAMES
-    )
+    return tuple(_entry_point(eng, k) for k in ENTRY_NAMES)
 
 
 def _engine_key(engine: Any) -> int:
@@ -315,14 +346,25 @@ class _Qualnames(ast.NodeVisitor):
 # --- pass 1: calls, returns, unwinds, suspensions ----------------------------------------------
 
 
+class _Span:
+    """A source range to register a site for (``ctx.register_site`` reads these four)."""
+
+    def __init__(self, lineno: int, col_offset: int, end_lineno: Optional[int],
+                 end_col_offset: Optional[int]):
+        self.lineno, self.col_offset = lineno, col_offset
+        self.end_lineno, self.end_col_offset = end_lineno, end_col_offset
+
+
 class _Sites(ast.NodeTransformer):
     """Rewrites the return/yield/await sites of ONE function (not of nested scopes)."""
 
-    def __init__(self, ctx: _Ctx, form_id: int, resumable: bool, async_gen: bool):
+    def __init__(self, ctx: _Ctx, form_id: int, resumable: bool, async_gen: bool,
+                 is_async: bool = False):
         self.ctx = ctx
         self.form_id = form_id
         self.resumable = resumable
         self.async_gen = async_gen
+        self.is_async = is_async
 
     # nested scopes: only the parts evaluated in this scope
     def visit_FunctionDef(self, node: Any) -> Any:
@@ -388,6 +430,36 @@ class _Sites(ast.NodeTransformer):
             return self.generic_visit(node)
         return self._suspend(node, self.ctx.SITE_AWAIT)
 
+    # implicit awaits: the async iterable / context manager is wrapped by the engine
+    def _implicit(self, entry: str, obj: ast.expr, start: ast.AST, end: ast.AST) -> ast.Call:
+        span = _Span(start.lineno, start.col_offset,
+                     getattr(end, "end_lineno", None), getattr(end, "end_col_offset", None))
+        site = self.ctx.register_site(self.form_id, self.ctx.SITE_AWAIT, span)
+        return _entry_call(entry, [_const(site, obj), _const(self.form_id, obj), obj], obj)
+
+    def visit_AsyncFor(self, node: ast.AsyncFor) -> Any:
+        self.generic_visit(node)
+        if self.is_async:  # each __anext__() is awaited; the site: `async for x in it`
+            node.iter = self._implicit("async_for", node.iter, node, node.iter)
+        return node
+
+    def visit_AsyncWith(self, node: ast.AsyncWith) -> Any:
+        self.generic_visit(node)
+        if self.is_async:  # __aenter__() and __aexit__() are awaited; a site per item
+            for i, it in enumerate(node.items):
+                start = node if i == 0 else it.context_expr
+                end = it.optional_vars if it.optional_vars is not None else it.context_expr
+                it.context_expr = self._implicit("async_with", it.context_expr, start, end)
+        return node
+
+    def visit_comprehension(self, node: ast.comprehension) -> Any:
+        # an async comprehension (list, set, dict) runs eagerly: its awaits suspend this frame.
+        # Async generator expressions are not visited here (they run lazily, in their own frame).
+        self.generic_visit(node)
+        if node.is_async and self.is_async:
+            node.iter = self._implicit("async_for", node.iter, node.target, node.iter)
+        return node
+
 
 class _Calls(ast.NodeTransformer):
     """Calls-only pass. Nested scopes are rewritten first, each on its own."""
@@ -437,7 +509,8 @@ class _Calls(ast.NodeTransformer):
         form = ctx.register_form(qual, node.lineno, params, kind)
         node._sq_form = form
 
-        sites = _Sites(ctx, form, resumable=is_async or gen, async_gen=is_async and gen)
+        sites = _Sites(ctx, form, resumable=is_async or gen, async_gen=is_async and gen,
+                       is_async=is_async)
         body = node.body
         doc: List[ast.stmt] = []
         if body and _is_docstring(body[0]):
@@ -670,6 +743,8 @@ class _Full:
         if entry is not None:
             if entry in ("ret", "suspend", "resume") and len(node.args) == 2:
                 node.args[1] = self.e(node.args[1], wrap=False)
+            elif entry in ("async_for", "async_with") and len(node.args) == 3:
+                node.args[2] = self.e(node.args[2])  # the iterable / manager, as before
             return node, False
         f = node.func
         if isinstance(f, ast.Name) and f.id in self.known_fns and f.id not in self.locals:
