@@ -439,6 +439,118 @@ def test_walrus_in_comprehension_binds_enclosing(tmp_path):
     assert [v for s, v in binds(ent) if s == "last"] == [0, 1, 2]
 
 
+ASYNC_IMPLICIT = """
+import asyncio
+async def agen(n):
+    for i in range(n):
+        await asyncio.sleep(0)
+        yield i
+class CM:
+    async def __aenter__(self):
+        await asyncio.sleep(0)
+        return "res"
+    async def __aexit__(self, *exc):
+        return exc[0] is KeyError
+async def co():
+    out = []
+    async for x in agen(2):
+        out.append(x)
+    async with CM() as r:
+        out.append(r)
+        raise KeyError("suppressed by __aexit__")
+    out += [y async for y in agen(1)]
+    return out
+def main():
+    return asyncio.run(co())
+"""
+
+
+@pytest.mark.parametrize("mode", ["full", "calls"])
+def test_async_for_with_and_comprehension_awaits_are_suspensions(tmp_path, mode):
+    # Each implicit await (`__anext__()`, `__aenter__()`, `__aexit__()`) ends a segment of co's
+    # frame at the statement (suspend: the awaitable's type) and the next segment starts with
+    # the awaited result (the item, the bound value, the suppress flag; the exception's type when
+    # the await raised: StopAsyncIteration ends a loop).
+    res, ent, lines = run(tmp_path, ASYNC_IMPLICIT, mode=mode)
+    assert res == ("ok", [0, 1, "res", 0])
+    co_form = next(e["form_id"] for e in ent if e.get("fn_name") == "co")
+    segs = []
+    for e in ent:
+        if e["type"] == "fn-return" and _engine.entry(0, _tid(), e["fn_call_idx"])["form_id"] == co_form:
+            segs.append(("suspend", text(lines, e["coord"]), _engine.deref(e["result_ref"])))
+        elif e["type"] == "fn-resume" and e["form_id"] == co_form:
+            segs.append(("resume", _engine.deref(e["fn_args_ref"])[0]))
+    asend = type(agen_asend())
+    coro = type(_coro_obj())
+    assert segs == [
+        ("suspend", "async for x in agen(2)", asend), ("resume", 0),
+        ("suspend", "async for x in agen(2)", asend), ("resume", 1),
+        ("suspend", "async for x in agen(2)", asend), ("resume", StopAsyncIteration),
+        ("suspend", "async with CM() as r", coro), ("resume", "res"),
+        ("suspend", "async with CM() as r", coro), ("resume", True),
+        ("suspend", "y in agen(1)", asend), ("resume", 0),
+        ("suspend", "y in agen(1)", asend), ("resume", StopAsyncIteration),
+        ("suspend", "return out", [0, 1, "res", 0]),
+    ]
+    if mode == "full":  # bindings and the iterable are still recorded
+        b = binds(ent)
+        assert ("x", 0) in b and ("x", 1) in b and ("r", "res") in b and ("y", 0) in b
+        assert any(t == "agen(2)" and type(v).__name__ == "async_generator" for t, v in exprs(ent, lines))
+    else:
+        assert binds(ent) == [] and exprs(ent, lines) == []
+
+
+def agen_asend():
+    async def g():
+        yield 1
+    return g().__anext__()
+
+
+def _coro_obj():
+    async def c():
+        pass
+    o = c()
+    o.close()
+    return o
+
+
+def test_async_errors_and_tracebacks_unchanged(tmp_path):
+    # Errors raised by the protocols themselves: same type, message and traceback (carets too).
+    src = """
+    import asyncio
+    class NoAwait:
+        def __aiter__(self):
+            return self
+        def __anext__(self):
+            return 5
+    class EnterInt:
+        def __aenter__(self):
+            return 5
+        def __aexit__(self, *a):
+            return 6
+    async def f1():
+        async for x in 1:
+            pass
+    async def f2():
+        async for x in NoAwait():
+            pass
+    async def f3():
+        async with 1:
+            pass
+    async def f4():
+        async with EnterInt():
+            pass
+    async def f5():
+        return [x async for x in 2]
+    def main(which):
+        return asyncio.run(globals()[which]())
+    """
+    for which in ("f1", "f2", "f3", "f4", "f5"):
+        for mode in ("full", "calls"):
+            res, _, _ = run(tmp_path, src, "main", which, mode=mode)
+            assert res[0] == "exc" and res[1] in ("TypeError", "AttributeError"), res
+
+
 # --- config ------------------------------------------------------------------------------------
 
 

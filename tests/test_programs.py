@@ -136,14 +136,39 @@ print(asyncio.run(main()))
 '''
 
 
-@pytest.mark.xfail(strict=True, reason="the implicit awaits of `async for` / `async with` are not "
-                   "recorded as suspensions: while consumer_for waits in `async for`, the other "
-                   "task's calls are recorded as its children")
 def test_async_for_suspends(tmp_path):
+    # The implicit awaits of `async for` are suspensions (crates/squall_python/src/awaiting.rs):
+    # while consumer_for waits in `async for`, the other task's calls are not its children.
     tree = _record_source(tmp_path, ASYNC_FOR)
     lines = tree.splitlines()
     # other() runs in its own task: each of its segments is a root of the thread's tree
     assert all(ln.startswith("  __main__.other") for ln in lines if "__main__.other" in ln), tree
+    assert "  __main__.consumer_for() -> await <class 'async_generator_asend'>" in lines, tree
+    assert "  __main__.consumer_for resumed(<class 'StopAsyncIteration'>) -> [0, 1]" in lines, tree
+
+
+ASYNC_PROTOCOLS = HERE / "async_protocols.py"
+
+
+@pytest.mark.skipif(not SQUALL.exists(), reason="the squall command is not installed")
+@pytest.mark.parametrize("mode", ["full", "calls"])
+def test_async_protocols_same_as_python(mode):
+    # `async for` / `async with` / async comprehensions at their edges (errors and their messages,
+    # chaining, tracebacks, send/throw/close by hand, cancellation): the same output with and
+    # without squall. In calls mode also the finalization order of async generators left by
+    # `break` (full mode records the generator itself, which keeps it alive: see the program).
+    env = _env()
+    if mode == "calls":
+        env["ASYNC_PROTOCOLS_FINALIZATION"] = "1"
+    env_sq = dict(env, SQUALL_MODE=mode)
+    kw = dict(cwd=str(HERE), capture_output=True, text=True, timeout=120)
+    py = subprocess.run([PYTHON, str(ASYNC_PROTOCOLS)], env=env, **kw)
+    sq = subprocess.run([str(SQUALL), "run", "--no-summary", str(ASYNC_PROTOCOLS)], env=env_sq, **kw)
+    assert py.returncode == 0, py.stderr
+    assert sq.returncode == py.returncode, sq.stderr
+    assert "Traceback" in py.stdout and "squall" not in sq.stdout
+    assert _addr(sq.stdout) == _addr(py.stdout)
+    assert _addr(sq.stderr) == _addr(py.stderr)
 
 
 KEEPS_ALIVE = '''

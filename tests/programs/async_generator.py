@@ -1,8 +1,5 @@
-"""An async generator driven by explicit awaits: __anext__, asend and aclose.
-
-(`async for` is left out on purpose: its implicit awaits are not recorded as suspensions yet, see
-test_programs.py::test_async_for_suspends.)
-"""
+"""An async generator driven by explicit awaits: __anext__, asend and aclose (`async for` over
+one: async_for.py)."""
 import asyncio
 
 
