@@ -360,3 +360,46 @@ def test_a_long_run_saved_to_a_file_stays_within_the_memory_limit(tmp_path):
     finally:
         api.set_limits(**limits)
         api.clear_recordings()
+
+
+def test_a_repr_that_changes_what_is_being_saved_does_not_stop_the_saving(tmp_path):
+    # Saving snapshots an object's attributes and runs their reprs; a repr that adds an
+    # attribute to the object being saved made the flusher panic ("dictionary changed size
+    # during iteration"), after which nothing more was saved and memory grew unbounded.
+    class Sneaky:
+        def __init__(self, owner):
+            self.owner = owner
+
+        def __repr__(self):
+            self.owner.extra = getattr(self.owner, "extra", 0) + 1
+            return "Sneaky()"
+
+    class Owner:
+        pass
+
+    api.stop_recording()
+    api.clear_recordings()
+    ns = {"__name__": "sneaky"}
+    exec(rewrite.compile_instrumented("def take(o):\n    return 1\n", "/src/sneaky.py", "sneaky"), ns)
+    path = tmp_path / "sneaky.sqrec"
+    api.start_recording(install_hook=False)
+    api.save_to(str(path))
+    try:
+        owner = Owner()
+        owner.a = Sneaky(owner)
+        owner.b = 2
+        ns["take"](owner)
+        squall._engine.flush_sink()
+        for i in range(3):
+            ns["take"](i)
+        api.stop_recording()
+        assert api.finish_saving() == str(path)
+    finally:
+        api.stop_recording()
+        api.clear_recordings()
+    rec = squall.load(path)
+    tl = rec.get_referenced_maps_timeline(0, threading.get_native_id())
+    calls = [e for e in tl if e["type"] == "fn-call"]
+    assert len(calls) == 4
+    (saved,) = rec.deref_val_id(calls[0]["fn_args_ref"])
+    assert saved.attrs["b"] == 2

@@ -1,7 +1,7 @@
 """Runs real libraries' test suites plainly and fully instrumented by squall; compares outcomes.
 
     python tests/realworld/run_suites.py [--only NAME ...] [--work /tmp/squall_realworld]
-                                         [--mode full|calls] [--per-file]
+                                         [--mode full|calls] [--per-file] [--no-save]
 
 For each library below: a venv under ``--work`` (made from this interpreter), the library and its
 test dependencies installed from PyPI, the tests taken from the library's sdist, then pytest run
@@ -9,7 +9,8 @@ twice with the plugin ``squall_rw_plugin`` (this directory):
 
 1. plainly (the plugin only writes each test's outcome);
 2. with squall's import hook installed for the library's top-level package(s) before anything
-   imports it, full mode, recording on for the whole session.
+   imports it, full mode, recording on for the whole session and saved to a file next to the
+   outcomes (as `squall run` does; `--no-save` keeps it in memory only).
 
 Prints, per library, how many tests ran and every test whose outcome differs, and writes
 ``results.json`` in the work directory. squall itself is taken from this checkout (``python/``,
@@ -72,7 +73,8 @@ def sdist_tests(work: Path, name: str, version: str, tests: str, venv_py: Path) 
     return work / f"{name}-tests-root"
 
 
-def run_pytest(venv_py: Path, cwd: Path, args, include, out_json: Path, mode: str) -> dict:
+def run_pytest(venv_py: Path, cwd: Path, args, include, out_json: Path, mode: str,
+               save: bool = True) -> dict:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(HERE), str(ROOT / "python")])
     env["SQUALL_RW_OUT"] = str(out_json)
@@ -81,6 +83,8 @@ def run_pytest(venv_py: Path, cwd: Path, args, include, out_json: Path, mode: st
     if include:
         env["SQUALL_RW_INCLUDE"] = ",".join(include)
         env["SQUALL_RW_MODE"] = mode
+        if save:
+            env["SQUALL_RW_SAVE"] = str(out_json.with_suffix(".sqrec"))
     t0 = time.perf_counter()
     r = subprocess.run([str(venv_py), "-m", "pytest", "-q", "-p", "squall_rw_plugin", "-p",
                         "no:cacheprovider", "-x" if False else "-rN", *args],
@@ -96,7 +100,7 @@ def run_pytest(venv_py: Path, cwd: Path, args, include, out_json: Path, mode: st
 
 
 def run_per_file(venv_py: Path, cwd: Path, tests: str, pyargs, include, out_dir: Path,
-                 mode: str) -> dict:
+                 mode: str, save: bool = True) -> dict:
     """The squall run split into one pytest process per test file; outcomes merged, engine
     stats summed (entries, kept_bytes, ...), limits and recorded tests collected per file."""
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -106,7 +110,7 @@ def run_per_file(venv_py: Path, cwd: Path, tests: str, pyargs, include, out_dir:
     for f in sorted((cwd / tests).rglob("test_*.py")):
         rel = f.relative_to(cwd)
         d = run_pytest(venv_py, cwd, [str(rel), *pyargs], include,
-                       out_dir / (str(rel).replace(os.sep, "_") + ".json"), mode)
+                       out_dir / (str(rel).replace(os.sep, "_") + ".json"), mode, save)
         merged["outcomes"].update(d["outcomes"])
         for k, v in (d.get("engine_stats") or {}).items():
             merged["engine_stats"][k] = merged["engine_stats"].get(k, 0) + v
@@ -133,6 +137,9 @@ def main() -> int:
     ap.add_argument("--per-file", action="store_true",
                     help="squall run: one pytest process (and recording) per test file, so that a "
                          "memory limit reached in one file does not leave the rest unrecorded")
+    ap.add_argument("--no-save", action="store_true",
+                    help="keep the recording in memory only (the memory limit then stops recording "
+                         "instead of saved entries leaving memory)")
     args = ap.parse_args()
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
@@ -154,9 +161,11 @@ def main() -> int:
             targs = list(pyargs)
         plain = run_pytest(py, cwd, targs, None, work / f"{name}-plain.json", args.mode)
         if args.per_file and tests is not None:
-            inst = run_per_file(py, cwd, tests, pyargs, include, work / f"{name}-squall", args.mode)
+            inst = run_per_file(py, cwd, tests, pyargs, include, work / f"{name}-squall", args.mode,
+                                not args.no_save)
         else:
-            inst = run_pytest(py, cwd, targs, include, work / f"{name}-squall.json", args.mode)
+            inst = run_pytest(py, cwd, targs, include, work / f"{name}-squall.json", args.mode,
+                              not args.no_save)
         po, io = plain["outcomes"], inst["outcomes"]
         diffs = {k: (po.get(k), io.get(k)) for k in sorted(set(po) | set(io)) if po.get(k) != io.get(k)}
         counts = {}
@@ -176,6 +185,8 @@ def main() -> int:
             "recording_stopped_in": inst.get("recording_stopped_in"),
             "instrumented_modules": len(inst.get("instrumented", [])),
             "failed_to_instrument": inst.get("failed_to_instrument"),
+            "saved_to": inst.get("saved_to"),
+            "saved_bytes": os.path.getsize(inst["saved_to"]) if inst.get("saved_to") else None,
         }
         r = results[name]
         print(f"{name} {version}: {r['tests']} tests {counts}, same outcome {r['same']}, "

@@ -1,6 +1,7 @@
 """pytest plugin used by run_suites.py: records every test's outcome into $SQUALL_RW_OUT (JSON),
 and, when $SQUALL_RW_INCLUDE is set, installs squall's import hook for those prefixes (full mode
-unless $SQUALL_RW_MODE says otherwise) and starts recording *before* the library is imported.
+unless $SQUALL_RW_MODE says otherwise) and starts recording *before* the library is imported; with $SQUALL_RW_SAVE, saves the recording
+there while it runs (as ``squall run`` does).
 
 Loaded with ``-p squall_rw_plugin`` (this directory on PYTHONPATH)."""
 
@@ -23,6 +24,10 @@ if _INCLUDE:
     trace = os.environ.get("SQUALL_RW_TRACE_LIMIT")
     squall.api.set_limits(memory_limit=limit, thread_trace_limit=int(trace) if trace else None)
     squall.api.start_recording(install_hook=False)
+    if os.environ.get("SQUALL_RW_SAVE"):
+        # As `squall run` does by default: saved entries leave memory past half the limit, so
+        # the limit does not stop recording.
+        squall.api.save_to(os.environ["SQUALL_RW_SAVE"], program="pytest")
 
 _outcomes = {}
 _recorded = []  # nodeids of the tests that ran while recording was on (before a limit stopped it)
@@ -61,6 +66,8 @@ def pytest_sessionfinish(session, exitstatus):
         from squall import _engine, config
 
         squall.api.stop_recording()
+        if os.environ.get("SQUALL_RW_SAVE"):
+            data["saved_to"] = squall.api.finish_saving(exit_code=int(exitstatus))
         data["engine_stats"] = dict(_engine.engine_stats())
         data["limits_hit"] = [dict(h) for h in _engine.limits_hit()]
         data["recorded_tests"] = len(_recorded)

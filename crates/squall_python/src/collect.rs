@@ -87,11 +87,17 @@ static BUSY: GilCell<u32> = GilCell::new(0);
 
 /// Runs `f` with collections unable to release the recording's objects.
 pub fn busy<R>(f: impl FnOnce() -> R) -> R {
+    struct Busy;
+    impl Drop for Busy {
+        fn drop(&mut self) {
+            // SAFETY: GIL held (as when it was made).
+            unsafe { *BUSY.get() -= 1 };
+        }
+    }
     // SAFETY: GIL held by every caller (engine code).
     unsafe { *BUSY.get() += 1 };
-    let out = f();
-    unsafe { *BUSY.get() -= 1 };
-    out
+    let _busy = Busy;
+    f()
 }
 
 /// squall's entry in `gc.callbacks`.
@@ -221,8 +227,12 @@ fn on_start(py: Python<'_>) -> PyResult<()> {
         }
         // Snapshots run `repr` (user code, during which other threads may record): each slot
         // is looked up again after them.
+        // Slots the recording file has already saved need none.
         let mut snaps: HashMap<usize, Snap> = HashMap::new();
-        for &(_, _, p) in &alone {
+        for &(r, slot, p) in &alone {
+            if slot < crate::sink::saved_values(r) {
+                continue;
+            }
             // SAFETY: the slot still owns `p` (only this thread releases slots).
             snaps.entry(p as usize).or_insert_with(|| snap_of(unsafe { &Bound::from_borrowed_ptr(py, p) }, &FILE_BUDGET));
         }
@@ -231,7 +241,9 @@ fn on_start(py: Python<'_>) -> PyResult<()> {
         for (r, slot, p) in alone {
             let Some(rec) = eng.recs.get_mut(r).and_then(|r| r.as_deref_mut()) else { continue };
             if rec.values.get(slot) == Some(&p) {
-                rec.snaps.insert(slot, snaps[&(p as usize)].clone());
+                if let Some(snap) = snaps.get(&(p as usize)).filter(|_| slot >= crate::sink::saved_values(r)) {
+                    rec.snaps.insert(slot, snap.clone());
+                }
                 rec.values[slot] = std::ptr::null_mut();
                 freed.push(p);
             }
@@ -365,11 +377,16 @@ fn restore(
         }
     }
     for (slots, in_garbage) in dead {
+        let unsaved: Vec<(usize, usize)> =
+            slots.into_iter().filter(|&(r, slot)| slot >= crate::sink::saved_values(r)).collect();
+        if unsaved.is_empty() {
+            continue;
+        }
         let snap = match in_garbage {
             Some(i) => snap_of(&new[i], &FILE_BUDGET),
             None => Snap::Opaque { type_name: "object".into(), repr: "<freed during a garbage collection>".into() },
         };
-        for (r, slot) in slots {
+        for (r, slot) in unsaved {
             if let Some(rec) = unsafe { ENGINE.get() }.recs.get_mut(r).and_then(|r| r.as_deref_mut()) {
                 rec.snaps.insert(slot, snap.clone());
             }

@@ -92,8 +92,23 @@ fn flusher_loop(stop: &(Mutex<bool>, Condvar)) {
             return;
         }
         drop(guard);
-        // SAFETY of the flush: it runs with the GIL held, like every other engine access.
-        Python::attach(flush_now);
+        // SAFETY of the flush: it runs with the GIL held, like every other engine access. A panic
+        // must not end the flusher (memory would then grow unbounded): it ends the saving,
+        // reported like any other saving error.
+        Python::attach(|py| {
+            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| flush_now(py))).is_err() {
+                if let Some(sink) = unsafe { SINK.get() }.as_mut() {
+                    if sink.error.is_none() {
+                        let msg = format!(
+                            "squall: saving the recording to `{}` failed (internal error); it stops here",
+                            sink.path.display()
+                        );
+                        eprintln!("{msg}");
+                        sink.error = Some(msg);
+                    }
+                }
+            }
+        });
     }
 }
 
@@ -232,6 +247,12 @@ fn evict_saved(sink: &Sink, eng: &mut Engine) {
             rec.tl.evict_before(done.entries, done.args);
         }
     }
+}
+
+/// How many of recording `number`'s value slots the file has saved (0 when not saving).
+pub fn saved_values(number: usize) -> usize {
+    // SAFETY: GIL held by every caller (engine code).
+    unsafe { SINK.get() }.as_ref().and_then(|s| s.flushed.get(number)).map_or(0, |f| f.values)
 }
 
 /// True while a recording file is being written (the memory limit then evicts instead of

@@ -25,8 +25,16 @@ pub struct SnapBudget {
 /// repeats its attributes' reprs, and the attributes are kept as a tree anyway.
 pub const FILE_BUDGET: SnapBudget = SnapBudget { max_depth: 4, max_length: 50, max_repr: 300, max_nested_repr: 60 };
 
-/// A structural snapshot of `o` as it is now.
+/// A structural snapshot of `o` as it is now. Never panics: a snapshot that fails is described.
 pub fn snap_of(o: &Bound<'_, PyAny>, budget: &SnapBudget) -> Snap {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| snap_of_inner(o, budget))).unwrap_or_else(|_| {
+        // SAFETY: GIL held (a Bound exists).
+        unsafe { crate::engine::ENGINE.get().snapshot_errors += 1 };
+        Snap::Opaque { type_name: qualified_type_name(o), repr: "<squall could not snapshot this value>".into() }
+    })
+}
+
+fn snap_of_inner(o: &Bound<'_, PyAny>, budget: &SnapBudget) -> Snap {
     without_recording(|| {
         // SAFETY: GIL held (a Bound exists).
         let eng = unsafe { crate::engine::ENGINE.get() };
@@ -144,6 +152,9 @@ fn snap(o: &Bound<'_, PyAny>, budget: &SnapBudget, depth: u32) -> Snap {
         if depth == 0 {
             return Snap::Cut { type_name, len };
         }
+        // A copy: snapshotting the items runs `repr` (user code, other threads), which may
+        // change the dict meanwhile.
+        let Ok(d) = d.copy() else { return Snap::Cut { type_name, len } };
         let entries = d
             .iter()
             .take(budget.max_length)
@@ -166,7 +177,7 @@ fn snap(o: &Bound<'_, PyAny>, budget: &SnapBudget, depth: u32) -> Snap {
     }
     // Instance attributes only: reading `__dict__` runs no user code (unlike `getattr`).
     if let Ok(dict) = o.getattr("__dict__") {
-        if let Ok(dict) = dict.cast::<PyDict>() {
+        if let Some(dict) = dict.cast::<PyDict>().ok().and_then(|d| d.copy().ok()) {
             for (k, v) in dict.iter().take(budget.max_length) {
                 let key = k.extract::<String>().unwrap_or_else(|_| k.to_string());
                 attrs.push((key, snap(&v, budget, depth - 1)));
