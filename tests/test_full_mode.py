@@ -480,8 +480,7 @@ def test_async_for_with_and_comprehension_awaits_are_suspensions(tmp_path, mode)
             segs.append(("suspend", text(lines, e["coord"]), _engine.deref(e["result_ref"])))
         elif e["type"] == "fn-resume" and e["form_id"] == co_form:
             segs.append(("resume", _engine.deref(e["fn_args_ref"])[0]))
-    asend = type(agen_asend())
-    coro = type(_coro_obj())
+    asend, coro = _asend_type(), _coroutine_type()
     assert segs == [
         ("suspend", "async for x in agen(2)", asend), ("resume", 0),
         ("suspend", "async for x in agen(2)", asend), ("resume", 1),
@@ -500,18 +499,43 @@ def test_async_for_with_and_comprehension_awaits_are_suspensions(tmp_path, mode)
         assert binds(ent) == [] and exprs(ent, lines) == []
 
 
-def agen_asend():
+def _asend_type():
     async def g():
         yield 1
-    return g().__anext__()
+    a = g().__anext__()
+    a.close()
+    return type(a)
 
 
-def _coro_obj():
+def _coroutine_type():
     async def c():
         pass
     o = c()
     o.close()
-    return o
+    return type(o)
+
+
+@pytest.mark.parametrize("mode", ["full", "calls"])
+def test_async_implicit_awaits_with_an_explicit_engine(mode):
+    # An engine object without wrappers of its own (tests' FakeEngine): the real engine's
+    # wrappers record through its suspend / resume.
+    sys.path.insert(0, os.path.dirname(__file__))
+    from _fake_engine import FakeEngine
+
+    eng = FakeEngine()
+    ns = {"__name__": "fm_explicit"}
+    exec(rewrite.compile_instrumented(textwrap.dedent(ASYNC_IMPLICIT), "<fm_explicit>",
+                                      "fm_explicit", eng, mode=mode), ns)
+    assert ns["main"]() == [0, 1, "res", 0]
+    co = [(k, v) for k, f, v in ((e[0], e[1], e[2]) for e in eng.events
+                                 if e[0] in ("suspend", "resume")) if f == "co"]
+    asend, coro = _asend_type(), _coroutine_type()
+    assert co == [
+        ("suspend", asend), ("resume", 0), ("suspend", asend), ("resume", 1),
+        ("suspend", asend), ("resume", StopAsyncIteration),
+        ("suspend", coro), ("resume", "res"), ("suspend", coro), ("resume", True),
+        ("suspend", asend), ("resume", 0), ("suspend", asend), ("resume", StopAsyncIteration),
+    ]
 
 
 def test_async_errors_and_tracebacks_unchanged(tmp_path):
