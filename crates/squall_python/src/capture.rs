@@ -23,17 +23,10 @@ use crate::engine::{without_recording, Engine, ThreadRec};
 #[inline(always)]
 pub unsafe fn capture(eng: &mut Engine, rec: &mut ThreadRec, o: *mut ffi::PyObject) -> ValRef {
     unsafe {
-        if o == ffi::Py_None() {
-            return ValRef::NONE;
+        if let Some(r) = capture_simple(rec, o) {
+            return r;
         }
         let tp = ffi::Py_TYPE(o);
-        if tp == &raw mut ffi::PyLong_Type {
-            if let Some(r) = crate::ints::exact_int_value(o).and_then(ValRef::small_int) {
-                return r;
-            }
-        } else if tp == &raw mut ffi::PyBool_Type {
-            return if o == ffi::Py_True() { ValRef::TRUE } else { ValRef::FALSE };
-        }
         if ffi::PyType_Check(o) != 0 && ((*o.cast::<ffi::PyTypeObject>()).tp_flags & ffi::Py_TPFLAGS_HEAPTYPE) != 0 {
             if let Some(factory) = eng.class_ref {
                 let r = without_recording(|| ffi::PyObject_CallOneArg(factory, o));
@@ -58,6 +51,35 @@ pub unsafe fn capture(eng: &mut Engine, rec: &mut ThreadRec, o: *mut ffi::PyObje
     }
 }
 
+/// `capture` of the values that need neither a snapshot nor Python code (see `is_simple`),
+/// with the same result: `None`, a bool or an exact int, str, float or bytes. `None` for any other value, having done nothing. Runs no Python code
+/// and cannot panic (used outside the entry points' unwinding guard).
+///
+/// # Safety
+/// GIL held; `o` a valid borrowed reference.
+#[inline(always)]
+pub unsafe fn capture_simple(rec: &mut ThreadRec, o: *mut ffi::PyObject) -> Option<ValRef> {
+    unsafe {
+        if o == ffi::Py_None() {
+            return Some(ValRef::NONE);
+        }
+        let tp = ffi::Py_TYPE(o);
+        if tp == &raw mut ffi::PyLong_Type {
+            if let Some(r) = crate::ints::exact_int_value(o).and_then(ValRef::small_int) {
+                return Some(r);
+            }
+        } else if tp == &raw mut ffi::PyBool_Type {
+            return Some(if o == ffi::Py_True() { ValRef::TRUE } else { ValRef::FALSE });
+        } else if tp != &raw mut ffi::PyUnicode_Type && tp != &raw mut ffi::PyFloat_Type && tp != &raw mut ffi::PyBytes_Type {
+            return None;
+        }
+        // Immutable: kept by reference (as `capture` does after finding no snapshot is needed).
+        ffi::Py_INCREF(o);
+        rec.kept_bytes += approx_size(o, tp);
+        Some(keep(rec, o))
+    }
+}
+
 /// Estimated bytes of a snapshot container, and per item it copies (the copy's slot, the
 /// item's own copy when it is a container, dict entries).
 const SNAPSHOT_BYTES: u64 = 64;
@@ -65,6 +87,7 @@ const ITEM_BYTES: u64 = 48;
 
 /// Roughly the memory an object the recording keeps alive holds (its fixed size, plus the text
 /// of strings and bytes). Counted against the memory limit: the object might otherwise be freed.
+#[inline(always)]
 unsafe fn approx_size(o: *mut ffi::PyObject, tp: *mut ffi::PyTypeObject) -> u64 {
     unsafe {
         let base = (*tp).tp_basicsize.max(16) as u64;
@@ -81,6 +104,7 @@ unsafe fn approx_size(o: *mut ffi::PyObject, tp: *mut ffi::PyTypeObject) -> u64 
 }
 
 /// Stores an owned reference in the recording's value table.
+#[inline(always)]
 unsafe fn keep(rec: &mut ThreadRec, owned: *mut ffi::PyObject) -> ValRef {
     match ValRef::slot(rec.values.len() as u32) {
         Some(r) => {

@@ -3,7 +3,7 @@
 use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::ptr::null_mut;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 
 use pyo3::ffi;
 use squall_trace::{display_name, Forms, LimitHit, Limits, Recorded, Timeline};
@@ -122,7 +122,48 @@ fn claim(rec: &mut ThreadRec) -> &mut ThreadRec {
         LAST_WRITER.store(rec.number, Ordering::Relaxed);
         rec.tl.mark_switch(STEP.fetch_add(1, Ordering::Relaxed));
     }
+    // SAFETY: GIL held (every caller of `claim` holds it).
+    unsafe { *LAST_REC.get() = (EPOCH.load(Ordering::Relaxed), &raw mut *rec) };
+    LAST_KEY.store(thread_key(), Ordering::Relaxed);
     rec
+}
+
+/// The thread that claimed a recording last (its `thread_key`, 0: none) and that recording
+/// with its epoch. While the same thread goes on recording, its events find their recording
+/// here, without the thread-local lookup (a `__tls_get_addr` call in a shared library) and
+/// without a switch check (it is the last writer).
+static LAST_KEY: AtomicUsize = AtomicUsize::new(0);
+static LAST_REC: GilCell<(u32, *mut ThreadRec)> = GilCell::new((0, null_mut()));
+
+/// A nonzero value unique to the running thread among live threads: its thread pointer where
+/// reading it is one instruction, else the address of a thread-local.
+#[inline(always)]
+fn thread_key() -> usize {
+    let key: usize;
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    // SAFETY: on x86-64 Linux `fs:0` holds the thread control block's own address (TLS ABI).
+    unsafe {
+        std::arch::asm!("mov {}, fs:0", out(reg) key, options(nostack, readonly, preserves_flags, pure));
+    }
+    #[cfg(all(target_arch = "aarch64", target_os = "linux"))]
+    // SAFETY: reads the thread pointer register.
+    unsafe {
+        std::arch::asm!("mrs {}, tpidr_el0", out(reg) key, options(nostack, nomem, preserves_flags, pure));
+    }
+    #[cfg(not(all(any(target_arch = "x86_64", target_arch = "aarch64"), target_os = "linux")))]
+    {
+        key = CURRENT.with(|c| c as *const _ as usize);
+    }
+    key
+}
+
+/// Forgets `LAST_KEY` when its thread ends: a thread started later may get the same key.
+struct ForgetOnExit(usize);
+
+impl Drop for ForgetOnExit {
+    fn drop(&mut self) {
+        let _ = LAST_KEY.compare_exchange(self.0, 0, Ordering::Relaxed, Ordering::Relaxed);
+    }
 }
 
 /// An epoch value never current: marks the thread-local cache as "inside the engine".
@@ -135,6 +176,7 @@ thread_local! {
     /// (epoch, recording) of the current thread; valid only when the epoch is current.
     static CURRENT: Cell<(u32, *mut ThreadRec)> = const { Cell::new((0, null_mut())) };
     static BUSY: Cell<bool> = const { Cell::new(false) };
+    static FORGET_ON_EXIT: ForgetOnExit = ForgetOnExit(thread_key());
 }
 
 /// The current thread's recording in the current flow, creating it on first use. `None` while
@@ -144,12 +186,33 @@ thread_local! {
 /// GIL held.
 #[inline(always)]
 pub unsafe fn current_rec() -> Option<&'static mut ThreadRec> {
+    if let Some(rec) = unsafe { current_rec_cached() } {
+        return Some(rec);
+    }
     let (epoch, rec) = CURRENT.with(Cell::get);
     if epoch == EPOCH.load(Ordering::Relaxed) && !rec.is_null() {
         // SAFETY: the pointer is a live Box in ENGINE.recs while its epoch is current.
         return Some(claim(unsafe { &mut *rec }));
     }
     unsafe { current_rec_slow() }
+}
+
+/// `current_rec` when this thread's recording is already known (the usual case), else `None`
+/// (then `current_rec` creates or finds it). Cannot panic.
+///
+/// # Safety
+/// GIL held.
+#[inline(always)]
+pub unsafe fn current_rec_cached() -> Option<&'static mut ThreadRec> {
+    if LAST_KEY.load(Ordering::Relaxed) == thread_key() {
+        // SAFETY: GIL held.
+        let (epoch, rec) = unsafe { *LAST_REC.get() };
+        if epoch == EPOCH.load(Ordering::Relaxed) && !rec.is_null() {
+            // SAFETY: the pointer is a live Box in ENGINE.recs while its epoch is current.
+            return Some(unsafe { &mut *rec });
+        }
+    }
+    None
 }
 
 #[cold]
@@ -192,6 +255,7 @@ unsafe fn current_rec_slow() -> Option<&'static mut ThreadRec> {
         None => return None,
     };
     CURRENT.with(|c| c.set((EPOCH.load(Ordering::Relaxed), rec)));
+    FORGET_ON_EXIT.with(|_| {});
     Some(claim(unsafe { &mut *rec }))
 }
 
@@ -199,6 +263,8 @@ unsafe fn current_rec_slow() -> Option<&'static mut ThreadRec> {
 /// (a thread namer, a snapshot function, `copy.copy`) are not recorded and cannot re-enter.
 pub fn without_recording<R>(f: impl FnOnce() -> R) -> R {
     let saved = CURRENT.with(|c| c.replace((BUSY_EPOCH, null_mut())));
+    // Not found by `current_rec_cached` either, until `current_rec` claims it again.
+    LAST_KEY.store(0, Ordering::Relaxed);
     let was_busy = BUSY.with(|b| b.replace(true));
     let out = f();
     BUSY.with(|b| b.set(was_busy));
@@ -226,13 +292,19 @@ pub fn bump_epoch() {
     EPOCH.store(if next == BUSY_EPOCH { 1 } else { next }, Ordering::Relaxed);
 }
 
+/// After an entry was written: whether `Engine::note` must check the memory limit now.
+#[inline(always)]
+pub fn memory_check_due(rec: &ThreadRec) -> bool {
+    rec.tl.len() & (MEMORY_CHECK_EVERY - 1) == 0 || rec.kept_bytes >= rec.next_memory_check.get()
+}
+
 impl Engine {
     /// Accounts for one recorder outcome: counts, reports a reached limit once on stderr.
     #[inline(always)]
     pub fn note(&mut self, rec: &ThreadRec, outcome: Recorded) {
         match outcome {
             Recorded::Written => {
-                if rec.tl.len() & (MEMORY_CHECK_EVERY - 1) == 0 || rec.kept_bytes >= rec.next_memory_check.get() {
+                if memory_check_due(rec) {
                     rec.next_memory_check.set(rec.kept_bytes + KEPT_BYTES_CHECK_EVERY);
                     self.check_memory(rec.number);
                 }

@@ -9,10 +9,10 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 
 use pyo3::ffi;
-use squall_trace::{Kind, ValRef};
+use squall_trace::{Kind, Recorded, ValRef};
 
-use crate::capture::capture;
-use crate::engine::{current_rec, ENGINE, RECORDING};
+use crate::capture::{capture, capture_simple};
+use crate::engine::{current_rec, current_rec_cached, memory_check_due, ENGINE, RECORDING};
 
 type Args = *mut *mut ffi::PyObject;
 
@@ -50,11 +50,47 @@ fn guarded(step: impl FnOnce()) {
 /// `call(form_id, *param_values) -> None`
 pub unsafe extern "C" fn call(_m: *mut ffi::PyObject, args: Args, nargs: ffi::Py_ssize_t) -> *mut ffi::PyObject {
     if RECORDING.load(Ordering::Relaxed) && nargs >= 1 {
-        guarded(|| unsafe { record_call(args, nargs as usize) });
+        if !(nargs <= 2 && unsafe { call_fast(args, nargs as usize) }) {
+            guarded(|| unsafe { record_call(args, nargs as usize) });
+        }
     } else {
         lost_to_ui();
     }
     unsafe { new_none() }
+}
+
+/// The usual case of a call with 0 or 1 argument, without the unwinding guard: nothing below
+/// runs Python code or can panic. Writes what `record_call` would; `false`: nothing was done,
+/// take `record_call`.
+#[inline(always)]
+unsafe fn call_fast(args: Args, nargs: usize) -> bool {
+    unsafe {
+        let eng = ENGINE.get();
+        let Some(form) = small_id(*args) else { return false };
+        let Some(rec) = current_rec_cached() else { return false };
+        if !rec.tl.call_is_plain(&eng.limits) {
+            return false;
+        }
+        let arg = if nargs == 2 {
+            match capture_simple(rec, *args.add(1)) {
+                Some(v) => v,
+                None => return false,
+            }
+        } else {
+            ValRef::ABSENT
+        };
+        rec.tl.push_call(form, arg);
+        written(rec);
+        true
+    }
+}
+
+/// After the fast paths wrote an entry: what `Engine::note` does for `Written`.
+#[inline(always)]
+unsafe fn written(rec: &mut crate::engine::ThreadRec) {
+    if memory_check_due(rec) {
+        guarded(|| unsafe { ENGINE.get().note(rec, Recorded::Written) });
+    }
 }
 
 unsafe fn record_call(args: Args, nargs: usize) {
@@ -100,7 +136,9 @@ unsafe fn value_through_site(kind: Kind, args: Args, nargs: ffi::Py_ssize_t) -> 
         }
         let value = *args.add(1);
         if RECORDING.load(Ordering::Relaxed) {
-            guarded(|| record_at_site(kind, *args, value));
+            if !site_fast(kind, *args, value) {
+                guarded(|| record_at_site(kind, *args, value));
+            }
         } else {
             lost_to_ui();
         }
@@ -168,7 +206,9 @@ pub unsafe extern "C" fn bind(_m: *mut ffi::PyObject, args: Args, nargs: ffi::Py
         if nargs != 2 {
             ENGINE.get().dropped += 1;
         } else if RECORDING.load(Ordering::Relaxed) {
-            guarded(|| record_at_site(Kind::Bind, *args, *args.add(1)));
+            if !site_fast(Kind::Bind, *args, *args.add(1)) {
+                guarded(|| record_at_site(Kind::Bind, *args, *args.add(1)));
+            }
         } else {
             lost_to_ui();
         }
@@ -176,9 +216,32 @@ pub unsafe extern "C" fn bind(_m: *mut ffi::PyObject, args: Args, nargs: ffi::Py
     }
 }
 
+/// The usual case of `record_at_site`, without the unwinding guard: a simple value (see
+/// `capture_simple`) in the innermost open frame, which is the site's form's. Nothing below runs
+/// Python code or can panic. Writes what `record_at_site` would; `false`: nothing was done, take
+/// `record_at_site`.
+#[inline(always)]
+unsafe fn site_fast(kind: Kind, site_obj: *mut ffi::PyObject, value: *mut ffi::PyObject) -> bool {
+    unsafe {
+        let eng = ENGINE.get();
+        let Some(site_id) = small_id(site_obj) else { return false };
+        let Some((form, _)) = eng.forms.site_owner(site_id) else { return false };
+        let Some(rec) = current_rec_cached() else { return false };
+        let Some(frame) = rec.tl.innermost_frame_of(form, &eng.limits) else { return false };
+        let Some(v) = capture_simple(rec, value) else { return false };
+        if kind == Kind::Return {
+            rec.tl.push_innermost_exit(kind, site_id, v);
+        } else {
+            rec.tl.push_event(kind, site_id, frame, v);
+        }
+        written(rec);
+        true
+    }
+}
+
 /// An event at a site (a return or suspension, an expression, a binding): the site names its
 /// form, whose innermost open frame the event belongs to.
-#[inline(always)]
+#[inline(never)]
 unsafe fn record_at_site(kind: Kind, site_obj: *mut ffi::PyObject, value: *mut ffi::PyObject) {
     unsafe {
         let eng = ENGINE.get();

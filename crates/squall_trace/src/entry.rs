@@ -91,6 +91,7 @@ pub struct Entry {
 const _: () = assert!(std::mem::size_of::<Entry>() == 16);
 
 impl Entry {
+    #[inline]
     pub fn new(kind: Kind, id: u32, a: u32, b: u32, c: u32) -> Entry {
         debug_assert!(id <= ID_MASK);
         Entry { head: ((kind as u32) << KIND_SHIFT) | (id & ID_MASK), a, b, c }

@@ -112,6 +112,7 @@ impl Timeline {
     }
 
     /// One past the last idx (evicted entries included).
+    #[inline]
     pub fn len(&self) -> usize {
         self.base as usize + self.entries.len()
     }
@@ -134,6 +135,7 @@ impl Timeline {
         self.entries.get(idx.checked_sub(self.base as usize)?)
     }
 
+    #[inline]
     fn get_mut(&mut self, idx: u32) -> Option<&mut Entry> {
         self.entries.get_mut(idx.checked_sub(self.base)? as usize)
     }
@@ -206,7 +208,7 @@ impl Timeline {
             return Err(Recorded::Skipped);
         }
         let idx = self.len() as u64;
-        let cap = limits.thread_trace_limit.unwrap_or(u64::MAX).min(u64::from(NONE - 1));
+        let cap = trace_cap(limits);
         if idx >= cap {
             let hit = LimitHit::ThreadTrace { limit: cap };
             self.stopped = Some(hit);
@@ -215,6 +217,58 @@ impl Timeline {
         Ok(idx as u32)
     }
 
+    /// The usual case of an event in a frame of `form` (an expression, a binding, an exit):
+    /// recording goes on, the trace limit is not reached, and the innermost open frame is a
+    /// recorded one of `form`. Then its call idx; the event is written with `push_event` or
+    /// `push_innermost_exit`, exactly as `event` and `exit` would write it. `None`: nothing was
+    /// done, take `event`/`exit`, which handle every case.
+    #[inline(always)]
+    pub fn innermost_frame_of(&self, form: u32, limits: &Limits) -> Option<u32> {
+        let top = self.stack.last()?;
+        if top.form != form || top.call_idx == NONE || self.stopped.is_some() || self.len() as u64 >= trace_cap(limits) {
+            return None;
+        }
+        Some(top.call_idx)
+    }
+
+    /// Writes an `Expr` or `Bind` in `frame`, which `innermost_frame_of` just gave.
+    #[inline(always)]
+    pub fn push_event(&mut self, kind: Kind, site: u32, frame: u32, value: ValRef) {
+        debug_assert!(kind.is_event());
+        self.entries.push(Entry::new(kind, site, frame, value.0, 0));
+    }
+
+    /// Writes the exit of the innermost open frame, after `innermost_frame_of` found it.
+    #[inline(always)]
+    pub fn push_innermost_exit(&mut self, kind: Kind, id: u32, value: ValRef) {
+        debug_assert!(kind.is_exit());
+        let Some(top) = self.stack.pop() else { return };
+        let idx = self.len() as u32;
+        self.entries.push(Entry::new(kind, id, top.call_idx, value.0, 0));
+        if let Some(call) = self.get_mut(top.call_idx) {
+            call.b = idx;
+        }
+        self.last_closed = Some(top);
+    }
+
+    /// The usual case of a call: recording goes on, no function call limit is set, the trace
+    /// limit is not reached. Then `push_call` writes it exactly as `call` would. `false`:
+    /// nothing was done, take `call`.
+    #[inline(always)]
+    pub fn call_is_plain(&self, limits: &Limits) -> bool {
+        self.stopped.is_none() && limits.fn_call_limit.is_none() && (self.len() as u64) < trace_cap(limits)
+    }
+
+    /// Writes a call of `form` with 0 or 1 argument (`arg` `ABSENT` for none), after
+    /// `call_is_plain`.
+    #[inline(always)]
+    pub fn push_call(&mut self, form: u32, arg: ValRef) {
+        let idx = self.len() as u32;
+        self.push_open(Kind::Call, form, idx, arg.0);
+        self.calls += 1;
+    }
+
+    #[inline(always)]
     fn parent(&self) -> u32 {
         self.stack.last().map_or(NONE, |o| o.parent_for_children)
     }
@@ -267,6 +321,7 @@ impl Timeline {
         }
     }
 
+    #[inline(always)]
     fn push_open(&mut self, kind: Kind, form: u32, idx: u32, c: u32) {
         let parent = self.parent();
         self.entries.push(Entry::new(kind, form, parent, NONE, c));
@@ -292,7 +347,7 @@ impl Timeline {
         // The usual case: the exiting frame is the innermost open one.
         if let Some(&top) = self.stack.last() {
             if top.form == form && top.call_idx != NONE {
-                let cap = limits.thread_trace_limit.unwrap_or(u64::MAX).min(u64::from(NONE - 1));
+                let cap = trace_cap(limits);
                 let idx = self.len();
                 if (idx as u64) < cap {
                     self.stack.pop();
@@ -413,4 +468,10 @@ impl Timeline {
             }
         }
     }
+}
+
+/// Entries a timeline may hold: the thread trace limit, and below the `NONE` idx.
+#[inline(always)]
+fn trace_cap(limits: &Limits) -> u64 {
+    limits.thread_trace_limit.unwrap_or(u64::MAX).min(u64::from(NONE - 1))
 }

@@ -37,10 +37,12 @@ impl ValRef {
     pub const ABSENT: ValRef = ValRef(CONST_ABSENT);
 
     /// The inline form of `v`, if it fits in 31 bits.
+    #[inline]
     pub fn small_int(v: i64) -> Option<ValRef> {
         (INLINE_MIN..=INLINE_MAX).contains(&v).then_some(ValRef(INLINE_INT | (v as u32 & !INLINE_INT)))
     }
 
+    #[inline]
     pub fn slot(index: u32) -> Option<ValRef> {
         (index < MAX_SLOT).then_some(ValRef(index))
     }
