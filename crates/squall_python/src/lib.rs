@@ -1,6 +1,7 @@
 //! `squall._engine`: the CPython recorder and thin bindings over `squall_trace`'s queries.
 
 mod awaiting;
+mod bigalloc;
 mod capture;
 mod collect;
 mod control;
@@ -21,6 +22,9 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 
 use crate::engine::ENGINE;
+
+#[global_allocator]
+static ALLOC: bigalloc::BigAlloc = bigalloc::BigAlloc;
 
 type FastFn = unsafe extern "C" fn(*mut ffi::PyObject, *mut *mut ffi::PyObject, ffi::Py_ssize_t) -> *mut ffi::PyObject;
 
