@@ -54,6 +54,7 @@ struct Names {
     send: *mut ffi::PyObject,
     throw: *mut ffi::PyObject,
     close: *mut ffi::PyObject,
+    cr_await: *mut ffi::PyObject,
 }
 
 static NAMES: GilCell<Option<Names>> = GilCell::new(None);
@@ -240,6 +241,59 @@ unsafe fn type_has(o: *mut ffi::PyObject, name: *mut ffi::PyObject) -> bool {
     unsafe { !_PyType_Lookup(ffi::Py_TYPE(o), name).is_null() }
 }
 
+/// The last static (never freed) type found to have `throw()`: asyncio's future iterators and
+/// async generators' `asend` objects are awaited over and over.
+static THROWS: GilCell<*mut ffi::PyTypeObject> = GilCell::new(null_mut());
+
+/// `type(o)` has `throw()`: CPython delegates `throw()` to it rather than raising in the frame.
+unsafe fn has_throw(o: *mut ffi::PyObject) -> bool {
+    unsafe {
+        let tp = ffi::Py_TYPE(o);
+        if *THROWS.get() == tp {
+            return true;
+        }
+        let has = type_has(o, names().throw);
+        if has && (*tp).tp_flags & ffi::Py_TPFLAGS_HEAPTYPE == 0 {
+            *THROWS.get() = tp;
+        }
+        has
+    }
+}
+
+/// The value a pending-or-fetched StopIteration carries (borrowed), read without normalizing it:
+/// `v` is the fetched value (an instance, or before 3.12 possibly the raw argument or a tuple
+/// of arguments), as `_PyGen_FetchStopIterationValue` reads it.
+unsafe fn stop_value(v: *mut ffi::PyObject) -> *mut ffi::PyObject {
+    unsafe {
+        if v.is_null() {
+            return ffi::Py_None();
+        }
+        if ffi::PyObject_TypeCheck(v, ffi::PyExc_StopIteration.cast()) != 0 {
+            let value = (*v.cast::<ffi::PyStopIterationObject>()).value;
+            return if value.is_null() { ffi::Py_None() } else { value };
+        }
+        if ffi::PyTuple_Check(v) != 0 {
+            return if ffi::PyTuple_GET_SIZE(v) > 0 { ffi::PyTuple_GET_ITEM(v, 0) } else { ffi::Py_None() };
+        }
+        v
+    }
+}
+
+/// Raises `StopIteration(value)` as a sub-iterator's return (`_PyGen_SetStopIterationValue`).
+unsafe fn set_stop_iteration(value: *mut ffi::PyObject) {
+    unsafe {
+        if ffi::PyTuple_Check(value) == 0 && ffi::PyExceptionInstance_Check(value) == 0 {
+            ffi::PyErr_SetObject(ffi::PyExc_StopIteration, value);
+            return;
+        }
+        let e = ffi::PyObject_CallOneArg(ffi::PyExc_StopIteration, value);
+        if !e.is_null() {
+            ffi::PyErr_SetObject(ffi::PyExc_StopIteration, e);
+            ffi::Py_DECREF(e);
+        }
+    }
+}
+
 /// A pending exception, kept aside while the recorder runs.
 struct Saved(*mut ffi::PyObject, *mut ffi::PyObject, *mut ffi::PyObject);
 
@@ -335,7 +389,7 @@ pub struct Awaiting {
 /// One step of the iterator: what `YIELD_FROM` / `SEND` does with a sub-iterator.
 enum Step {
     Yielded(*mut ffi::PyObject),
-    /// The await finished (the StopIteration, if any, is pending again after recording).
+    /// The await finished, recorded: its StopIteration (if its result is not None) is pending.
     Done,
 }
 
@@ -366,20 +420,42 @@ impl Awaiting {
             if ffi::PyErr_ExceptionMatches(ffi::PyExc_StopIteration) != 0 {
                 let (mut t, mut v, mut tb) = (null_mut(), null_mut(), null_mut());
                 ffi::PyErr_Fetch(&mut t, &mut v, &mut tb);
-                ffi::PyErr_NormalizeException(&mut t, &mut v, &mut tb);
-                let value = if v.is_null() { null_mut() } else { ffi::PyObject_GetAttrString(v, c"value".as_ptr()) };
-                if value.is_null() {
-                    ffi::PyErr_Clear();
-                    rec.record(true, ffi::Py_None());
-                } else {
-                    rec.record(true, value);
-                    ffi::Py_DECREF(value);
-                }
-                ffi::PyErr_Restore(t, v, tb);
-                return Err(()); // the StopIteration carries the result to CPython
+                let value = stop_value(v);
+                ffi::Py_INCREF(value);
+                rec.record(true, value);
+                ffi::Py_DECREF(value);
+                ffi::PyErr_Restore(t, v, tb); // the StopIteration carries the result to CPython
+                return Ok(Step::Done);
             }
             rec.record_raised();
             Err(())
+        }
+    }
+
+    /// A generator or coroutine sent `arg` without a StopIteration made and caught on return.
+    #[cfg(Py_3_10)]
+    unsafe fn send_gen(&self, it: *mut ffi::PyObject, arg: *mut ffi::PyObject) -> Result<Step, ()> {
+        unsafe {
+            let mut result = null_mut();
+            match ffi::PyIter_Send(it, arg, &mut result) {
+                ffi::PySendResult::PYGEN_NEXT => Ok(Step::Yielded(result)),
+                ffi::PySendResult::PYGEN_RETURN => {
+                    if let Some(rec) = &self.rec {
+                        rec.record(true, result);
+                    }
+                    if result != ffi::Py_None() {
+                        set_stop_iteration(result);
+                    }
+                    ffi::Py_DECREF(result);
+                    Ok(Step::Done)
+                }
+                ffi::PySendResult::PYGEN_ERROR => {
+                    if let Some(rec) = &self.rec {
+                        rec.record_raised();
+                    }
+                    Err(())
+                }
+            }
         }
     }
 
@@ -392,6 +468,10 @@ impl Awaiting {
                 return Err(());
             }
             let arg = if v.is_null() { ffi::Py_None() } else { v };
+            #[cfg(Py_3_10)]
+            if is_gen_or_coro(it) {
+                return self.send_gen(it, arg);
+            }
             let tp_next = (*ffi::Py_TYPE(it)).tp_iternext;
             let res = if !is_gen_or_coro(it) && arg == ffi::Py_None() && ffi::PyIter_Check(it) != 0 {
                 match tp_next {
@@ -433,6 +513,8 @@ impl Awaiting {
         // SAFETY: GIL held.
         match unsafe { self.step(null_mut()) } {
             Ok(Step::Yielded(y)) => Ok(Some(owned(py, y))),
+            // NULL, with the StopIteration carrying the result still pending (none: None), as
+            // `tp_iternext` says "finished" in C: no PyErr round trip on the hot path.
             Ok(Step::Done) => Ok(None),
             Err(()) => Err(raised(py)),
         }
@@ -538,7 +620,7 @@ unsafe fn wrap_awaitable(py: Python<'_>, o: Py<PyAny>, rec: &Rec, for_anext: boo
         }
         if ffi::Py_TYPE(p) == &raw mut ffi::PyCoro_Type && !for_anext {
             // GET_AWAITABLE: "coroutine is being awaited already"
-            let yf = ffi::PyObject_GetAttrString(p, c"cr_await".as_ptr());
+            let yf = ffi::PyObject_GetAttr(p, names().cr_await);
             if yf.is_null() {
                 ffi::PyErr_Clear();
                 return Ok(o);
@@ -551,7 +633,7 @@ unsafe fn wrap_awaitable(py: Python<'_>, o: Py<PyAny>, rec: &Rec, for_anext: boo
         }
         match await_iter(p) {
             AwaitIter::Ok(it) => {
-                if !is_gen_or_coro(it) && !type_has(it, names().throw) {
+                if !is_gen_or_coro(it) && !has_throw(it) {
                     // CPython throws into the awaiting frame itself when the iterator has no
                     // `throw()`: not wrapped, so that stays exactly so.
                     return Awaiting::new_wrapper(py, it, None);
@@ -805,8 +887,9 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
             send: intern(c"send"),
             throw: intern(c"throw"),
             close: intern(c"close"),
+            cr_await: intern(c"cr_await"),
         };
-        if [n.aenter, n.aexit, n.send, n.throw, n.close].iter().any(|p| p.is_null()) {
+        if [n.aenter, n.aexit, n.send, n.throw, n.close, n.cr_await].iter().any(|p| p.is_null()) {
             return Err(PyErr::fetch(m.py()));
         }
         *NAMES.get() = Some(n);
