@@ -29,6 +29,11 @@
 //! must be made here is the one `__anext__`'s awaitable causes when its `__await__` fails
 //! (CPython names the awaitable's type in it): it is built exactly as `GET_ANEXT` builds it.
 
+// PyErr_Fetch / PyErr_Restore / PyErr_NormalizeException: the (type, value, traceback) form is
+// the one 3.9-3.11 have, and it mirrors CPython's own code for these protocols; 3.12+ deprecate it
+// (it still works there).
+#![allow(deprecated)]
+
 use std::ffi::{c_ulong, CStr};
 use std::ptr::null_mut;
 
