@@ -123,6 +123,20 @@ unsafe fn keep(rec: &mut ThreadRec, owned: *mut ffi::PyObject) -> ValRef {
     }
 }
 
+/// True for the values `needs_snapshot` passes over before anything else (exact strs, floats,
+/// ints and bytes, and `None`): a snapshot holds them as they are.
+#[inline(always)]
+unsafe fn is_plain(o: *mut ffi::PyObject) -> bool {
+    unsafe {
+        let tp = ffi::Py_TYPE(o);
+        tp == &raw mut ffi::PyUnicode_Type
+            || tp == &raw mut ffi::PyLong_Type
+            || tp == &raw mut ffi::PyFloat_Type
+            || tp == &raw mut ffi::PyBytes_Type
+            || o == ffi::Py_None()
+    }
+}
+
 unsafe fn is_exact(o: *mut ffi::PyObject, tp: *mut ffi::PyTypeObject) -> bool {
     unsafe { ffi::Py_TYPE(o) == tp }
 }
@@ -297,6 +311,12 @@ unsafe fn snapshot_list(eng: &mut Engine, o: *mut ffi::PyObject, depth: u32, ite
                 continue;
             }
             let item = ffi::PyList_GET_ITEM(o, i as ffi::Py_ssize_t);
+            if is_plain(item) {
+                // What `snapshot` gives for it, without the calls.
+                ffi::Py_INCREF(item);
+                ffi::PyList_SET_ITEM(out, i as ffi::Py_ssize_t, item);
+                continue;
+            }
             ffi::Py_IncRef(item);
             let s = snapshot(eng, item, depth - 1, items);
             ffi::Py_DecRef(item);
@@ -320,7 +340,13 @@ unsafe fn snapshot_tuple(eng: &mut Engine, o: *mut ffi::PyObject, depth: u32, it
             return out;
         }
         for i in 0..shown {
-            let s = snapshot(eng, ffi::PyTuple_GET_ITEM(o, i as ffi::Py_ssize_t), depth - 1, items);
+            let item = ffi::PyTuple_GET_ITEM(o, i as ffi::Py_ssize_t);
+            if is_plain(item) {
+                ffi::Py_INCREF(item);
+                ffi::PyTuple_SET_ITEM(out, i as ffi::Py_ssize_t, item);
+                continue;
+            }
+            let s = snapshot(eng, item, depth - 1, items);
             ffi::PyTuple_SET_ITEM(out, i as ffi::Py_ssize_t, s);
         }
         if truncated {
@@ -346,12 +372,18 @@ unsafe fn snapshot_dict(eng: &mut Engine, o: *mut ffi::PyObject, depth: u32, ite
         // Keys and values are borrowed from a dict a snapshot function could mutate: hold them.
         while copied < shown && ffi::PyDict_Next(o, &mut pos, &mut key, &mut value) != 0 {
             ffi::Py_IncRef(key);
-            ffi::Py_IncRef(value);
-            let s = snapshot(eng, value, depth - 1, items);
-            let failed = ffi::PyDict_SetItem(out, key, s) != 0;
-            ffi::Py_DecRef(s);
+            let failed = if is_plain(value) {
+                // What `snapshot` gives for it; `PyDict_SetItem` holds it before running any code.
+                ffi::PyDict_SetItem(out, key, value) != 0
+            } else {
+                ffi::Py_IncRef(value);
+                let s = snapshot(eng, value, depth - 1, items);
+                let failed = ffi::PyDict_SetItem(out, key, s) != 0;
+                ffi::Py_DecRef(s);
+                ffi::Py_DecRef(value);
+                failed
+            };
             ffi::Py_DecRef(key);
-            ffi::Py_DecRef(value);
             if failed {
                 ffi::Py_DecRef(out);
                 return std::ptr::null_mut();
