@@ -41,7 +41,8 @@ def cycles():
     print("finalized:", sorted(finalized), "alive:", r() is not None)
 
 
-def describe(namespace, instance):
+def describe(cls, instance):
+    namespace = cls.__dict__  # a mapping proxy: its descriptors point back at the class
     return sorted(k for k in namespace if not k.startswith("__")), type(instance).__name__
 
 
@@ -50,7 +51,7 @@ def replaced_class():
         def method(self):
             return __class__
 
-    print(describe(Orig.__dict__, Orig()))
+    print(describe(Orig, Orig()))
 
     class Copy(Base):
         pass

@@ -22,7 +22,8 @@
 //! (strings, numbers, the recording's own copies of containers of those) and objects held
 //! elsewhere that cannot be weakly referenced (a tuple shared with a cycle stays alive with it).
 
-use std::collections::HashMap;
+// Keys are object addresses: a fast hasher (the scans run at every full collection).
+use foldhash::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use pyo3::ffi;
@@ -189,7 +190,7 @@ fn candidates(eng: &Engine) -> Vec<(usize, usize, *mut ffi::PyObject)> {
 
 /// How many slots hold each object.
 fn slot_counts(cands: &[(usize, usize, *mut ffi::PyObject)]) -> HashMap<usize, isize> {
-    let mut counts: HashMap<usize, isize> = HashMap::with_capacity(cands.len());
+    let mut counts: HashMap<usize, isize> = HashMap::with_capacity_and_hasher(cands.len(), Default::default());
     for &(_, _, p) in cands {
         *counts.entry(p as usize).or_default() += 1;
     }
@@ -217,18 +218,18 @@ fn on_start(py: Python<'_>) -> PyResult<()> {
 
     // Objects held by the recording alone (the program has let go of them): snapshotted, then
     // freed. Freeing a copy can leave objects it held alone in turn: a few rounds.
+    let mut cands = candidates(unsafe { ENGINE.get() });
+    let mut counts = slot_counts(&cands);
     for _round in 0..3 {
-        let cands = candidates(unsafe { ENGINE.get() });
-        let counts = slot_counts(&cands);
         let alone: Vec<_> =
-            cands.into_iter().filter(|&(_, _, p)| unsafe { ffi::Py_REFCNT(p) } == counts[&(p as usize)]).collect();
+            cands.iter().copied().filter(|&(_, _, p)| unsafe { ffi::Py_REFCNT(p) } == counts[&(p as usize)]).collect();
         if alone.is_empty() {
             break;
         }
         // Snapshots run `repr` (user code, during which other threads may record): each slot
         // is looked up again after them.
         // Slots the recording file has already saved need none.
-        let mut snaps: HashMap<usize, Snap> = HashMap::new();
+        let mut snaps: HashMap<usize, Snap> = HashMap::default();
         for &(r, slot, p) in &alone {
             if slot < crate::sink::saved_values(r) {
                 continue;
@@ -255,15 +256,15 @@ fn on_start(py: Python<'_>) -> PyResult<()> {
                 unsafe { ffi::Py_DecRef(p) };
             }
         });
+        cands = candidates(unsafe { ENGINE.get() });
+        counts = slot_counts(&cands);
     }
 
     // Objects also held elsewhere: weakly, during the collection. No Python code runs here
     // (creating weak references cannot start a collection during one), and no object is freed:
     // each keeps a reference from elsewhere.
     let eng = unsafe { ENGINE.get() };
-    let cands = candidates(eng);
-    let counts = slot_counts(&cands);
-    let mut by_obj: HashMap<usize, usize> = HashMap::new();
+    let mut by_obj: HashMap<usize, usize> = HashMap::default();
     let mut weakened: Vec<Weakened> = Vec::new();
     for (r, slot, p) in cands {
         // SAFETY: the slot owns `p`.
@@ -323,7 +324,7 @@ fn on_stop(py: Python<'_>) -> PyResult<()> {
 /// by address: the collector found a finalized object resurrected by such a slot and kept it,
 /// although its weak references were cleared.
 fn recorded_during(eng: &Engine, marks: &[usize]) -> HashMap<usize, *mut ffi::PyObject> {
-    let mut out = HashMap::new();
+    let mut out = HashMap::default();
     for (r, rec) in eng.recs.iter().enumerate() {
         let Some(rec) = rec.as_deref() else { continue };
         let from = marks.get(r).copied().unwrap_or(0).max(rec.released_upto);

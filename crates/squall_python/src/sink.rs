@@ -47,6 +47,9 @@ static FLUSHER_RUNNING: AtomicBool = AtomicBool::new(false);
 
 pub const FLUSH_EVERY: Duration = Duration::from_millis(500);
 
+/// Longest the flusher holds the GIL at a stretch while it snapshots values.
+const GIL_SLICE: Duration = Duration::from_millis(10);
+
 fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }
@@ -195,13 +198,32 @@ fn flush_into(py: Python<'_>, sink: &mut Sink, eng: &mut Engine) -> Result<(), s
                 // SAFETY: non-null slots own a strong reference.
                 .map(|&p| (!p.is_null()).then(|| unsafe { Bound::from_borrowed_ptr(py, p) }.unbind()))
                 .collect();
-            let mut snaps = Vec::with_capacity(owned.len());
-            for (i, o) in owned.iter().enumerate() {
-                snaps.push(match o {
-                    Some(o) => snap_of(o.bind(py), &FILE_BUDGET),
-                    None => released_snap(number, from + i),
-                });
-            }
+            // An object recorded many times in a batch (a method's `self`) is snapshotted once.
+            let mut snaps: Vec<squall_trace::Snap> = Vec::with_capacity(owned.len());
+            let mut first_at: std::collections::HashMap<usize, usize> = std::collections::HashMap::new();
+            let mut slice_start = std::time::Instant::now();
+            crate::snap::with_type_names(|| {
+                for (i, o) in owned.iter().enumerate() {
+                    if i % 64 == 63 && slice_start.elapsed() > GIL_SLICE {
+                        // Long flushes must not pause the program (timing-sensitive tests, UIs):
+                        // let it run a moment. Type names are looked up afresh after.
+                        crate::snap::forget_type_names();
+                        py.detach(std::thread::yield_now);
+                        slice_start = std::time::Instant::now();
+                    }
+                    let snap = match o {
+                        Some(o) => match first_at.get(&(o.as_ptr() as usize)) {
+                            Some(&j) => snaps[j].clone(),
+                            None => {
+                                first_at.insert(o.as_ptr() as usize, i);
+                                snap_of(o.bind(py), &FILE_BUDGET)
+                            }
+                        },
+                        None => released_snap(number, from + i),
+                    };
+                    snaps.push(snap);
+                }
+            });
             drop(owned);
             let offset = writer.bytes_written();
             writer.values(number as u32, from as u64, &snaps)?;

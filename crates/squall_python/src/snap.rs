@@ -19,11 +19,15 @@ pub struct SnapBudget {
     pub max_repr: usize,
     /// Characters of `repr` kept for objects nested inside it (their attributes carry the rest).
     pub max_nested_repr: usize,
+    /// Values visited for one snapshot, all levels together (what is past it is cut): bounds the
+    /// work of saving one value whatever its shape (50 items per level, 4 levels deep could be
+    /// millions).
+    pub max_nodes: usize,
 }
 
 /// What a file keeps of each value. Reprs of nested objects are short: an object's repr usually
 /// repeats its attributes' reprs, and the attributes are kept as a tree anyway.
-pub const FILE_BUDGET: SnapBudget = SnapBudget { max_depth: 4, max_length: 50, max_repr: 300, max_nested_repr: 60 };
+pub const FILE_BUDGET: SnapBudget = SnapBudget { max_depth: 4, max_length: 50, max_repr: 300, max_nested_repr: 60, max_nodes: 1000 };
 
 /// A structural snapshot of `o` as it is now. Never panics: a snapshot that fails is described.
 pub fn snap_of(o: &Bound<'_, PyAny>, budget: &SnapBudget) -> Snap {
@@ -39,13 +43,56 @@ fn snap_of_inner(o: &Bound<'_, PyAny>, budget: &SnapBudget) -> Snap {
         // SAFETY: GIL held (a Bound exists).
         let eng = unsafe { crate::engine::ENGINE.get() };
         match crate::query::resolve_class_ref(eng, o.clone()) {
-            Ok(resolved) => snap(resolved.bind(o.py()), budget, budget.max_depth),
-            Err(_) => snap(o, budget, budget.max_depth),
+            Ok(resolved) => snap(resolved.bind(o.py()), budget, budget.max_depth, &mut budget.max_nodes.clone()),
+            Err(_) => snap(o, budget, budget.max_depth, &mut budget.max_nodes.clone()),
         }
     })
 }
 
+thread_local! {
+    /// Qualified type names by type address, while a batch of snapshots is taken (the batch
+    /// holds its objects, and so their types: an address cannot be reused meanwhile).
+    static TYPE_NAMES: std::cell::RefCell<Option<std::collections::HashMap<usize, String>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `f` (which takes snapshots of objects it holds) with type names cached.
+pub fn with_type_names<R>(f: impl FnOnce() -> R) -> R {
+    let outer = TYPE_NAMES.with(|c| c.borrow().is_some());
+    if !outer {
+        TYPE_NAMES.with(|c| *c.borrow_mut() = Some(Default::default()));
+    }
+    let out = f();
+    if !outer {
+        TYPE_NAMES.with(|c| *c.borrow_mut() = None);
+    }
+    out
+}
+
+/// Empties the type-name cache (the batch let other code run: types may have been freed).
+pub fn forget_type_names() {
+    TYPE_NAMES.with(|c| {
+        if let Some(m) = c.borrow_mut().as_mut() {
+            m.clear();
+        }
+    });
+}
+
 fn qualified_type_name(o: &Bound<'_, PyAny>) -> String {
+    let key = o.get_type().as_ptr() as usize;
+    if let Some(name) = TYPE_NAMES.with(|c| c.borrow().as_ref().and_then(|m| m.get(&key).cloned())) {
+        return name;
+    }
+    let name = qualified_type_name_uncached(o);
+    TYPE_NAMES.with(|c| {
+        if let Some(m) = c.borrow_mut().as_mut() {
+            m.insert(key, name.clone());
+        }
+    });
+    name
+}
+
+fn qualified_type_name_uncached(o: &Bound<'_, PyAny>) -> String {
     let tp = o.get_type();
     let module: Option<String> = tp.getattr("__module__").ok().and_then(|m| m.extract().ok());
     let name: String = tp.getattr("__qualname__").ok().and_then(|m| m.extract().ok()).unwrap_or_else(|| {
@@ -59,6 +106,12 @@ fn qualified_type_name(o: &Bound<'_, PyAny>) -> String {
 }
 
 fn safe_repr(o: &Bound<'_, PyAny>, max: usize) -> String {
+    // `object.__repr__` itself, without calling it: what it would say.
+    // SAFETY: reading the type slots of a valid object.
+    let default_repr = unsafe { (*(&raw const ffi::PyBaseObject_Type)).tp_repr.map(|f| f as usize) };
+    if unsafe { (*ffi::Py_TYPE(o.as_ptr())).tp_repr.map(|f| f as usize) } == default_repr {
+        return format!("<{} object at {:#x}>", qualified_type_name(o), o.as_ptr() as usize);
+    }
     match o.repr() {
         Ok(r) => {
             let s = r.to_string_lossy().into_owned();
@@ -87,11 +140,16 @@ fn len_of(o: &Bound<'_, PyAny>) -> u64 {
     o.len().map(|l| l as u64).unwrap_or(0)
 }
 
-fn snap(o: &Bound<'_, PyAny>, budget: &SnapBudget, depth: u32) -> Snap {
+fn snap(o: &Bound<'_, PyAny>, budget: &SnapBudget, depth: u32, left: &mut usize) -> Snap {
     let py = o.py();
     if o.is_none() {
         return Snap::None;
     }
+    if *left == 0 {
+        // SAFETY: `o` is a valid object.
+        return Snap::Cut { type_name: unsafe { type_name(o.as_ptr()) }, len: 0 };
+    }
+    *left -= 1;
     // SAFETY: type checks on a valid object.
     let exact = |tp: *mut ffi::PyTypeObject| unsafe { ffi::Py_TYPE(o.as_ptr()) == tp };
     if exact(&raw mut ffi::PyBool_Type) {
@@ -140,7 +198,7 @@ fn snap(o: &Bound<'_, PyAny>, budget: &SnapBudget, depth: u32) -> Snap {
         if let Ok(iter) = o.try_iter() {
             for item in iter.take(budget.max_length) {
                 match item {
-                    Ok(item) => items.push(snap(&item, budget, depth - 1)),
+                    Ok(item) => items.push(snap(&item, budget, depth - 1, left)),
                     Err(_) => break,
                 }
             }
@@ -158,7 +216,7 @@ fn snap(o: &Bound<'_, PyAny>, budget: &SnapBudget, depth: u32) -> Snap {
         let entries = d
             .iter()
             .take(budget.max_length)
-            .map(|(k, v)| (snap(&k, budget, depth - 1), snap(&v, budget, depth - 1)))
+            .map(|(k, v)| (snap(&k, budget, depth - 1, &mut *left), snap(&v, budget, depth - 1, &mut *left)))
             .collect();
         return Snap::Map { type_name, entries, len };
     }
@@ -169,7 +227,7 @@ fn snap(o: &Bound<'_, PyAny>, budget: &SnapBudget, depth: u32) -> Snap {
     let mut attrs: Vec<(String, Snap)> = Vec::new();
     if o.is_instance_of::<pyo3::exceptions::PyBaseException>() {
         if let Ok(args) = o.getattr("args") {
-            attrs.push(("args".to_string(), snap(&args, budget, depth - 1)));
+            attrs.push(("args".to_string(), snap(&args, budget, depth - 1, left)));
         }
         // What `str(exc)` said: the message a traceback shows.
         let text = o.str().map(|t| t.to_string_lossy().into_owned()).unwrap_or_default();
@@ -180,7 +238,7 @@ fn snap(o: &Bound<'_, PyAny>, budget: &SnapBudget, depth: u32) -> Snap {
         if let Some(dict) = dict.cast::<PyDict>().ok().and_then(|d| d.copy().ok()) {
             for (k, v) in dict.iter().take(budget.max_length) {
                 let key = k.extract::<String>().unwrap_or_else(|_| k.to_string());
-                attrs.push((key, snap(&v, budget, depth - 1)));
+                attrs.push((key, snap(&v, budget, depth - 1, left)));
             }
         }
     }
