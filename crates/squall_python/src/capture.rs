@@ -70,7 +70,10 @@ pub unsafe fn capture_simple(rec: &mut ThreadRec, o: *mut ffi::PyObject) -> Opti
             }
         } else if tp == &raw mut ffi::PyBool_Type {
             return Some(if o == ffi::Py_True() { ValRef::TRUE } else { ValRef::FALSE });
-        } else if tp != &raw mut ffi::PyUnicode_Type && tp != &raw mut ffi::PyFloat_Type && tp != &raw mut ffi::PyBytes_Type {
+        } else if tp != &raw mut ffi::PyUnicode_Type
+            && tp != &raw mut ffi::PyFloat_Type
+            && tp != &raw mut ffi::PyBytes_Type
+        {
             return None;
         }
         // Immutable: kept by reference (as `capture` does after finding no snapshot is needed).

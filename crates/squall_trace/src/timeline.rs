@@ -225,7 +225,8 @@ impl Timeline {
     #[inline(always)]
     pub fn innermost_frame_of(&self, form: u32, limits: &Limits) -> Option<u32> {
         let top = self.stack.last()?;
-        if top.form != form || top.call_idx == NONE || self.stopped.is_some() || self.len() as u64 >= trace_cap(limits) {
+        if top.form != form || top.call_idx == NONE || self.stopped.is_some() || self.len() as u64 >= trace_cap(limits)
+        {
             return None;
         }
         Some(top.call_idx)
