@@ -47,6 +47,9 @@ static FLUSHER_RUNNING: AtomicBool = AtomicBool::new(false);
 
 pub const FLUSH_EVERY: Duration = Duration::from_millis(500);
 
+/// Values snapshotted, written and dropped at a time.
+const VALUE_CHUNK: usize = 4096;
+
 /// Longest the flusher holds the GIL at a stretch while it snapshots values.
 const GIL_SLICE: Duration = Duration::from_millis(10);
 
@@ -188,17 +191,24 @@ fn flush_into(py: Python<'_>, sink: &mut Sink, eng: &mut Engine) -> Result<(), s
             done.switches += taken;
             done.last_switch = new.last().copied().or(done.last_switch);
         }
-        if rec.values.len() > done.values {
-            let (from, upto) = (done.values, rec.values.len());
+        let (mut from, upto) = (done.values, rec.values.len());
+        // In chunks: a batch's snapshots are held until written (memory), and the GIL is let go
+        // between them.
+        while from < upto {
+            let to = upto.min(from + VALUE_CHUNK);
+            // SAFETY: GIL held; looked up afresh (user code ran since).
+            let Some(rec) = unsafe { ENGINE.get() }.recs.get_mut(number).and_then(|r| r.as_deref_mut()) else {
+                break;
+            };
             // Owned references first: snapshotting runs `repr` (user code), during which other
             // threads may record into this table (and move it). A slot released by a garbage
             // collection has its snapshot in `snaps` instead.
-            let owned: Vec<Option<Py<PyAny>>> = rec.values[from..upto]
+            let owned: Vec<Option<Py<PyAny>>> = rec.values[from..to]
                 .iter()
                 // SAFETY: non-null slots own a strong reference.
                 .map(|&p| (!p.is_null()).then(|| unsafe { Bound::from_borrowed_ptr(py, p) }.unbind()))
                 .collect();
-            // An object recorded many times in a batch (a method's `self`) is snapshotted once.
+            // An object recorded many times in a chunk (a method's `self`) is snapshotted once.
             let mut snaps: Vec<squall_trace::Snap> = Vec::with_capacity(owned.len());
             let mut first_at: std::collections::HashMap<usize, usize> = std::collections::HashMap::new();
             let mut slice_start = std::time::Instant::now();
@@ -228,14 +238,18 @@ fn flush_into(py: Python<'_>, sink: &mut Sink, eng: &mut Engine) -> Result<(), s
             let offset = writer.bytes_written();
             writer.values(number as u32, from as u64, &snaps)?;
             // SAFETY: GIL held; the recording is looked up again after the user code above.
-            let eng = unsafe { ENGINE.get() };
-            if let Some(rec) = eng.recs.get_mut(number).and_then(|r| r.as_deref_mut()) {
+            if let Some(rec) = unsafe { ENGINE.get() }.recs.get_mut(number).and_then(|r| r.as_deref_mut()) {
                 rec.value_chunks.push((from as u64, snaps.len() as u64, offset));
-                for slot in from..upto {
+                for slot in from..to {
                     rec.snaps.remove(&slot);
                 }
             }
-            sink.flushed[number].values = upto;
+            sink.flushed[number].values = to;
+            from = to;
+            if from < upto {
+                crate::snap::forget_type_names();
+                py.detach(std::thread::yield_now);
+            }
         }
     }
     writer.flush()?;

@@ -27,7 +27,7 @@ pub struct SnapBudget {
 
 /// What a file keeps of each value. Reprs of nested objects are short: an object's repr usually
 /// repeats its attributes' reprs, and the attributes are kept as a tree anyway.
-pub const FILE_BUDGET: SnapBudget = SnapBudget { max_depth: 4, max_length: 50, max_repr: 300, max_nested_repr: 60, max_nodes: 1000 };
+pub const FILE_BUDGET: SnapBudget = SnapBudget { max_depth: 4, max_length: 50, max_repr: 300, max_nested_repr: 60, max_nodes: 500 };
 
 /// A structural snapshot of `o` as it is now. Never panics: a snapshot that fails is described.
 pub fn snap_of(o: &Bound<'_, PyAny>, budget: &SnapBudget) -> Snap {
