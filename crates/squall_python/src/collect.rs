@@ -51,6 +51,15 @@ struct Collection {
     garbage_before: usize,
     /// Each recording's slot count when the collection started.
     marks: Vec<usize>,
+    /// Each recording's objects held (non-null slots) when it started.
+    held_before: Vec<u64>,
+}
+
+fn held(eng: &Engine) -> Vec<u64> {
+    eng.recs
+        .iter()
+        .map(|r| r.as_ref().map_or(0, |r| r.values[r.released_upto..].iter().filter(|p| !p.is_null()).count() as u64))
+        .collect()
 }
 
 static COLLECTION: GilCell<Option<Collection>> = GilCell::new(None);
@@ -213,7 +222,10 @@ fn on_start(py: Python<'_>) -> PyResult<()> {
     let garbage_before = gc.getattr("garbage")?.len()?;
     // SAFETY: GIL held. Set before any user code runs: the flusher skips while it is set.
     let marks = unsafe { ENGINE.get() }.recs.iter().map(|r| r.as_ref().map_or(0, |r| r.values.len())).collect();
-    unsafe { *COLLECTION.get() = Some(Collection { weakened: Vec::new(), debug_before, garbage_before, marks }) };
+    let held_before = held(unsafe { ENGINE.get() });
+    unsafe {
+        *COLLECTION.get() = Some(Collection { weakened: Vec::new(), debug_before, garbage_before, marks, held_before })
+    };
     COLLECTING.store(true, Ordering::Relaxed);
 
     // Objects held by the recording alone (the program has let go of them): snapshotted, then
@@ -315,7 +327,19 @@ fn on_stop(py: Python<'_>) -> PyResult<()> {
     let weakened = std::mem::take(&mut col.weakened);
     let marks = std::mem::take(&mut col.marks);
     let (debug_before, garbage_before) = (col.debug_before, col.garbage_before);
+    let held_before = std::mem::take(&mut col.held_before);
     let result = restore(py, weakened, &marks, debug_before, garbage_before);
+    // The estimate of what the recording keeps alive (memory limit) follows what it let go of:
+    // sizes are not kept per slot, so in proportion.
+    let eng = unsafe { ENGINE.get() };
+    let after = held(eng);
+    for (r, rec) in eng.recs.iter_mut().enumerate() {
+        let (Some(rec), Some(&before)) = (rec.as_deref_mut(), held_before.get(r)) else { continue };
+        let now = after.get(r).copied().unwrap_or(0);
+        if before > 0 && now < before {
+            rec.kept_bytes = ((rec.kept_bytes as u128 * now as u128) / before as u128) as u64;
+        }
+    }
     unsafe { *COLLECTION.get() = None };
     result
 }
