@@ -362,6 +362,39 @@ def test_a_long_run_saved_to_a_file_stays_within_the_memory_limit(tmp_path):
         api.clear_recordings()
 
 
+def test_past_half_the_memory_limit_saved_values_are_released_whatever_the_window(tmp_path):
+    # The keep-alive window counts values; a few hundred big snapshots weigh more than the limit
+    # (attrs' suite: 3.3 GB peak under a 2 GiB limit). Past half the limit, every saved value
+    # is released, and recording goes on.
+    import time as _time
+
+    api.stop_recording()
+    api.clear_recordings()
+    ns = {"__name__": "big"}
+    exec(rewrite.compile_instrumented("def take(xs):\n    return 1\n", "/src/big.py", "big"), ns)
+    limits = api.get_limits()
+    api.set_limits(memory_limit=2_000_000)
+    try:
+        api.start_recording(install_hook=False)
+        api.save_to(str(tmp_path / "big.sqrec"))
+        peak = 0
+        for batch in range(6):
+            for i in range(100):
+                ns["take"]([[j] for j in range(500)])  # a copy of 1,000 items each time
+            peak = max(peak, api.engine_stats()["bytes"] + api.engine_stats()["kept_bytes"])
+            _time.sleep(0.6)  # the flusher runs twice a second
+        assert api.is_recording()  # not stopped by the limit
+        assert api.engine_stats()["objects_alive"] < 100 * 6
+        api.stop_recording()
+        api.finish_saving()
+        assert peak < 3_000_000, peak
+        rec = squall.load(tmp_path / "big.sqrec")
+        assert rec.fn_call_stats(0)[0]["cnt"] == 600
+    finally:
+        api.set_limits(**limits)
+        api.clear_recordings()
+
+
 def test_a_repr_that_changes_what_is_being_saved_does_not_stop_the_saving(tmp_path):
     # Saving snapshots an object's attributes and runs their reprs; a repr that adds an
     # attribute to the object being saved made the flusher panic ("dictionary changed size

@@ -298,10 +298,15 @@ pub fn saving() -> bool {
     unsafe { SINK.get() }.is_some()
 }
 
-/// Releases the objects of saved slots older than the keep-alive window: the program's objects
-/// are no longer held by the recording (finalizers run, memory stays bounded).
+/// Releases the objects of saved slots older than the keep-alive window (all saved ones past
+/// half the memory limit): the program's objects are no longer held by the recording
+/// (finalizers run, memory stays bounded).
 fn release_saved(sink: &Sink, eng: &mut Engine) {
     let Some(keep) = eng.keep_alive else { return };
+    // Past half the memory limit the window shrinks to nothing: every saved value is released
+    // (the window counts values, and a few big snapshots can weigh more than the limit).
+    let over = eng.limits.memory_limit.is_some_and(|limit| eng.bytes() >= limit / 2);
+    let keep = if over { 0 } else { keep };
     eng.value_file = Some(sink.path.clone());
     let mut freed: Vec<*mut pyo3::ffi::PyObject> = Vec::new();
     for (number, rec) in eng.recs.iter_mut().enumerate() {
