@@ -35,6 +35,10 @@ use crate::engine::{without_recording, Engine, ENGINE};
 use crate::gil_cell::GilCell;
 use crate::snap::{snap_of, FILE_BUDGET};
 
+/// Longest a collection spends snapshotting objects the program dropped (the rest waits for
+/// a later collection).
+const SNAPSHOT_TIME_BUDGET: std::time::Duration = std::time::Duration::from_millis(25);
+
 /// A recorded object held weakly during a collection.
 struct Weakened {
     /// (recording, slot) of each slot that held it.
@@ -119,11 +123,15 @@ pub fn gc_callback(py: Python<'_>, phase: &str, info: &Bound<'_, PyDict>) {
         .flatten()
         .and_then(|g| g.extract::<i64>().ok())
         .is_some_and(|g| g >= 2);
+    let t0 = std::time::Instant::now();
     let result = match phase {
         "start" if full => on_start(py),
         "stop" => on_stop(py),
         _ => Ok(()),
     };
+    if std::env::var_os("SQUALL_DEBUG_PAUSES").is_some() && t0.elapsed().as_millis() > 30 {
+        eprintln!("squall gc {phase}: {} ms", t0.elapsed().as_millis());
+    }
     if let Err(e) = result {
         // Never into the program: a failure here leaves objects held, as without this module.
         // SAFETY: GIL held.
@@ -230,28 +238,40 @@ fn on_start(py: Python<'_>) -> PyResult<()> {
 
     // Objects held by the recording alone (the program has let go of them): snapshotted, then
     // freed. Freeing a copy can leave objects it held alone in turn: a few rounds.
+    let started = std::time::Instant::now();
     let mut cands = candidates(unsafe { ENGINE.get() });
     let mut counts = slot_counts(&cands);
     for _round in 0..3 {
-        let alone: Vec<_> =
+        let mut alone: Vec<_> =
             cands.iter().copied().filter(|&(_, _, p)| unsafe { ffi::Py_REFCNT(p) } == counts[&(p as usize)]).collect();
         if alone.is_empty() {
             break;
         }
+        // Newest first: what a program just dropped (and may be checking for) goes first.
+        alone.sort_unstable_by(|a, b| b.1.cmp(&a.1));
         // Snapshots run `repr` (user code, during which other threads may record): each slot
-        // is looked up again after them.
-        // Slots the recording file has already saved need none.
+        // is looked up again after them. Slots the recording file has already saved need none.
+        // Past the time budget the rest stays held until a later collection (a pause here is
+        // a pause of the program).
         let mut snaps: HashMap<usize, Snap> = HashMap::default();
+        let mut deferred: HashMap<usize, ()> = HashMap::default();
         for &(r, slot, p) in &alone {
-            if slot < crate::sink::saved_values(r) {
+            if slot < crate::sink::saved_values(r) || snaps.contains_key(&(p as usize)) {
+                continue;
+            }
+            if started.elapsed() > SNAPSHOT_TIME_BUDGET {
+                deferred.insert(p as usize, ());
                 continue;
             }
             // SAFETY: the slot still owns `p` (only this thread releases slots).
-            snaps.entry(p as usize).or_insert_with(|| snap_of(unsafe { &Bound::from_borrowed_ptr(py, p) }, &FILE_BUDGET));
+            snaps.insert(p as usize, snap_of(unsafe { &Bound::from_borrowed_ptr(py, p) }, &FILE_BUDGET));
         }
         let mut freed = Vec::new();
         let eng = unsafe { ENGINE.get() };
         for (r, slot, p) in alone {
+            if deferred.contains_key(&(p as usize)) {
+                continue;
+            }
             let Some(rec) = eng.recs.get_mut(r).and_then(|r| r.as_deref_mut()) else { continue };
             if rec.values.get(slot) == Some(&p) {
                 if let Some(snap) = snaps.get(&(p as usize)).filter(|_| slot >= crate::sink::saved_values(r)) {

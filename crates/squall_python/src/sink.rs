@@ -89,6 +89,13 @@ pub fn open_sink(
     Ok(())
 }
 
+struct Defer<F: FnMut()>(F);
+impl<F: FnMut()> Drop for Defer<F> {
+    fn drop(&mut self) {
+        (self.0)()
+    }
+}
+
 fn flusher_loop(stop: &(Mutex<bool>, Condvar)) {
     let (lock, cv) = stop;
     loop {
@@ -102,6 +109,12 @@ fn flusher_loop(stop: &(Mutex<bool>, Condvar)) {
         // must not end the flusher (memory would then grow unbounded): it ends the saving,
         // reported like any other saving error.
         Python::attach(|py| {
+            let t0 = std::time::Instant::now();
+            let _report = Defer(move || {
+                if std::env::var_os("SQUALL_DEBUG_PAUSES").is_some() && t0.elapsed().as_millis() > 30 {
+                    eprintln!("squall flush: {} ms", t0.elapsed().as_millis());
+                }
+            });
             if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| flush_now(py))).is_err() {
                 if let Some(sink) = unsafe { SINK.get() }.as_mut() {
                     if sink.error.is_none() {
@@ -214,7 +227,7 @@ fn flush_into(py: Python<'_>, sink: &mut Sink, eng: &mut Engine) -> Result<(), s
             let mut slice_start = std::time::Instant::now();
             crate::snap::with_type_names(|| {
                 for (i, o) in owned.iter().enumerate() {
-                    if i % 64 == 63 && slice_start.elapsed() > GIL_SLICE {
+                    if i > 0 && slice_start.elapsed() > GIL_SLICE {
                         // Long flushes must not pause the program (timing-sensitive tests, UIs):
                         // let it run a moment. Type names are looked up afresh after.
                         crate::snap::forget_type_names();
