@@ -5,6 +5,7 @@ Each test runs a program plainly and rewritten (full mode, real engine), compare
 entries of the main thread."""
 
 import os
+import re
 import sys
 import textwrap
 import threading
@@ -573,6 +574,278 @@ def test_async_errors_and_tracebacks_unchanged(tmp_path):
         for mode in ("full", "calls"):
             res, _, _ = run(tmp_path, src, "main", which, mode=mode)
             assert res[0] == "exc" and res[1] in ("TypeError", "AttributeError"), res
+
+
+
+# --- single-name bindings recorded by the call making the value --------------------------------
+# `x = _sq_bind(S, v)` and `for x in _sq_for(S, it)` (rewrite._FUSE_BINDS) must record exactly
+# what the statement form `x = v; _sq_bind(S, x)` records, and change nothing the program sees.
+
+FUSED = """
+import itertools
+class Falsy:  # truth never asked: bool() raises
+    def __bool__(self):
+        raise ValueError("no truth")
+    def __repr__(self):
+        return "Falsy()"
+class Countdown:  # a class iterator with a Python __next__
+    def __init__(self, n):
+        self.n = n
+    def __iter__(self):
+        return self
+    def __next__(self):
+        if self.n <= 0:
+            raise StopIteration
+        self.n -= 1
+        return self.n
+def gen(n):
+    for i in range(n):
+        got = yield i * 10
+        if got:
+            i = got
+def rec(n):
+    acc = []
+    for k in range(n):
+        acc.append(k)
+        sub = rec(k)  # binds after the inner call belong to this frame
+        acc.extend(sub)
+    return acc
+G = None
+def main():
+    global G
+    out = []
+    for x in [1, Falsy(), None, 0, ""]:
+        out.append(type(x).__name__)
+    for y in range(5):
+        if y == 3:
+            break
+    else:
+        out.append("no")
+    for z in []:
+        out.append(z)
+    else:
+        out.append("empty-else")
+    it = iter(range(10))
+    for a in it:
+        b = next(it)  # the body advances the same iterator
+        out.append((a, b))
+    for c in Countdown(3):
+        c = c * 2  # rebinding inside the body
+        out.append(c)
+    for d in gen(3):
+        out.append(d)
+    g = gen(4)
+    for e in g:
+        if e == 10:
+            g.send(3)
+        out.append(e)
+    for G in "ab":
+        out.append(G)
+    s = "abc"
+    for s in s:
+        out.append(s)
+    for f in itertools.count():
+        if f > 2:
+            break
+        for f2 in range(f):
+            out.append((f, f2))
+    ann: int = len(out)
+    fs = [type(v).__name__ for v in [Falsy(), 0]]
+    pairs = [(k, v) for k, v in {"p": Falsy(), "q": 0}.items()]
+    nested = [(i, j) for i in range(3) for j in range(i) if j]
+    st = {w % 2 for w in range(4)}
+    dc = {w: w * w for w in range(3) if w}
+    gx = list(w + 1 for w in range(3))
+    wal = [(lv := v * 3) for v in range(3)]
+    n = 0
+    while (n := n + 1) < 3:
+        out.append(n)
+    return out, ann, fs, len(pairs), nested, st, dc, gx, wal, lv, rec(3), G
+"""
+
+FUSED_ERRORS = """
+class BadIter:
+    def __iter__(self):
+        return 5
+class Raises:
+    def __iter__(self):
+        raise ValueError("no iter")
+class NextRaises:
+    def __iter__(self):
+        return self
+    def __next__(self):
+        raise KeyError("from __next__")
+def gen(n):
+    for i in range(n):
+        if i == 2:
+            raise KeyError(i)
+        yield i
+def stops():
+    yield 1
+    raise StopIteration  # PEP 479: RuntimeError
+def mutated():
+    d = {1: 2}
+    for k in d:
+        d[k + 1] = 0
+def f_int():
+    for x in 5:
+        pass
+def f_comp():
+    return [y * 2
+            for y in 7]
+def f_inner_comp():
+    return [k for j in [1] for k in j]
+def f_bad():
+    for z in BadIter():
+        pass
+def f_raises():
+    out = {w: 1 for w in Raises()}
+def f_next():
+    for n in NextRaises():
+        pass
+def f_gen():
+    t = 0
+    for v in gen(5):
+        t += v
+    return t
+def f_gen_comp():
+    return [v for v in gen(5)]
+def f_stops():
+    return [s for s in stops()]
+def f_mutated():
+    mutated()
+def f_body():
+    for q in range(3):
+        q = 1 / (q - 2)
+def f_none():
+    for r in None:
+        pass
+def main(which):
+    return globals()[which]()
+"""
+
+
+def _addrless(v):
+    """repr(v) without addresses and with run()'s numbered module names made one."""
+    return re.sub(r"fm_\d+", "fm", re.sub(r" at 0x[0-9a-fA-F]+", "", repr(v)))
+
+
+def _fused_vs_statement(tmp_path, monkeypatch, src, *a):
+    got = {}
+    for fuse in (False, True):
+        monkeypatch.setattr(rewrite, "_FUSE_BINDS", fuse)
+        res, ent, lines = run(tmp_path, src, "main", *a)  # also: same outcome as plain Python
+        # every entry, every field; values by their repr; the module's own ids left out
+        norm = [{k: (_addrless(_engine.deref(v)) if k.endswith("_ref") and v is not None else v)
+                 for k, v in e.items() if k not in ("fn_ns", "form_id")} for e in ent]
+        got[fuse] = (res, ent, norm)
+    assert _addrless(got[True][0]) == _addrless(got[False][0])
+    assert got[True][2] == got[False][2]
+    return got[True]
+
+
+def test_fused_binds_record_what_the_statements_did(tmp_path, monkeypatch):
+    res, ent, _ = _fused_vs_statement(tmp_path, monkeypatch, FUSED)
+    assert res[0] == "ok"
+    b = binds(ent)
+    assert [v for s, v in b if s == "y"] == [0, 1, 2, 3]
+    assert [v for s, v in b if s == "a"] == [0, 2, 4, 6, 8]
+    assert [v for s, v in b if s == "c"] == [2, 4, 1, 2, 0, 0]
+    assert [v for s, v in b if s == "e"] == [0, 10, 30]
+    assert [v for s, v in b if s == "G"] == ["a", "b"] and ("ann", res[1][1]) in b
+    assert [v for s, v in b if s == "j"] == [0, 0, 1]
+    assert [v for s, v in b if s == "lv"] == [0, 3, 6]
+
+
+def test_fused_binds_statement_shapes():
+    src = textwrap.dedent("""
+    def f(xs):
+        t = 0
+        u: int = 1
+        for x in xs:
+            t += x
+        for a, b in xs:
+            pass
+        w = v = 2
+        return [y for y in xs], [p for p, q in xs], (z := 3)
+    """)
+    text_ = rewrite.instrumented_source_text(src, "s.py", "s", mode="full")
+    assert "t = _sq_bind(" in text_ and "u: int = _sq_bind(" in text_
+    if rewrite._LOOP_ITER:
+        assert "for x in _sq_for(" in text_ and "for y in _sq_for(" in text_
+    else:  # 3.12+: see rewrite._LOOP_ITER
+        assert "_sq_for(" not in text_
+    assert "_sq_bind(" in text_.split("t += x")[1].splitlines()[1]  # augmented: statement kept
+    assert "if (_sq_bind(" in text_  # a tuple target in a comprehension: an always-true tuple
+    assert "or True" not in text_ and "_sq_bind(" in text_.split("(z := 3)")[0].splitlines()[-1]
+
+
+@pytest.mark.parametrize("which", [
+    "f_int", "f_comp", "f_inner_comp", "f_bad", "f_raises", "f_next", "f_gen", "f_gen_comp",
+    "f_stops", "f_mutated", "f_body", "f_none",
+])
+def test_fused_binds_errors_and_tracebacks_unchanged(tmp_path, monkeypatch, which):
+    # Type, message and formatted traceback (carets included) are compared with plain Python in
+    # run(); the recordings with the statement form.
+    res, _, _ = _fused_vs_statement(tmp_path, monkeypatch, FUSED_ERRORS, which)
+    assert res[0] == "exc", res
+
+
+def test_deep_generator_recursion_unchanged(tmp_path, monkeypatch):
+    # 3.12+ runs `for` over a generator without C recursion: no wrapper may add any there.
+    src = """
+    def walk(n):
+        if n:
+            for x in walk(n - 1):
+                yield x
+        else:
+            yield 0
+    def main():
+        try:
+            return list(walk(900))
+        except RecursionError:
+            return "RecursionError"
+    """
+    res, _, _ = _fused_vs_statement(tmp_path, monkeypatch, textwrap.dedent(src))
+    assert res == ("ok", [0])
+
+
+def test_fused_binds_with_an_explicit_engine(monkeypatch):
+    # FakeEngine has no loop_iter and its bind returns None: the real engine's iterator records
+    # through its bind, and `x = _sq_bind(...)` still gets the value.
+    sys.path.insert(0, os.path.dirname(__file__))
+    from _fake_engine import FakeEngine
+
+    seen = {}
+    for fuse in (False, True):
+        monkeypatch.setattr(rewrite, "_FUSE_BINDS", fuse)
+        eng = FakeEngine()
+        ns = {"__name__": "fm_fused_explicit"}
+        exec(rewrite.compile_instrumented(textwrap.dedent(FUSED), "<fm_fused>", "fm_fused", eng,
+                                          mode="full"), ns)
+        out = ns["main"]()
+        events, values = list(eng.events), list(eng.values)  # repr() of Falsy records more
+        seen[fuse] = (_addrless(out), _addrless(values), eng.sites, _addrless(events))
+    assert seen[True] == seen[False]
+
+
+def test_loop_iter_is_transparent():
+    it = _engine.loop_iter(0, [1, 2])
+    assert iter(it) is it
+    with pytest.raises(TypeError) as e:
+        _engine.loop_iter(0, 5)
+    assert str(e.value) == "'int' object is not iterable"
+    raised = []
+    def hook(site, v):
+        if v == 2:
+            raise LookupError("hook")
+        raised.append((site, v))
+    it = _engine.loop_iter(7, [1, 2, 3], hook)
+    assert next(it) == 1 and raised == [(7, 1)]
+    with pytest.raises(LookupError):
+        next(it)
+    assert list(_engine.loop_iter(7, iter(()), hook)) == []
+    assert list(type(it).__new__(type(it))) == []  # a bare instance is exhausted, never crashes
 
 
 # --- config ------------------------------------------------------------------------------------

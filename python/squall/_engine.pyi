@@ -3,10 +3,11 @@
 Two halves:
 
 * The *recording entry points* (``call``, ``ret``, ``unwind``, ``suspend``, ``resume``, ``expr``,
-  ``bind``, ``async_for``, ``async_with``) are raw ``METH_FASTCALL`` C functions called by
-  instrumented code. They never raise and never change the value passed through them
-  (``async_for`` / ``async_with`` hand back a wrapper the program cannot tell apart); if something
-  inside fails, the event is dropped and counted (``engine_stats()["dropped"]``).
+  ``bind``, ``loop_iter``, ``async_for``, ``async_with``) are raw ``METH_FASTCALL`` C functions
+  called by instrumented code. They never raise (``loop_iter`` raises what ``iter()`` raises)
+  and never change the value passed through them (``loop_iter``, ``async_for`` / ``async_with``
+  hand back a wrapper the program cannot tell apart); if something inside fails, the event is
+  dropped and counted (``engine_stats()["dropped"]``).
 * The *queries* answer over the recorded timelines. Everything else in ``squall`` builds on them.
 
 Ids: a *form* is one instrumented function (or lambda); a *site* is one place in a form's source
@@ -77,8 +78,16 @@ def expr(site_id: int, value: Any) -> Any:
     """A sub-expression at ``site_id`` evaluated to ``value``: pushes an expr entry in the
     innermost frame of the site's form; returns ``value``."""
 
-def bind(site_id: int, value: Any) -> None:
-    """The symbol of binding site ``site_id`` was bound to ``value``: pushes a bind entry."""
+def bind(site_id: int, value: Any) -> Any:
+    """The symbol of binding site ``site_id`` is bound to ``value``: pushes a bind entry;
+    returns ``value`` (``x = bind(SITE, v)``)."""
+
+def loop_iter(site_id: int, iterable: Any, bind: Any = ...) -> Any:
+    """``for x in loop_iter(SITE, iterable)``: ``iter(iterable)`` (its errors are CPython's),
+    wrapped so that each item it yields is recorded as ``bind(SITE, item)`` before the loop
+    binds it; ends and errors of the iterator pass through unchanged, and no frame of the
+    wrapper shows in tracebacks. ``bind``: a callable to record through instead of the
+    engine's own (an explicit engine in tests); an exception it raises ends the loop."""
 
 def async_for(site_id: int, form_id: int, obj: Any, suspend: Any = ..., resume: Any = ...) -> Any:
     """``async for x in async_for(SITE, FORM, obj)``: ``obj`` wrapped so that each implicit

@@ -9,6 +9,7 @@ mod engine;
 mod file;
 mod gil_cell;
 mod ints;
+mod loop_iter;
 mod query;
 mod record;
 mod sink;
@@ -54,8 +55,9 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     add_fast(m, c"suspend", c"suspend(site_id, value) -> value: a resumable frame suspends.", record::suspend)?;
     add_fast(m, c"resume", c"resume(form_id, sent) -> sent: a resumable frame resumes.", record::resume)?;
     add_fast(m, c"expr", c"expr(site_id, value) -> value: a sub-expression's value.", record::expr)?;
-    add_fast(m, c"bind", c"bind(site_id, value) -> None: a local binding.", record::bind)?;
+    add_fast(m, c"bind", c"bind(site_id, value) -> value: a local binding.", record::bind)?;
     awaiting::register(m)?;
+    loop_iter::register(m)?;
 
     m.add("FORM_FUNCTION", 0)?;
     m.add("FORM_GENERATOR", 1)?;

@@ -2,8 +2,8 @@
 //!
 //! They are raw `METH_FASTCALL` C functions (DESIGN.md: pyo3's `#[pyfunction]` wrapper costs
 //! ~10 ns more per event). Each one never raises and never panics into CPython: a malformed call
-//! or an internal failure drops the event and counts it in `engine_stats()["dropped"]`; `ret`
-//! and `suspend` always hand back the value they were given.
+//! or an internal failure drops the event and counts it in `engine_stats()["dropped"]`; `ret`,
+//! `suspend`, `expr` and `bind` always hand back the value they were given.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
@@ -200,19 +200,32 @@ pub unsafe extern "C" fn expr(_m: *mut ffi::PyObject, args: Args, nargs: ffi::Py
     unsafe { value_through_site(Kind::Expr, args, nargs) }
 }
 
-/// `bind(site_id, value) -> None`: a local binding (full mode).
+/// `bind(site_id, value) -> value`: a local binding (full mode). Hands the value back, so that
+/// `x = _sq_bind(SITE, v)` binds and records in one call.
 pub unsafe extern "C" fn bind(_m: *mut ffi::PyObject, args: Args, nargs: ffi::Py_ssize_t) -> *mut ffi::PyObject {
     unsafe {
         if nargs != 2 {
             ENGINE.get().dropped += 1;
-        } else if RECORDING.load(Ordering::Relaxed) {
-            if !site_fast(Kind::Bind, *args, *args.add(1)) {
-                guarded(|| record_at_site(Kind::Bind, *args, *args.add(1)));
+            return new_none();
+        }
+        let value = *args.add(1);
+        record_bind(*args, value);
+        ffi::Py_INCREF(value);
+        value
+    }
+}
+
+/// Records a binding of `value` at the site `site_obj` (an int): what `bind` records.
+#[inline(always)]
+pub unsafe fn record_bind(site_obj: *mut ffi::PyObject, value: *mut ffi::PyObject) {
+    unsafe {
+        if RECORDING.load(Ordering::Relaxed) {
+            if !site_fast(Kind::Bind, site_obj, value) {
+                guarded(|| record_at_site(Kind::Bind, site_obj, value));
             }
         } else {
             lost_to_ui();
         }
-        new_none()
     }
 }
 

@@ -24,6 +24,12 @@ async iterable / context manager is wrapped, ``async for x in _sq_afor(SITE, FOR
 (crates/squall_python/src/awaiting.rs), which record ``suspend`` / ``resume`` around each of
 those awaits and leave every behaviour, error message and traceback as CPython's.
 
+Full mode records a single-name binding with the call that makes its value: ``x = _sq_bind(SITE,
+v)`` (bind hands v back) and ``for x in _sq_for(SITE, it)`` (the engine's iterator,
+crates/squall_python/src/loop_iter.rs, records each item as it hands it to the loop; before 3.12
+only, see ``_LOOP_ITER``), one call fewer per assignment or iteration than ``x = v`` followed by
+``_sq_bind(SITE, x)``.
+
 Every original node keeps its location; inserted nodes take the location of the statement they
 stand next to, so tracebacks keep their files and lines.
 """
@@ -46,6 +52,7 @@ ENTRY_NAMES = {
     "resume": "_sq_resume",
     "expr": "_sq_expr",
     "bind": "_sq_bind",
+    "loop_iter": "_sq_for",
     "async_for": "_sq_afor",
     "async_with": "_sq_awith",
 }
@@ -88,12 +95,32 @@ def _unwrapped(_site: Any, _form: Any, obj: Any) -> Any:
     return obj
 
 
+def _loop_unwrapped(_site: Any, obj: Any) -> Any:
+    return obj
+
+
+def _real_engine_fn(k: str) -> Any:
+    try:
+        return getattr(_default_engine(), k)
+    except (ImportError, AttributeError):
+        return None
+
+
 def _entry_point(eng: Any, k: str) -> Any:
     f = getattr(eng, k, None)
+    if k == "bind" and f is not None and f is not _real_engine_fn("bind"):
+        # `x = _sq_bind(SITE, v)` needs v back; an explicit engine's bind may return None
+        return lambda site, value: (f(site, value), value)[1]
     if f is not None:
         return f
-    if k == "expr":
+    if k in ("expr", "bind"):
         return _passthrough
+    if k == "loop_iter":
+        # the real engine's iterator, recording through this engine's `bind`
+        bind, real = getattr(eng, "bind", None), _real_engine_fn("loop_iter")
+        if bind is None or real is None:
+            return _loop_unwrapped
+        return lambda site, obj: real(site, obj, bind)
     if k in ("async_for", "async_with"):
         # An engine without its own wrappers: the real engine's, recording through this
         # engine's `suspend` / `resume` (or nothing, if there is no real engine).
@@ -643,6 +670,17 @@ def _pattern_names(p: ast.AST, out: List[ast.AST]) -> List[ast.AST]:
 
 _NO_WRAP_UNARY = (ast.USub, ast.UAdd)
 
+# Single-name bindings recorded by the call making the value (`x = _sq_bind(S, v)`,
+# `for x in _sq_for(S, it)`) rather than by a `_sq_bind(S, x)` statement after the store: the same
+# entries, in the same order, with the same sites. False: the statement form (tests compare them).
+_FUSE_BINDS = True
+# `for x in _sq_for(S, it)` only before 3.12. From 3.12 on, CPython runs a `for` over a generator
+# without a C call (FOR_ITER_GEN pushes the generator's frame), while any iterator wrapper calls
+# the generator's __next__ from C, which counts against the C recursion limit: generators
+# iterating generators ~750 deep would raise RecursionError on 3.12 where plain Python does not.
+# Before 3.12 the loop itself calls __next__ from C: the wrapper adds nothing.
+_LOOP_ITER = sys.version_info < (3, 12)
+
 
 class _Full:
     """Records every evaluated sub-expression (``_sq_expr(SITE, e)``) and every local binding
@@ -670,6 +708,27 @@ class _Full:
     def _bind_call(self, at: ast.AST, name: str, value: ast.expr) -> ast.Call:
         site = self.ctx.register_site(self.form, self.ctx.SITE_BIND, at, symbol=name)  # type: ignore
         return _entry_call("bind", [_const(site, at), value], at)
+
+    def _fusable(self, t: Any) -> bool:
+        """``t`` is a single name whose binding can be recorded by the call that produces its
+        value (``x = _sq_bind(SITE, v)``, ``for x in _sq_for(SITE, it)``)."""
+        return (
+            _FUSE_BINDS and self._on() and isinstance(t, ast.Name)
+            and not t.id.startswith("_sq_")
+        )
+
+    def _loop_iter(self, target: ast.Name, it: ast.expr, loop: ast.AST) -> ast.Call:
+        """``_sq_for(SITE, it)`` for the loop (a ``for`` statement or a comprehension) ``loop``.
+        The call raises what ``iter(it)`` raises: it takes the location CPython gives its
+        ``GET_ITER`` (the loop's, up to 3.12), so tracebacks and their carets stay the same."""
+        site = self.ctx.register_site(self.form, self.ctx.SITE_BIND, target, symbol=target.id)  # type: ignore
+        at = loop
+        c = ast.copy_location(
+            ast.Call(func=_name(ENTRY_NAMES["loop_iter"], at), args=[_const(site, at), it], keywords=[]),
+            at,
+        )
+        c._sq_entry = "loop_iter"  # type: ignore[attr-defined]
+        return c
 
     def _binds(self, nodes: List[Any]) -> List[ast.stmt]:
         """``_sq_bind(SITE, name)`` statements for target nodes (Names, match patterns)."""
@@ -820,10 +879,8 @@ class _Full:
         if not self._on():
             return node, False
         name = node.target.id
-        bind = self._bind_call(node.target, name, node)
-        # `_sq_bind(S, (y := v)) or y`: bind returns None, so this is y, i.e. v
-        out = ast.copy_location(ast.BoolOp(op=ast.Or(), values=[bind, _name(name, node)]), node)
-        return out, False
+        # `_sq_bind(S, (y := v))`: y is bound, then recorded; bind hands v back
+        return self._bind_call(node.target, name, node), False
 
     def _comp(self, node: Any, lazy: bool) -> None:
         gens = node.generators
@@ -835,13 +892,20 @@ class _Full:
             else:
                 g.iter = self.e(g.iter)
             g.target = self._target(g.target)
-            binds = [] if not self._on() else [
-                ast.copy_location(
-                    ast.BoolOp(op=ast.Or(), values=[
-                        self._bind_call(n, n.id, _name(n.id, n)), _const(True, n)
-                    ]), n)
-                for n in _target_names(g.target, []) if not n.id.startswith("_sq_")
-            ]
+            binds: List[ast.expr] = []
+            if _LOOP_ITER and not g.is_async and self._fusable(g.target):
+                # `for i in _sq_for(S, it)`: the iterator records each binding
+                g.iter = self._loop_iter(g.target, g.iter, node)
+            elif self._on():
+                calls = [
+                    self._bind_call(n, n.id, _name(n.id, n))
+                    for n in _target_names(g.target, []) if not n.id.startswith("_sq_")
+                ]
+                if calls:
+                    # `if (_sq_bind(S1, k), _sq_bind(S2, v))`: a non-empty tuple is true
+                    # whatever the values are (their truth is never asked)
+                    at = calls[0]
+                    binds = [ast.copy_location(ast.Tuple(elts=calls, ctx=ast.Load()), at)]
             g.ifs = binds + [self.e(c) for c in g.ifs]
         for f in ("elt", "key", "value"):
             if hasattr(node, f):
@@ -929,6 +993,11 @@ class _Full:
     def s_Assign(self, node: ast.Assign) -> Any:
         pure = all(_pure_binding(t) for t in node.targets)
         node.value = self.e(node.value, wrap=not pure)
+        if len(node.targets) == 1 and self._fusable(node.targets[0]):
+            # `x = _sq_bind(S, v)`: v, recorded, then stored (storing a name runs no code)
+            t = node.targets[0]
+            node.value = self._bind_call(t, t.id, node.value)
+            return node
         node.targets = [self._target(t) for t in node.targets]
         names: List[ast.Name] = []
         for t in node.targets:
@@ -950,12 +1019,20 @@ class _Full:
         simple = isinstance(node.target, ast.Name)
         node.value = self.e(node.value, wrap=not simple)
         node.target = self._target(node.target)
+        if self._fusable(node.target):
+            node.value = self._bind_call(node.target, node.target.id, node.value)
+            return node
         return [node] + (self._binds([node.target]) if simple else [])
 
     def s_For(self, node: Any) -> Any:
         node.iter = self.e(node.iter)
         node.target = self._target(node.target)
-        node.body = self._binds(_target_names(node.target, [])) + self.stmts(node.body)
+        if _LOOP_ITER and isinstance(node, ast.For) and self._fusable(node.target):
+            # `for x in _sq_for(S, it)`: the engine's iterator records each binding
+            node.iter = self._loop_iter(node.target, node.iter, node)
+            node.body = self.stmts(node.body)
+        else:
+            node.body = self._binds(_target_names(node.target, [])) + self.stmts(node.body)
         node.orelse = self.stmts(node.orelse)
         return node
 
