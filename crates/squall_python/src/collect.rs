@@ -39,6 +39,9 @@ use crate::snap::{snap_of, FILE_BUDGET};
 /// a later collection).
 const SNAPSHOT_TIME_BUDGET: std::time::Duration = std::time::Duration::from_millis(25);
 
+/// (recording, slot) pairs.
+type Slots = Vec<(usize, usize)>;
+
 /// A recorded object held weakly during a collection.
 struct Weakened {
     /// (recording, slot) of each slot that held it.
@@ -117,12 +120,7 @@ pub fn busy<R>(f: impl FnOnce() -> R) -> R {
 /// squall's entry in `gc.callbacks`.
 #[pyfunction]
 pub fn gc_callback(py: Python<'_>, phase: &str, info: &Bound<'_, PyDict>) {
-    let full = info
-        .get_item("generation")
-        .ok()
-        .flatten()
-        .and_then(|g| g.extract::<i64>().ok())
-        .is_some_and(|g| g >= 2);
+    let full = info.get_item("generation").ok().flatten().and_then(|g| g.extract::<i64>().ok()).is_some_and(|g| g >= 2);
     let t0 = std::time::Instant::now();
     let result = match phase {
         "start" if full => on_start(py),
@@ -248,7 +246,7 @@ fn on_start(py: Python<'_>) -> PyResult<()> {
             break;
         }
         // Newest first: what a program just dropped (and may be checking for) goes first.
-        alone.sort_unstable_by(|a, b| b.1.cmp(&a.1));
+        alone.sort_unstable_by_key(|&(_, slot, _)| std::cmp::Reverse(slot));
         // Snapshots run `repr` (user code, during which other threads may record): each slot
         // is looked up again after them. Slots the recording file has already saved need none.
         // Past the time budget the rest stays held until a later collection (a pause here is
@@ -398,7 +396,8 @@ fn restore(
     let new: Vec<Bound<'_, PyAny>> = garbage.iter().skip(garbage_before).collect();
     let by_addr: HashMap<usize, usize> = new.iter().enumerate().map(|(i, o)| (o.as_ptr() as usize, i)).collect();
     // First hold the survivors again (no Python code runs), then snapshot the dead (user code).
-    let mut dead: Vec<(Vec<(usize, usize)>, Option<usize>)> = Vec::new();
+    // (slots, index in `new` if the collector found it garbage) of each object that died.
+    let mut dead: Vec<(Slots, Option<usize>)> = Vec::new();
     {
         let eng = unsafe { ENGINE.get() };
         let resurrected = recorded_during(eng, marks);
@@ -481,4 +480,3 @@ fn weakref_target(py: Python<'_>, w: *mut ffi::PyObject) -> Option<Bound<'_, PyA
         Some(Bound::from_borrowed_ptr(py, o))
     }
 }
-

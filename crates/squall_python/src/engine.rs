@@ -356,7 +356,11 @@ impl Engine {
 
     /// Objects the recordings keep alive now.
     pub fn objects_alive(&self) -> u64 {
-        self.recs.iter().flatten().map(|r| r.values[r.released_upto..].iter().filter(|p| !p.is_null()).count() as u64).sum()
+        self.recs
+            .iter()
+            .flatten()
+            .map(|r| r.values[r.released_upto..].iter().filter(|p| !p.is_null()).count() as u64)
+            .sum()
     }
 
     #[cold]

@@ -238,7 +238,13 @@ impl FileRecording {
         q::find_expr_entry(py, self, flow_id, thread_id, coord, file, line, value_pred, from_idx, backward, any_kind)
     }
     #[pyo3(signature = (flow_id, start=0, limit=1000))]
-    fn total_order_timeline<'py>(&self, py: Python<'py>, flow_id: u32, start: usize, limit: usize) -> PyResult<Vec<Bound<'py, PyDict>>> {
+    fn total_order_timeline<'py>(
+        &self,
+        py: Python<'py>,
+        flow_id: u32,
+        start: usize,
+        limit: usize,
+    ) -> PyResult<Vec<Bound<'py, PyDict>>> {
         q::total_order_timeline(py, self, flow_id, start, limit)
     }
     fn deref(&self, py: Python<'_>, value_ref: u64) -> PyResult<Py<PyAny>> {

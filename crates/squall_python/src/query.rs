@@ -221,21 +221,34 @@ pub fn resolve_class_ref<'py>(eng: &Engine, obj: Bound<'py, PyAny>) -> PyResult<
 impl Engine {
     /// A released value, read back from the recording file as a structural snapshot.
     fn saved_value(&self, py: Python<'_>, rec: &crate::engine::ThreadRec, slot: u64) -> PyResult<Py<PyAny>> {
-        if let Some(snap) = rec.snaps.get(&(slot as usize)) {
-            return crate::snap::to_python(py, snap);
+        let snap = self.released_snap(rec, slot as usize).map_err(PyKeyError::new_err)?;
+        crate::snap::to_python(py, &snap)
+    }
+
+    /// A released slot's value: its snapshot from a garbage collection (`snaps`), or read back
+    /// from the recording file.
+    pub fn released_snap<'a>(
+        &self,
+        rec: &'a crate::engine::ThreadRec,
+        slot: usize,
+    ) -> Result<std::borrow::Cow<'a, squall_trace::Snap>, String> {
+        if let Some(snap) = rec.snaps.get(&slot) {
+            return Ok(std::borrow::Cow::Borrowed(snap));
         }
-        let file =
-            self.value_file.as_ref().ok_or_else(|| PyKeyError::new_err(format!("value slot {slot} was released")))?;
-        let &(first, count, offset) =
-            rec.value_chunks.iter().find(|(first, count, _)| (*first..first + count).contains(&slot)).ok_or_else(
-                || PyKeyError::new_err(format!("value slot {slot} was released but is not in `{}`", file.display())),
-            )?;
+        let file = self.value_file.as_ref().ok_or_else(|| format!("value slot {slot} was released"))?;
+        let wanted = slot as u64;
+        let &(first, count, offset) = rec
+            .value_chunks
+            .iter()
+            .find(|(first, count, _)| (*first..first + count).contains(&wanted))
+            .ok_or_else(|| format!("value slot {slot} was released but is not in `{}`", file.display()))?;
         let snaps = squall_store::read_values_at(file, offset, rec.number, first, count)
-            .map_err(|e| PyKeyError::new_err(format!("value slot {slot}: {e}")))?;
-        let snap = snaps
-            .get((slot - first) as usize)
-            .ok_or_else(|| PyKeyError::new_err(format!("value slot {slot} is missing from `{}`", file.display())))?;
-        crate::snap::to_python(py, snap)
+            .map_err(|e| format!("value slot {slot}: {e}"))?;
+        snaps
+            .into_iter()
+            .nth((wanted - first) as usize)
+            .map(std::borrow::Cow::Owned)
+            .ok_or_else(|| format!("value slot {slot} is missing from `{}`", file.display()))
     }
 
     fn live_view(&self, number: u32) -> Option<TlView<'_>> {
@@ -669,7 +682,14 @@ pub mod q {
             }
         };
         let first = rec.tl.first_idx();
-        Ok(rec.tl.entries().iter().enumerate().filter(|(_, e)| want(e.kind())).map(|(i, _)| (first + i) as u32).collect())
+        Ok(rec
+            .tl
+            .entries()
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| want(e.kind()))
+            .map(|(i, _)| (first + i) as u32)
+            .collect())
     }
 }
 
@@ -806,6 +826,11 @@ pub fn find_expr_entry<'py>(
 
 #[pyfunction]
 #[pyo3(signature = (flow_id, start=0, limit=1000))]
-pub fn total_order_timeline(py: Python<'_>, flow_id: u32, start: usize, limit: usize) -> PyResult<Vec<Bound<'_, PyDict>>> {
+pub fn total_order_timeline(
+    py: Python<'_>,
+    flow_id: u32,
+    start: usize,
+    limit: usize,
+) -> PyResult<Vec<Bound<'_, PyDict>>> {
     q::total_order_timeline(py, eng(), flow_id, start, limit)
 }

@@ -27,7 +27,8 @@ pub struct SnapBudget {
 
 /// What a file keeps of each value. Reprs of nested objects are short: an object's repr usually
 /// repeats its attributes' reprs, and the attributes are kept as a tree anyway.
-pub const FILE_BUDGET: SnapBudget = SnapBudget { max_depth: 4, max_length: 50, max_repr: 300, max_nested_repr: 60, max_nodes: 500 };
+pub const FILE_BUDGET: SnapBudget =
+    SnapBudget { max_depth: 4, max_length: 50, max_repr: 300, max_nested_repr: 60, max_nodes: 500 };
 
 /// A structural snapshot of `o` as it is now. Never panics: a snapshot that fails is described.
 pub fn snap_of(o: &Bound<'_, PyAny>, budget: &SnapBudget) -> Snap {
@@ -108,7 +109,7 @@ fn qualified_type_name_uncached(o: &Bound<'_, PyAny>) -> String {
 fn safe_repr(o: &Bound<'_, PyAny>, max: usize) -> String {
     // `object.__repr__` itself, without calling it: what it would say.
     // SAFETY: reading the type slots of a valid object.
-    let default_repr = unsafe { (*(&raw const ffi::PyBaseObject_Type)).tp_repr.map(|f| f as usize) };
+    let default_repr = unsafe { ffi::PyBaseObject_Type.tp_repr.map(|f| f as usize) };
     if unsafe { (*ffi::Py_TYPE(o.as_ptr())).tp_repr.map(|f| f as usize) } == default_repr {
         return format!("<{} object at {:#x}>", qualified_type_name(o), o.as_ptr() as usize);
     }

@@ -53,17 +53,7 @@ impl squall_server::View for LiveView<'_> {
         let slot = v.0 as usize;
         let p = *rec.values.get(slot).ok_or_else(|| format!("value slot {slot} is not recorded"))?;
         if p.is_null() {
-            if let Some(snap) = rec.snaps.get(&slot) {
-                return Ok(std::borrow::Cow::Borrowed(snap));
-            }
-            let file = self.eng.value_file.as_ref().ok_or_else(|| format!("value slot {slot} was released"))?;
-            let &(first, count, offset) = rec
-                .value_chunks
-                .iter()
-                .find(|(first, count, _)| (*first..first + count).contains(&(slot as u64)))
-                .ok_or_else(|| format!("value slot {slot} was released"))?;
-            let snaps = squall_store::read_values_at(file, offset, rec.number, first, count).map_err(|e| e.to_string())?;
-            return snaps.into_iter().nth(slot - first as usize).map(std::borrow::Cow::Owned).ok_or_else(|| "missing".into());
+            return self.eng.released_snap(rec, slot);
         }
         // SAFETY: GIL held (`with_view`); the value table owns a strong reference.
         let obj = unsafe { Bound::from_borrowed_ptr(self.py, p) };
@@ -75,8 +65,7 @@ impl squall_server::View for LiveView<'_> {
     }
 
     fn info(&self) -> serde_json::Value {
-        let argv: Vec<String> =
-            self.py.import("sys").and_then(|s| s.getattr("argv")?.extract()).unwrap_or_default();
+        let argv: Vec<String> = self.py.import("sys").and_then(|s| s.getattr("argv")?.extract()).unwrap_or_default();
         serde_json::json!({
             "live": true,
             "program": argv.first().cloned().unwrap_or_default(),
