@@ -175,6 +175,33 @@ unsafe fn needs_snapshot(eng: &Engine, o: *mut ffi::PyObject, depth: u32) -> boo
     }
 }
 
+/// Whether an exact list, tuple or dict holds an object the cycle collector tracks (CPython's
+/// own rule for untracking tuples and dicts).
+///
+/// # Safety
+/// GIL held; `o` an exact list, tuple or dict.
+unsafe fn holds_tracked(o: *mut ffi::PyObject) -> bool {
+    unsafe {
+        let tracked = |p: *mut ffi::PyObject| ffi::PyObject_IS_GC(p) != 0 && ffi::PyObject_GC_IsTracked(p) != 0;
+        if ffi::PyDict_Check(o) != 0 {
+            let (mut pos, mut k, mut v) = (0, std::ptr::null_mut(), std::ptr::null_mut());
+            while ffi::PyDict_Next(o, &mut pos, &mut k, &mut v) != 0 {
+                if tracked(k) || tracked(v) {
+                    return true;
+                }
+            }
+            return false;
+        }
+        let (n, item): (ffi::Py_ssize_t, unsafe fn(*mut ffi::PyObject, ffi::Py_ssize_t) -> *mut ffi::PyObject) =
+            if ffi::PyList_Check(o) != 0 {
+                (ffi::PyList_GET_SIZE(o), |o, i| ffi::PyList_GET_ITEM(o, i))
+            } else {
+                (ffi::PyTuple_GET_SIZE(o), |o, i| ffi::PyTuple_GET_ITEM(o, i))
+            };
+        (0..n).any(|i| tracked(item(o, i)))
+    }
+}
+
 /// A new reference to a copy of `o` as it is now, within the budget.
 unsafe fn snapshot(eng: &mut Engine, o: *mut ffi::PyObject, depth: u32, items: &mut usize) -> *mut ffi::PyObject {
     unsafe {
@@ -195,10 +222,11 @@ unsafe fn snapshot(eng: &mut Engine, o: *mut ffi::PyObject, depth: u32, items: &
             std::ptr::null_mut()
         };
         if !ours.is_null() {
-            // Only the recording refers to its own copies, so they can be in no reference cycle
-            // the collector must find: keep them out of its traversals (which otherwise grow
-            // with everything recorded).
-            if ffi::PyObject_IS_GC(ours) != 0 && ffi::PyObject_GC_IsTracked(ours) != 0 {
+            // A copy of plain data can be in no reference cycle: keep it out of the collector's
+            // traversals. A copy holding objects the collector tracks stays tracked: hidden
+            // from it, the copy's references would keep those objects alive past the program
+            // dropping them (collect.rs lets go of the program's garbage at full collections).
+            if ffi::PyObject_IS_GC(ours) != 0 && ffi::PyObject_GC_IsTracked(ours) != 0 && !holds_tracked(ours) {
                 ffi::PyObject_GC_UnTrack(ours.cast());
             }
             return ours;

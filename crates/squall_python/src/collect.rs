@@ -8,8 +8,11 @@
 //! each `gc.collect()`), installed in `gc.callbacks`:
 //!
 //! - at `start`, every recorded object that could keep another object alive is let go of:
-//!   held only by the recording (reference count 1): it is snapshotted ([`Snap`]) and released;
-//!   otherwise, if it can be weakly referenced, the recording keeps a weak reference instead.
+//!   held only by the recording (the program dropped it): it is snapshotted ([`Snap`]) and
+//!   released, in full within a time budget and shallowly past it; otherwise, if it can be weakly
+//!   referenced, the recording keeps a weak reference instead; if it cannot (a tuple, a dict, a
+//!   descriptor, a `__slots__` object), a *holder* keeps it: a list whose only reference is its
+//!   own, which the collector finds unreachable along with everything only it reaches.
 //!   `gc.DEBUG_SAVEALL` is set for this collection, so cycle garbage is kept in `gc.garbage`
 //!   instead of being cleared (its finalizers and weak reference callbacks run as usual);
 //! - at `stop`, objects still alive are held again (their value refs deref to the same object);
@@ -19,8 +22,12 @@
 //!
 //! A released slot's value is its snapshot: kept in `ThreadRec::snaps` until the flusher saves
 //! it to the recording file. What stays held strongly: objects that cannot hold references
-//! (strings, numbers, the recording's own copies of containers of those) and objects held
-//! elsewhere that cannot be weakly referenced (a tuple shared with a cycle stays alive with it).
+//! (strings, numbers, classes' `ClassRef`s, the recording's own copies of plain data, which it
+//! keeps out of the collector's sight) and, when the program set `DEBUG_SAVEALL` itself, objects
+//! that cannot be weakly referenced.
+//!
+//! Everything the recording holds must be visible to the collector for this to work: the
+//! recording's copies of containers stay tracked when they hold tracked objects (capture.rs).
 
 // Keys are object addresses: a fast hasher (the scans run at every full collection).
 use foldhash::HashMap;
@@ -33,21 +40,46 @@ use squall_trace::Snap;
 
 use crate::engine::{without_recording, Engine, ENGINE};
 use crate::gil_cell::GilCell;
-use crate::snap::{snap_of, FILE_BUDGET};
+use crate::snap::{snap_of, SnapBudget, FILE_BUDGET};
 
-/// Longest a collection spends snapshotting objects the program dropped (the rest waits for
-/// a later collection).
+/// How long a collection's start, and again its stop, snapshots dropped objects in full. Past
+/// it they are snapshotted shallowly ([`SHALLOW_BUDGET`]): they are still freed, because a dropped
+/// object the recording keeps alive is something the program can observe (and the pause, too,
+/// is a pause of the program).
 const SNAPSHOT_TIME_BUDGET: std::time::Duration = std::time::Duration::from_millis(25);
+
+/// The value itself and its direct items or attributes, briefly.
+const SHALLOW_BUDGET: SnapBudget =
+    SnapBudget { max_depth: 1, max_length: 20, max_repr: 300, max_nested_repr: 60, max_nodes: 21 };
+
+/// Snapshots of dropped objects, in full until the time budget is spent.
+struct Snapper {
+    started: std::time::Instant,
+}
+
+impl Snapper {
+    fn new() -> Self {
+        Snapper { started: std::time::Instant::now() }
+    }
+
+    fn take(&self, o: &Bound<'_, PyAny>) -> Snap {
+        let budget = if self.started.elapsed() < SNAPSHOT_TIME_BUDGET { &FILE_BUDGET } else { &SHALLOW_BUDGET };
+        snap_of(o, budget)
+    }
+}
 
 /// (recording, slot) pairs.
 type Slots = Vec<(usize, usize)>;
 
-/// A recorded object held weakly during a collection.
+/// A recorded object let go of during a collection.
 struct Weakened {
     /// (recording, slot) of each slot that held it.
     slots: Vec<(usize, usize)>,
+    /// A weak reference to it, or null when it cannot be weakly referenced: then the holder
+    /// ([`Collection::holder`]) keeps it.
     weakref: *mut ffi::PyObject,
-    /// The object's address, to find it in `gc.garbage` (never dereferenced).
+    /// The object's address, to find it in `gc.garbage` (dereferenced only while the holder
+    /// keeps it).
     addr: usize,
 }
 
@@ -60,6 +92,11 @@ struct Collection {
     marks: Vec<usize>,
     /// Each recording's objects held (non-null slots) when it started.
     held_before: Vec<u64>,
+    /// A list holding the recorded objects that cannot be weakly referenced, and itself: its
+    /// only reference is its own, so the collector finds it unreachable, and with it every object
+    /// nothing else reaches. `DEBUG_SAVEALL` moves them all to `gc.garbage` instead of freeing
+    /// them, where `restore` tells the dead from the living. Null when not needed.
+    holder: *mut ffi::PyObject,
 }
 
 fn held(eng: &Engine) -> Vec<u64> {
@@ -83,15 +120,26 @@ pub static COLLECTING: AtomicBool = AtomicBool::new(false);
 pub unsafe fn keep_during_collection(rec: usize, slot: usize, owned: *mut ffi::PyObject) -> *mut ffi::PyObject {
     unsafe {
         let Some(col) = COLLECTION.get().as_mut() else { return owned };
-        if !may_hold_objects(ENGINE.get(), owned, 3) || !weakrefable(owned) {
+        if !may_hold_objects(ENGINE.get(), owned, 3) {
             return owned;
         }
-        let w = ffi::PyWeakref_NewRef(owned, std::ptr::null_mut());
-        if w.is_null() {
-            ffi::PyErr_Clear();
-            return owned;
-        }
-        col.weakened.push(Weakened { slots: vec![(rec, slot)], weakref: w, addr: owned as usize });
+        let weakref = if weakrefable(owned) {
+            let w = ffi::PyWeakref_NewRef(owned, std::ptr::null_mut());
+            if w.is_null() {
+                ffi::PyErr_Clear();
+                return owned;
+            }
+            w
+        } else {
+            // The holder is in the collector's unreachable set: what it holds stays there
+            // unless reached from elsewhere (a finalizer's `self` that cannot be weakly
+            // referenced is not resurrected by the recording).
+            if col.holder.is_null() || ffi::PyObject_GC_IsTracked(owned) == 0 || !hold(&mut col.holder, owned) {
+                return owned;
+            }
+            std::ptr::null_mut()
+        };
+        col.weakened.push(Weakened { slots: vec![(rec, slot)], weakref, addr: owned as usize });
         // Not the last reference: the caller's own keeps it alive for now.
         ffi::Py_DecRef(owned);
         std::ptr::null_mut()
@@ -153,7 +201,7 @@ unsafe fn may_hold_objects(eng: &Engine, o: *mut ffi::PyObject, depth: u32) -> b
         if eng.class_ref.is_some_and(|c| c.cast() == tp) {
             return false;
         }
-        if eng.truncation_marker.is_some_and(|m| ffi::Py_TYPE(m) == tp) {
+        if eng.truncation_marker.is_some_and(|m| m.cast() == tp) {
             return false;
         }
         if depth == 0 {
@@ -185,6 +233,43 @@ unsafe fn may_hold_objects(eng: &Engine, o: *mut ffi::PyObject, depth: u32) -> b
 /// GIL held; `o` a valid object.
 unsafe fn weakrefable(o: *mut ffi::PyObject) -> bool {
     unsafe { (*ffi::Py_TYPE(o)).tp_weaklistoffset != 0 }
+}
+
+/// Makes the holder: a list whose first item is itself.
+///
+/// # Safety
+/// GIL held; `holder` null.
+unsafe fn make_holder(holder: &mut *mut ffi::PyObject) -> bool {
+    unsafe {
+        let h = ffi::PyList_New(0);
+        if h.is_null() || ffi::PyList_Append(h, h) != 0 {
+            ffi::PyErr_Clear();
+            if !h.is_null() {
+                ffi::Py_DecRef(h);
+            }
+            return false;
+        }
+        *holder = h;
+        true
+    }
+}
+
+/// Adds `p` to the holder, made on first use (a list whose first item is itself). False if it
+/// could not be (out of memory): then the slots keep holding `p`.
+///
+/// # Safety
+/// GIL held; `p` a valid object; `holder` null or a list made here.
+unsafe fn hold(holder: &mut *mut ffi::PyObject, p: *mut ffi::PyObject) -> bool {
+    unsafe {
+        if holder.is_null() && !make_holder(holder) {
+            return false;
+        }
+        if ffi::PyList_Append(*holder, p) != 0 {
+            ffi::PyErr_Clear();
+            return false;
+        }
+        true
+    }
 }
 
 /// Every recorded object that could keep another alive: (recording, slot, object).
@@ -230,13 +315,21 @@ fn on_start(py: Python<'_>) -> PyResult<()> {
     let marks = unsafe { ENGINE.get() }.recs.iter().map(|r| r.as_ref().map_or(0, |r| r.values.len())).collect();
     let held_before = held(unsafe { ENGINE.get() });
     unsafe {
-        *COLLECTION.get() = Some(Collection { weakened: Vec::new(), debug_before, garbage_before, marks, held_before })
+        *COLLECTION.get() = Some(Collection {
+            weakened: Vec::new(),
+            debug_before,
+            garbage_before,
+            marks,
+            held_before,
+            holder: std::ptr::null_mut(),
+        })
     };
     COLLECTING.store(true, Ordering::Relaxed);
 
     // Objects held by the recording alone (the program has let go of them): snapshotted, then
-    // freed. Freeing a copy can leave objects it held alone in turn: a few rounds.
-    let started = std::time::Instant::now();
+    // freed. Freeing a copy can leave objects it held alone in turn: a few rounds (what is left
+    // then goes to the holder below, and is snapshotted at the stop).
+    let snapper = Snapper::new();
     let mut cands = candidates(unsafe { ENGINE.get() });
     let mut counts = slot_counts(&cands);
     for _round in 0..3 {
@@ -245,31 +338,26 @@ fn on_start(py: Python<'_>) -> PyResult<()> {
         if alone.is_empty() {
             break;
         }
-        // Newest first: what a program just dropped (and may be checking for) goes first.
+        // Newest first: what a program just dropped (and may be checking for) is snapshotted
+        // in full first.
         alone.sort_unstable_by_key(|&(_, slot, _)| std::cmp::Reverse(slot));
         // Snapshots run `repr` (user code, during which other threads may record): each slot
         // is looked up again after them. Slots the recording file has already saved need none.
-        // Past the time budget the rest stays held until a later collection (a pause here is
-        // a pause of the program).
         let mut snaps: HashMap<usize, Snap> = HashMap::default();
-        let mut deferred: HashMap<usize, ()> = HashMap::default();
-        for &(r, slot, p) in &alone {
-            if slot < crate::sink::saved_values(r) || snaps.contains_key(&(p as usize)) {
-                continue;
+        // One cache of type names and module reprs for the round: the slots hold every object
+        // snapshotted, and so their types.
+        crate::snap::with_type_names(|| {
+            for &(r, slot, p) in &alone {
+                if slot < crate::sink::saved_values(r) || snaps.contains_key(&(p as usize)) {
+                    continue;
+                }
+                // SAFETY: the slot still owns `p` (only this thread releases slots).
+                snaps.insert(p as usize, snapper.take(unsafe { &Bound::from_borrowed_ptr(py, p) }));
             }
-            if started.elapsed() > SNAPSHOT_TIME_BUDGET {
-                deferred.insert(p as usize, ());
-                continue;
-            }
-            // SAFETY: the slot still owns `p` (only this thread releases slots).
-            snaps.insert(p as usize, snap_of(unsafe { &Bound::from_borrowed_ptr(py, p) }, &FILE_BUDGET));
-        }
+        });
         let mut freed = Vec::new();
         let eng = unsafe { ENGINE.get() };
         for (r, slot, p) in alone {
-            if deferred.contains_key(&(p as usize)) {
-                continue;
-            }
             let Some(rec) = eng.recs.get_mut(r).and_then(|r| r.as_deref_mut()) else { continue };
             if rec.values.get(slot) == Some(&p) {
                 if let Some(snap) = snaps.get(&(p as usize)).filter(|_| slot >= crate::sink::saved_values(r)) {
@@ -290,9 +378,16 @@ fn on_start(py: Python<'_>) -> PyResult<()> {
         counts = slot_counts(&cands);
     }
 
-    // Objects also held elsewhere: weakly, during the collection. No Python code runs here
-    // (creating weak references cannot start a collection during one), and no object is freed:
-    // each keeps a reference from elsewhere.
+    // Objects also held elsewhere: weakly during the collection, or by the holder. No Python
+    // code runs here (creating weak references cannot start a collection during one), and no
+    // object is freed: each keeps a reference from elsewhere. The holder is used only when
+    // `DEBUG_SAVEALL` is ours to set: a program's own `gc.garbage` must not receive it.
+    let use_holder = debug_before & saveall == 0;
+    let mut holder: *mut ffi::PyObject = std::ptr::null_mut();
+    // Made now even if empty: finalizers may record objects it must take (above).
+    if use_holder {
+        unsafe { make_holder(&mut holder) };
+    }
     let eng = unsafe { ENGINE.get() };
     let mut by_obj: HashMap<usize, usize> = HashMap::default();
     let mut weakened: Vec<Weakened> = Vec::new();
@@ -302,14 +397,26 @@ fn on_start(py: Python<'_>) -> PyResult<()> {
         let i = match by_obj.get(&(p as usize)) {
             Some(&i) => i,
             None => {
-                if !unsafe { weakrefable(p) } || unsafe { ffi::Py_REFCNT(p) } <= counts[&(p as usize)] {
+                // Held by the recording alone still (freed by the rounds above in turn): the
+                // holder makes it garbage, snapshotted at the stop. Untracked objects cannot
+                // be part of a cycle: they stay.
+                let alone = unsafe { ffi::Py_REFCNT(p) } <= counts[&(p as usize)];
+                if alone && unsafe { ffi::PyObject_GC_IsTracked(p) } == 0 {
                     continue;
                 }
-                let w = unsafe { ffi::PyWeakref_NewRef(p, std::ptr::null_mut()) };
-                if w.is_null() {
-                    unsafe { ffi::PyErr_Clear() };
-                    continue;
-                }
+                let w = if !alone && unsafe { weakrefable(p) } {
+                    let w = unsafe { ffi::PyWeakref_NewRef(p, std::ptr::null_mut()) };
+                    if w.is_null() {
+                        unsafe { ffi::PyErr_Clear() };
+                        continue;
+                    }
+                    w
+                } else {
+                    if !use_holder || !unsafe { hold(&mut holder, p) } {
+                        continue;
+                    }
+                    std::ptr::null_mut()
+                };
                 weakened.push(Weakened { slots: Vec::new(), weakref: w, addr: p as usize });
                 by_obj.insert(p as usize, weakened.len() - 1);
                 weakened.len() - 1
@@ -318,12 +425,18 @@ fn on_start(py: Python<'_>) -> PyResult<()> {
         weakened[i].slots.push((r, slot));
         if let Some(rec) = eng.recs.get_mut(r).and_then(|r| r.as_deref_mut()) {
             rec.values[slot] = std::ptr::null_mut();
-            // SAFETY: the slot owned this reference; the weak reference stands for it now.
+            // SAFETY: the slot owned this reference; the weak reference or the holder stands
+            // for it now.
             unsafe { ffi::Py_DecRef(p) };
         }
     }
+    if !holder.is_null() {
+        // SAFETY: ours; its own reference (the list's first item) keeps it alive from here.
+        unsafe { ffi::Py_DecRef(holder) };
+    }
     if let Some(col) = unsafe { COLLECTION.get() }.as_mut() {
         col.weakened.extend(weakened);
+        col.holder = holder;
     }
     if debug_before & saveall == 0 {
         gc.call_method1("set_debug", (debug_before | saveall,))?;
@@ -346,7 +459,8 @@ fn on_stop(py: Python<'_>) -> PyResult<()> {
     let marks = std::mem::take(&mut col.marks);
     let (debug_before, garbage_before) = (col.debug_before, col.garbage_before);
     let held_before = std::mem::take(&mut col.held_before);
-    let result = restore(py, weakened, &marks, debug_before, garbage_before);
+    let holder = std::mem::replace(&mut col.holder, std::ptr::null_mut());
+    let result = restore(py, weakened, holder, &marks, debug_before, garbage_before);
     // The estimate of what the recording keeps alive (memory limit) follows what it let go of:
     // sizes are not kept per slot, so in proportion.
     let eng = unsafe { ENGINE.get() };
@@ -382,6 +496,7 @@ fn recorded_during(eng: &Engine, marks: &[usize]) -> HashMap<usize, *mut ffi::Py
 fn restore(
     py: Python<'_>,
     weakened: Vec<Weakened>,
+    holder: *mut ffi::PyObject,
     marks: &[usize],
     debug_before: i64,
     garbage_before: usize,
@@ -402,11 +517,17 @@ fn restore(
         let eng = unsafe { ENGINE.get() };
         let resurrected = recorded_during(eng, marks);
         for w in weakened {
-            let alive = weakref_target(py, w.weakref).or_else(|| {
-                // SAFETY: a slot recorded since the start owns a reference to it: alive.
-                resurrected.get(&w.addr).map(|&p| unsafe { Bound::from_borrowed_ptr(py, p) })
-            });
-            unsafe { ffi::Py_DecRef(w.weakref) };
+            let alive = if w.weakref.is_null() {
+                // SAFETY: the holder still keeps it (it is cleared below).
+                (!by_addr.contains_key(&w.addr)).then(|| unsafe { Bound::from_borrowed_ptr(py, w.addr as *mut _) })
+            } else {
+                let alive = weakref_target(py, w.weakref).or_else(|| {
+                    // SAFETY: a slot recorded since the start owns a reference to it: alive.
+                    resurrected.get(&w.addr).map(|&p| unsafe { Bound::from_borrowed_ptr(py, p) })
+                });
+                unsafe { ffi::Py_DecRef(w.weakref) };
+                alive
+            };
             match alive {
                 Some(obj) => {
                     for (r, slot) in w.slots {
@@ -420,20 +541,36 @@ fn restore(
             }
         }
     }
-    for (slots, in_garbage) in dead {
-        let unsaved: Vec<(usize, usize)> =
-            slots.into_iter().filter(|&(r, slot)| slot >= crate::sink::saved_values(r)).collect();
-        if unsaved.is_empty() {
-            continue;
-        }
-        let snap = match in_garbage {
-            Some(i) => snap_of(&new[i], &FILE_BUDGET),
-            None => Snap::Opaque { type_name: "object".into(), repr: "<freed during a garbage collection>".into() },
-        };
-        for (r, slot) in unsaved {
-            if let Some(rec) = unsafe { ENGINE.get() }.recs.get_mut(r).and_then(|r| r.as_deref_mut()) {
-                rec.snaps.insert(slot, snap.clone());
+    // `new` holds every dead object, and so their types, while the cache lives.
+    let snapper = Snapper::new();
+    crate::snap::with_type_names(|| {
+        for (slots, in_garbage) in dead {
+            let unsaved: Vec<(usize, usize)> =
+                slots.into_iter().filter(|&(r, slot)| slot >= crate::sink::saved_values(r)).collect();
+            if unsaved.is_empty() {
+                continue;
             }
+            let snap = match in_garbage {
+                Some(i) => snapper.take(&new[i]),
+                None => Snap::Opaque { type_name: "object".into(), repr: "<freed during a garbage collection>".into() },
+            };
+            for (r, slot) in unsaved {
+                if let Some(rec) = unsafe { ENGINE.get() }.recs.get_mut(r).and_then(|r| r.as_deref_mut()) {
+                    rec.snaps.insert(slot, snap.clone());
+                }
+            }
+        }
+    });
+    if !holder.is_null() && !by_addr.contains_key(&(holder as usize)) {
+        // Still reachable (a finalizer found it through `gc.get_objects()`): let go of it here.
+        // SAFETY: alive (its own reference); the extra reference outlives the slice deletion,
+        // which drops that one.
+        unsafe {
+            ffi::Py_IncRef(holder);
+            if ffi::PyList_SetSlice(holder, 0, ffi::PY_SSIZE_T_MAX, std::ptr::null_mut()) != 0 {
+                ffi::PyErr_Clear();
+            }
+            ffi::Py_DecRef(holder);
         }
     }
     if ours && !new.is_empty() {

@@ -50,47 +50,95 @@ fn snap_of_inner(o: &Bound<'_, PyAny>, budget: &SnapBudget) -> Snap {
     })
 }
 
-thread_local! {
-    /// Qualified type names by type address, while a batch of snapshots is taken (the batch
-    /// holds its objects, and so their types: an address cannot be reused meanwhile).
-    static TYPE_NAMES: std::cell::RefCell<Option<std::collections::HashMap<usize, String>>> =
-        const { std::cell::RefCell::new(None) };
+/// What a batch of snapshots looks up once: type names by type address, and module reprs
+/// (`module.__repr__` runs importlib's Python code, and a namespace dict holds dozens of modules).
+#[derive(Default)]
+struct SnapCache {
+    /// The batch holds its objects, and so their types: an address cannot be reused meanwhile.
+    type_names: std::collections::HashMap<usize, String>,
+    /// Each module held, so that its address cannot be reused while cached.
+    module_reprs: std::collections::HashMap<usize, (Py<PyAny>, String)>,
 }
 
-/// Runs `f` (which takes snapshots of objects it holds) with type names cached.
+thread_local! {
+    static CACHE: std::cell::RefCell<Option<SnapCache>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `f` (which takes snapshots of objects it holds) with type names and module reprs cached.
 pub fn with_type_names<R>(f: impl FnOnce() -> R) -> R {
-    let outer = TYPE_NAMES.with(|c| c.borrow().is_some());
+    let outer = CACHE.with(|c| c.borrow().is_some());
     if !outer {
-        TYPE_NAMES.with(|c| *c.borrow_mut() = Some(Default::default()));
+        CACHE.with(|c| *c.borrow_mut() = Some(SnapCache::default()));
     }
     let out = f();
     if !outer {
-        TYPE_NAMES.with(|c| *c.borrow_mut() = None);
+        // Dropped outside the borrow: releasing a module runs no code, but stay safe.
+        let cache = CACHE.with(|c| c.borrow_mut().take());
+        drop(cache);
     }
     out
 }
 
-/// Empties the type-name cache (the batch let other code run: types may have been freed).
+/// Empties the cache (the batch let other code run: types may have been freed).
 pub fn forget_type_names() {
-    TYPE_NAMES.with(|c| {
-        if let Some(m) = c.borrow_mut().as_mut() {
-            m.clear();
-        }
-    });
+    let old = CACHE.with(|c| c.borrow_mut().as_mut().map(std::mem::take));
+    drop(old);
 }
 
 fn qualified_type_name(o: &Bound<'_, PyAny>) -> String {
     let key = o.get_type().as_ptr() as usize;
-    if let Some(name) = TYPE_NAMES.with(|c| c.borrow().as_ref().and_then(|m| m.get(&key).cloned())) {
+    if let Some(name) = CACHE.with(|c| c.borrow().as_ref().and_then(|m| m.type_names.get(&key).cloned())) {
         return name;
     }
     let name = qualified_type_name_uncached(o);
-    TYPE_NAMES.with(|c| {
+    CACHE.with(|c| {
         if let Some(m) = c.borrow_mut().as_mut() {
-            m.insert(key, name.clone());
+            m.type_names.insert(key, name.clone());
         }
     });
     name
+}
+
+/// `safe_repr`, looked up in the batch's cache for modules.
+fn cached_repr(o: &Bound<'_, PyAny>, max: usize) -> String {
+    // SAFETY: a type check on a valid object.
+    if unsafe { ffi::Py_TYPE(o.as_ptr()) } != &raw mut ffi::PyModule_Type {
+        return safe_repr(o, max);
+    }
+    let key = o.as_ptr() as usize;
+    if let Some(r) = CACHE.with(|c| c.borrow().as_ref().and_then(|m| m.module_reprs.get(&key).map(|(_, r)| r.clone())))
+    {
+        return cut(r, max);
+    }
+    let full = safe_repr(o, usize::MAX);
+    CACHE.with(|c| {
+        if let Some(m) = c.borrow_mut().as_mut() {
+            m.module_reprs.insert(key, (o.clone().unbind(), full.clone()));
+        }
+    });
+    cut(full, max)
+}
+
+fn cut(s: String, max: usize) -> String {
+    if s.chars().count() > max {
+        let cut: String = s.chars().take(max).collect();
+        format!("{cut}...")
+    } else {
+        s
+    }
+}
+
+/// Objects shown by their repr alone: their attributes are code or a namespace, not a state.
+fn opaque_kind(o: &Bound<'_, PyAny>) -> bool {
+    // SAFETY: type checks on a valid object.
+    unsafe {
+        let p = o.as_ptr();
+        ffi::PyModule_Check(p) != 0
+            || ffi::PyType_Check(p) != 0
+            || ffi::PyFunction_Check(p) != 0
+            || ffi::PyCFunction_Check(p) != 0
+            || ffi::PyCode_Check(p) != 0
+    }
 }
 
 fn qualified_type_name_uncached(o: &Bound<'_, PyAny>) -> String {
@@ -114,15 +162,7 @@ fn safe_repr(o: &Bound<'_, PyAny>, max: usize) -> String {
         return format!("<{} object at {:#x}>", qualified_type_name(o), o.as_ptr() as usize);
     }
     match o.repr() {
-        Ok(r) => {
-            let s = r.to_string_lossy().into_owned();
-            if s.chars().count() > max {
-                let cut: String = s.chars().take(max).collect();
-                format!("{cut}...")
-            } else {
-                s
-            }
-        }
+        Ok(r) => cut(r.to_string_lossy().into_owned(), max),
         Err(e) => {
             let py = o.py();
             // SAFETY: a valid exception object.
@@ -221,8 +261,8 @@ fn snap(o: &Bound<'_, PyAny>, budget: &SnapBudget, depth: u32, left: &mut usize)
             .collect();
         return Snap::Map { type_name, entries, len };
     }
-    let repr = safe_repr(o, if depth == budget.max_depth { budget.max_repr } else { budget.max_nested_repr });
-    if depth == 0 {
+    let repr = cached_repr(o, if depth == budget.max_depth { budget.max_repr } else { budget.max_nested_repr });
+    if depth == 0 || opaque_kind(o) {
         return Snap::Opaque { type_name, repr };
     }
     let mut attrs: Vec<(String, Snap)> = Vec::new();
