@@ -32,6 +32,7 @@
 // Keys are object addresses: a fast hasher (the scans run at every full collection).
 use foldhash::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use pyo3::ffi;
 use pyo3::prelude::*;
@@ -343,7 +344,7 @@ fn on_start(py: Python<'_>) -> PyResult<()> {
         alone.sort_unstable_by_key(|&(_, slot, _)| std::cmp::Reverse(slot));
         // Snapshots run `repr` (user code, during which other threads may record): each slot
         // is looked up again after them. Slots the recording file has already saved need none.
-        let mut snaps: HashMap<usize, Snap> = HashMap::default();
+        let mut snaps: HashMap<usize, Arc<Snap>> = HashMap::default();
         // One cache of type names and module reprs for the round: the slots hold every object
         // snapshotted, and so their types.
         crate::snap::with_type_names(|| {
@@ -352,7 +353,7 @@ fn on_start(py: Python<'_>) -> PyResult<()> {
                     continue;
                 }
                 // SAFETY: the slot still owns `p` (only this thread releases slots).
-                snaps.insert(p as usize, snapper.take(unsafe { &Bound::from_borrowed_ptr(py, p) }));
+                snaps.insert(p as usize, Arc::new(snapper.take(unsafe { &Bound::from_borrowed_ptr(py, p) })));
             }
         });
         let mut freed = Vec::new();
@@ -361,7 +362,7 @@ fn on_start(py: Python<'_>) -> PyResult<()> {
             let Some(rec) = eng.recs.get_mut(r).and_then(|r| r.as_deref_mut()) else { continue };
             if rec.values.get(slot) == Some(&p) {
                 if let Some(snap) = snaps.get(&(p as usize)).filter(|_| slot >= crate::sink::saved_values(r)) {
-                    rec.snaps.insert(slot, snap.clone());
+                    rec.snaps.insert(slot, Arc::clone(snap));
                 }
                 rec.values[slot] = std::ptr::null_mut();
                 freed.push(p);
@@ -550,13 +551,13 @@ fn restore(
             if unsaved.is_empty() {
                 continue;
             }
-            let snap = match in_garbage {
+            let snap = Arc::new(match in_garbage {
                 Some(i) => snapper.take(&new[i]),
                 None => Snap::Opaque { type_name: "object".into(), repr: "<freed during a garbage collection>".into() },
-            };
+            });
             for (r, slot) in unsaved {
                 if let Some(rec) = unsafe { ENGINE.get() }.recs.get_mut(r).and_then(|r| r.as_deref_mut()) {
-                    rec.snaps.insert(slot, snap.clone());
+                    rec.snaps.insert(slot, Arc::clone(&snap));
                 }
             }
         }

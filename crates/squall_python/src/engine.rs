@@ -37,7 +37,7 @@ pub struct ThreadRec {
     pub value_chunks: Vec<(u64, u64, u64)>,
     /// Snapshots of slots released by a garbage collection (`collect.rs`; their pointers are
     /// null), until the flusher has saved them.
-    pub snaps: std::collections::HashMap<usize, squall_trace::Snap>,
+    pub snaps: foldhash::HashMap<usize, std::sync::Arc<squall_trace::Snap>>,
 }
 
 pub struct SnapshotBudget {
@@ -244,7 +244,7 @@ unsafe fn current_rec_slow() -> Option<&'static mut ThreadRec> {
                 kept_bytes: 0,
                 next_memory_check: Cell::new(KEPT_BYTES_CHECK_EVERY),
                 value_chunks: Vec::new(),
-                snaps: std::collections::HashMap::new(),
+                snaps: Default::default(),
             })));
             eng.flows.entry(flow).or_default().push(number);
             number

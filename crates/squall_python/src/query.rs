@@ -233,7 +233,7 @@ impl Engine {
         slot: usize,
     ) -> Result<std::borrow::Cow<'a, squall_trace::Snap>, String> {
         if let Some(snap) = rec.snaps.get(&slot) {
-            return Ok(std::borrow::Cow::Borrowed(snap));
+            return Ok(std::borrow::Cow::Borrowed(&**snap));
         }
         let file = self.value_file.as_ref().ok_or_else(|| format!("value slot {slot} was released"))?;
         let wanted = slot as u64;

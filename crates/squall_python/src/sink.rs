@@ -278,7 +278,7 @@ fn released_snap(number: usize, slot: usize) -> squall_trace::Snap {
     eng.recs
         .get(number)
         .and_then(|r| r.as_deref())
-        .and_then(|r| r.snaps.get(&slot).cloned())
+        .and_then(|r| r.snaps.get(&slot).map(|s| (**s).clone()))
         .unwrap_or(squall_trace::Snap::Opaque { type_name: "object".into(), repr: "<released>".into() })
 }
 
