@@ -875,3 +875,58 @@ def test_mode_overrides_in_pyproject(tmp_path):
     (tmp_path / "pyproject.toml").write_text('[tool.squall]\nmode_overrides = {"heavy.pkg" = "calls"}\n')
     cfg = config.load(cwd=str(tmp_path), env={})
     assert cfg.mode_for("heavy.pkg.m") == "calls" and cfg.mode_for("other") == "full"
+
+
+# The real engine is called through one builtin per form or site (`_sq_expr_12(v)`,
+# rewrite._BOUND_ENTRIES); the plain form `_sq_expr(12, v)` must record exactly the same.
+BOUND = """
+def g(a, b=2, *rest, **kw):
+    return a + b + len(rest) + len(kw)
+def h():
+    pass
+def boom(x):
+    if x > 1:
+        raise ValueError(x)
+    return x
+def main():
+    t = 0
+    for i in range(4):
+        if i % 2:
+            t += g(i, 3, 4, k=5)
+        else:
+            t = t + g(i)
+    h()
+    f = lambda y, z=1: y * z
+    try:
+        boom(f(3))
+    except ValueError as e:
+        t += e.args[0]
+    return t, [boom(j) for j in (0, 1)]
+"""
+
+
+@pytest.mark.parametrize("mode", ["full", "calls"])
+def test_bound_entry_points_record_what_the_plain_ones_record(tmp_path, monkeypatch, mode):
+    got = {}
+    for bound in (False, True):
+        if not bound:
+            monkeypatch.setattr(rewrite, "_BOUND_ENTRIES", ())
+        else:
+            monkeypatch.undo()
+        text_ = rewrite.instrumented_source_text(textwrap.dedent(BOUND), "b.py", "b", mode=mode)
+        assert ("_sq_call_" in text_) == bound and ("_sq_call(" in text_) != bound
+        res, ent, _ = run(tmp_path, BOUND, "main", mode=mode)
+        norm = [{k: (_addrless(_engine.deref(v)) if k.endswith("_ref") and v is not None else v)
+                 for k, v in e.items() if k not in ("fn_ns", "form_id")} for e in ent]
+        got[bound] = (res, norm)
+    assert got[True] == got[False]
+    assert got[True][0] == ("ok", (23, [0, 1]))
+    assert {"fn-call", "fn-return", "fn-unwind"} <= {e["type"] for e in got[True][1]}
+
+
+def test_bound_entry():
+    with pytest.raises(ValueError):
+        _engine.bound_entry("unwind", 0)
+    v = object()
+    assert _engine.bound_entry("expr", 0)(v) is v and _engine.bound_entry("bind", 0)(v) is v
+    assert _engine.bound_entry("ret", 0)(v) is v and _engine.bound_entry("call", 0)(1, 2) is None
