@@ -726,8 +726,13 @@ def main(which):
 
 
 def _addrless(v):
-    """repr(v) without addresses and with run()'s numbered module names made one."""
-    return re.sub(r"fm_\d+", "fm", re.sub(r" at 0x[0-9a-fA-F]+", "", repr(v)))
+    """repr(v) without addresses, with run()'s numbered module names made one and without the
+    per-site builtins (``_sq_expr_12``: each run's sites add their own, so the size of a
+    recorded ``__builtins__`` differs too)."""
+    r = re.sub(r"fm_\d+", "fm", re.sub(r" at 0x[0-9a-fA-F]+", "", repr(v)))
+    r = re.sub(r", '_sq_(?:call|ret|expr|bind)_\d+': <built-in method \w+ of int object>", "", r)
+    cut = r"<\.\.\.\d+ more of dict\[\d+\]: cut by squall's snapshot budget>"
+    return re.sub(r", %s: %s" % (cut, cut), "", r)
 
 
 def _fused_vs_statement(tmp_path, monkeypatch, src, *a):
@@ -770,14 +775,16 @@ def test_fused_binds_statement_shapes():
         return [y for y in xs], [p for p, q in xs], (z := 3)
     """)
     text_ = rewrite.instrumented_source_text(src, "s.py", "s", mode="full")
-    assert "t = _sq_bind(" in text_ and "u: int = _sq_bind(" in text_
+    # the real engine's entry points are called through one bound name per site: _sq_bind_12(v)
+    assert "_sq_bind(" not in text_ and "_sq_expr(" not in text_ and "_sq_call(" not in text_
+    assert "t = _sq_bind_" in text_ and "u: int = _sq_bind_" in text_
     if rewrite._LOOP_ITER:
         assert "for x in _sq_for(" in text_ and "for y in _sq_for(" in text_
     else:  # 3.12+: see rewrite._LOOP_ITER
         assert "_sq_for(" not in text_
-    assert "_sq_bind(" in text_.split("t += x")[1].splitlines()[1]  # augmented: statement kept
-    assert "if (_sq_bind(" in text_  # a tuple target in a comprehension: an always-true tuple
-    assert "or True" not in text_ and "_sq_bind(" in text_.split("(z := 3)")[0].splitlines()[-1]
+    assert "_sq_bind_" in text_.split("t += x")[1].splitlines()[1]  # augmented: statement kept
+    assert "if (_sq_bind_" in text_  # a tuple target in a comprehension: an always-true tuple
+    assert "or True" not in text_ and "_sq_bind_" in text_.split("(z := 3)")[0].splitlines()[-1]
 
 
 @pytest.mark.parametrize("which", [
@@ -868,3 +875,58 @@ def test_mode_overrides_in_pyproject(tmp_path):
     (tmp_path / "pyproject.toml").write_text('[tool.squall]\nmode_overrides = {"heavy.pkg" = "calls"}\n')
     cfg = config.load(cwd=str(tmp_path), env={})
     assert cfg.mode_for("heavy.pkg.m") == "calls" and cfg.mode_for("other") == "full"
+
+
+# The real engine is called through one builtin per form or site (`_sq_expr_12(v)`,
+# rewrite._BOUND_ENTRIES); the plain form `_sq_expr(12, v)` must record exactly the same.
+BOUND = """
+def g(a, b=2, *rest, **kw):
+    return a + b + len(rest) + len(kw)
+def h():
+    pass
+def boom(x):
+    if x > 1:
+        raise ValueError(x)
+    return x
+def main():
+    t = 0
+    for i in range(4):
+        if i % 2:
+            t += g(i, 3, 4, k=5)
+        else:
+            t = t + g(i)
+    h()
+    f = lambda y, z=1: y * z
+    try:
+        boom(f(3))
+    except ValueError as e:
+        t += e.args[0]
+    return t, [boom(j) for j in (0, 1)]
+"""
+
+
+@pytest.mark.parametrize("mode", ["full", "calls"])
+def test_bound_entry_points_record_what_the_plain_ones_record(tmp_path, monkeypatch, mode):
+    got = {}
+    for bound in (False, True):
+        if not bound:
+            monkeypatch.setattr(rewrite, "_BOUND_ENTRIES", ())
+        else:
+            monkeypatch.undo()
+        text_ = rewrite.instrumented_source_text(textwrap.dedent(BOUND), "b.py", "b", mode=mode)
+        assert ("_sq_call_" in text_) == bound and ("_sq_call(" in text_) != bound
+        res, ent, _ = run(tmp_path, BOUND, "main", mode=mode)
+        norm = [{k: (_addrless(_engine.deref(v)) if k.endswith("_ref") and v is not None else v)
+                 for k, v in e.items() if k not in ("fn_ns", "form_id")} for e in ent]
+        got[bound] = (res, norm)
+    assert got[True] == got[False]
+    assert got[True][0] == ("ok", (23, [0, 1]))
+    assert {"fn-call", "fn-return", "fn-unwind"} <= {e["type"] for e in got[True][1]}
+
+
+def test_bound_entry():
+    with pytest.raises(ValueError):
+        _engine.bound_entry("unwind", 0)
+    v = object()
+    assert _engine.bound_entry("expr", 0)(v) is v and _engine.bound_entry("bind", 0)(v) is v
+    assert _engine.bound_entry("ret", 0)(v) is v and _engine.bound_entry("call", 0)(1, 2) is None

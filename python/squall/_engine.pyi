@@ -82,6 +82,11 @@ def bind(site_id: int, value: Any) -> Any:
     """The symbol of binding site ``site_id`` is bound to ``value``: pushes a bind entry;
     returns ``value`` (``x = bind(SITE, v)``)."""
 
+def bound_entry(entry: str, id: int) -> Callable[..., Any]:
+    """``entry`` ("call", "ret", "expr" or "bind") bound to one form (call) or site: the result
+    called with the remaining arguments records what ``entry(id, ...)`` records and returns what
+    it returns. Instrumented code calls these as ``_sq_expr_12(v)`` builtins."""
+
 def loop_iter(site_id: int, iterable: Any, bind: Any = ...) -> Any:
     """``for x in loop_iter(SITE, iterable)``: ``iter(iterable)`` (its errors are CPython's),
     wrapped so that each item it yields is recorded as ``bind(SITE, item)`` before the loop

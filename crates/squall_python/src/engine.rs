@@ -206,8 +206,11 @@ pub unsafe fn current_rec() -> Option<&'static mut ThreadRec> {
 pub unsafe fn current_rec_cached() -> Option<&'static mut ThreadRec> {
     if LAST_KEY.load(Ordering::Relaxed) == thread_key() {
         // SAFETY: GIL held.
-        let (epoch, rec) = unsafe { *LAST_REC.get() };
-        if epoch == EPOCH.load(Ordering::Relaxed) && !rec.is_null() {
+        let (_epoch, rec) = unsafe { *LAST_REC.get() };
+        // No epoch check: `bump_epoch` forgets `LAST_KEY`, so a key that matches was claimed
+        // in the current epoch.
+        debug_assert!(_epoch == EPOCH.load(Ordering::Relaxed));
+        if !rec.is_null() {
             // SAFETY: the pointer is a live Box in ENGINE.recs while its epoch is current.
             return Some(unsafe { &mut *rec });
         }
@@ -290,6 +293,8 @@ unsafe fn thread_name(eng: &Engine) -> String {
 pub fn bump_epoch() {
     let next = EPOCH.load(Ordering::Relaxed).wrapping_add(1);
     EPOCH.store(if next == BUSY_EPOCH { 1 } else { next }, Ordering::Relaxed);
+    // `current_rec_cached` trusts a matching key without checking the epoch.
+    LAST_KEY.store(0, Ordering::Relaxed);
 }
 
 /// After an entry was written: whether `Engine::note` must check the memory limit now.

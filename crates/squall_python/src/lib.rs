@@ -47,6 +47,64 @@ fn add_fast(m: &Bound<'_, PyModule>, name: &'static CStr, doc: &'static CStr, f:
     m.add(name.to_str().unwrap_or("?"), func)
 }
 
+/// The method defs of the bound entry points (`bound_entry`), made once and never freed.
+static BOUND_DEFS: std::sync::OnceLock<[usize; 4]> = std::sync::OnceLock::new();
+
+fn bound_defs() -> &'static [usize; 4] {
+    BOUND_DEFS.get_or_init(|| {
+        let leak = |name: &'static CStr, doc: &'static CStr, meth: ffi::PyMethodDefPointer, flags| {
+            Box::leak(Box::new(ffi::PyMethodDef { ml_name: name.as_ptr(), ml_meth: meth, ml_flags: flags, ml_doc: doc.as_ptr() }))
+                as *mut ffi::PyMethodDef as usize
+        };
+        [
+            leak(
+                c"call",
+                c"call(*param_values) -> None: a frame of the bound form starts.",
+                ffi::PyMethodDefPointer { PyCFunctionFast: record::call_bound },
+                ffi::METH_FASTCALL,
+            ),
+            leak(
+                c"ret",
+                c"ret(value) -> value: a frame returns at the bound site.",
+                ffi::PyMethodDefPointer { PyCFunction: record::ret_bound },
+                ffi::METH_O,
+            ),
+            leak(
+                c"expr",
+                c"expr(value) -> value: the bound site's sub-expression value.",
+                ffi::PyMethodDefPointer { PyCFunction: record::expr_bound },
+                ffi::METH_O,
+            ),
+            leak(
+                c"bind",
+                c"bind(value) -> value: a local binding at the bound site.",
+                ffi::PyMethodDefPointer { PyCFunction: record::bind_bound },
+                ffi::METH_O,
+            ),
+        ]
+    })
+}
+
+/// `bound_entry(entry, id)`: the entry point `entry` ("call", "ret", "expr" or "bind") bound to
+/// one form (call) or site (the others): `bound_entry("expr", S)(v)` records what
+/// `expr(S, v)` records. The rewriter calls these through one builtin name per site, which
+/// saves passing the id and, for ret/expr/bind, uses CPython's fastest call (`METH_O`).
+#[pyfunction]
+fn bound_entry<'py>(py: Python<'py>, entry: &str, id: u32) -> PyResult<Bound<'py, PyAny>> {
+    let i = match entry {
+        "call" => 0,
+        "ret" => 1,
+        "expr" => 2,
+        "bind" => 3,
+        _ => return Err(pyo3::exceptions::PyValueError::new_err(format!("no bound entry point {entry:?}"))),
+    };
+    let def = bound_defs()[i] as *mut ffi::PyMethodDef;
+    let id_obj = id.into_pyobject(py)?;
+    // SAFETY: a valid, never freed method def; `self` is the id (an exact int), which the
+    // function keeps alive.
+    unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyCFunction_NewEx(def, id_obj.as_ptr(), null_mut())) }
+}
+
 #[pymodule]
 fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     add_fast(m, c"call", c"call(form_id, *param_values) -> None: a frame starts.", record::call)?;
@@ -56,6 +114,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     add_fast(m, c"resume", c"resume(form_id, sent) -> sent: a resumable frame resumes.", record::resume)?;
     add_fast(m, c"expr", c"expr(site_id, value) -> value: a sub-expression's value.", record::expr)?;
     add_fast(m, c"bind", c"bind(site_id, value) -> value: a local binding.", record::bind)?;
+    m.add_function(wrap_pyfunction!(bound_entry, m)?)?;
     awaiting::register(m)?;
     loop_iter::register(m)?;
 

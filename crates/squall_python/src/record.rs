@@ -49,30 +49,49 @@ fn guarded(step: impl FnOnce()) {
 
 /// `call(form_id, *param_values) -> None`
 pub unsafe extern "C" fn call(_m: *mut ffi::PyObject, args: Args, nargs: ffi::Py_ssize_t) -> *mut ffi::PyObject {
-    if RECORDING.load(Ordering::Relaxed) && nargs >= 1 {
-        if !(nargs <= 2 && unsafe { call_fast(args, nargs as usize) }) {
-            guarded(|| unsafe { record_call(args, nargs as usize) });
-        }
+    if nargs >= 1 {
+        unsafe { call_at(*args, args.add(1), nargs as usize - 1) };
     } else {
         lost_to_ui();
     }
     unsafe { new_none() }
 }
 
+/// `_sq_call_F(*param_values) -> None`: `call` bound to one form, whose id is the function's
+/// `self` (see `bound_entry`): one argument fewer to pass and no global `_sq_call` to look up.
+pub unsafe extern "C" fn call_bound(form: *mut ffi::PyObject, args: Args, nargs: ffi::Py_ssize_t) -> *mut ffi::PyObject {
+    unsafe {
+        call_at(form, args, nargs as usize);
+        new_none()
+    }
+}
+
+/// A call of the form `form_obj` (an int) with the `n` parameter values at `params`.
+#[inline(always)]
+unsafe fn call_at(form_obj: *mut ffi::PyObject, params: Args, n: usize) {
+    if RECORDING.load(Ordering::Relaxed) {
+        if !(n <= 1 && unsafe { call_fast(form_obj, params, n) }) {
+            guarded(|| unsafe { record_call(form_obj, params, n) });
+        }
+    } else {
+        lost_to_ui();
+    }
+}
+
 /// The usual case of a call with 0 or 1 argument, without the unwinding guard: nothing below
 /// runs Python code or can panic. Writes what `record_call` would; `false`: nothing was done,
 /// take `record_call`.
 #[inline(always)]
-unsafe fn call_fast(args: Args, nargs: usize) -> bool {
+unsafe fn call_fast(form_obj: *mut ffi::PyObject, params: Args, n: usize) -> bool {
     unsafe {
         let eng = ENGINE.get();
-        let Some(form) = small_id(*args) else { return false };
+        let Some(form) = small_id(form_obj) else { return false };
         let Some(rec) = current_rec_cached() else { return false };
         if !rec.tl.call_is_plain(&eng.limits) {
             return false;
         }
-        let arg = if nargs == 2 {
-            match capture_simple(rec, *args.add(1)) {
+        let arg = if n == 1 {
+            match capture_simple(rec, *params) {
                 Some(v) => v,
                 None => return false,
             }
@@ -93,23 +112,22 @@ unsafe fn written(rec: &mut crate::engine::ThreadRec) {
     }
 }
 
-unsafe fn record_call(args: Args, nargs: usize) {
+unsafe fn record_call(form_obj: *mut ffi::PyObject, params: Args, n: usize) {
     unsafe {
         let eng = ENGINE.get();
-        let Some(form) = small_id(*args) else {
+        let Some(form) = small_id(form_obj) else {
             eng.dropped += 1;
             return;
         };
         let Some(rec) = current_rec() else { return };
-        let n = nargs - 1;
         let outcome = if n <= INLINE_ARGS {
             let mut vals = [ValRef::NONE; INLINE_ARGS];
             for (i, slot) in vals.iter_mut().enumerate().take(n) {
-                *slot = capture(eng, rec, *args.add(i + 1));
+                *slot = capture(eng, rec, *params.add(i));
             }
             rec.tl.call(form, &vals[..n], &eng.limits)
         } else {
-            let vals: Vec<ValRef> = (1..nargs).map(|i| capture(eng, rec, *args.add(i))).collect();
+            let vals: Vec<ValRef> = (0..n).map(|i| capture(eng, rec, *params.add(i))).collect();
             rec.tl.call(form, &vals, &eng.limits)
         };
         eng.note(rec, outcome);
@@ -134,14 +152,41 @@ unsafe fn value_through_site(kind: Kind, args: Args, nargs: ffi::Py_ssize_t) -> 
             ENGINE.get().dropped += 1;
             return new_none();
         }
-        let value = *args.add(1);
+        value_at(kind, *args, *args.add(1))
+    }
+}
+
+/// Records an event at the site `site_obj` (an int) carrying `value`, and hands `value` back.
+#[inline(always)]
+unsafe fn value_at(kind: Kind, site_obj: *mut ffi::PyObject, value: *mut ffi::PyObject) -> *mut ffi::PyObject {
+    unsafe {
         if RECORDING.load(Ordering::Relaxed) {
-            if !site_fast(kind, *args, value) {
-                guarded(|| record_at_site(kind, *args, value));
+            if !site_fast(kind, site_obj, value) {
+                guarded(|| record_at_site(kind, site_obj, value));
             }
         } else {
             lost_to_ui();
         }
+        ffi::Py_INCREF(value);
+        value
+    }
+}
+
+/// `_sq_ret_S(value) -> value`: `ret` bound to one site, whose id is the function's `self`
+/// (`METH_O`, see `bound_entry`).
+pub unsafe extern "C" fn ret_bound(site: *mut ffi::PyObject, value: *mut ffi::PyObject) -> *mut ffi::PyObject {
+    unsafe { value_at(Kind::Return, site, value) }
+}
+
+/// `_sq_expr_S(value) -> value`: `expr` bound to one site.
+pub unsafe extern "C" fn expr_bound(site: *mut ffi::PyObject, value: *mut ffi::PyObject) -> *mut ffi::PyObject {
+    unsafe { value_at(Kind::Expr, site, value) }
+}
+
+/// `_sq_bind_S(value) -> value`: `bind` bound to one site.
+pub unsafe extern "C" fn bind_bound(site: *mut ffi::PyObject, value: *mut ffi::PyObject) -> *mut ffi::PyObject {
+    unsafe {
+        record_bind(site, value);
         ffi::Py_INCREF(value);
         value
     }
