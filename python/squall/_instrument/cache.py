@@ -117,9 +117,6 @@ def _load(entry: str, start: "tuple[int, int]") -> Optional[types.CodeType]:
         _engine.register_site(form, kind, line, col, end_line, end_col, symbol)
     if tuple(_engine.next_ids()) != (first_form + len(forms), first_site + len(sites)):
         return None  # another thread registered meanwhile: the baked ids would be wrong
-    from .rewrite import install_bound_names
-
-    install_bound_names(code)
     return code
 
 

@@ -45,7 +45,8 @@ def _warn_once(module: str, err: BaseException) -> None:
 def _instrumented_code(
     source: Any, path: str, module_name: str, engine: Any = None, mode: Optional[str] = None
 ):
-    """The instrumented code, or None if rewriting failed for a reason other than a SyntaxError
+    """The instrumented code (entry point placeholders in: see ``rewrite.bind_entry_constants``),
+    or None if rewriting failed for a reason other than a SyntaxError
     of the user's source (which propagates, as it would without squall)."""
     try:
         tree = compile(source, path, "exec", 0x400, dont_inherit=True)  # ast.PyCF_ONLY_AST
@@ -53,7 +54,7 @@ def _instrumented_code(
         raise
     try:
         rewrite.instrument_tree(tree, path, module_name, engine, mode)
-        return compile(tree, path, "exec", dont_inherit=True)
+        return rewrite.compile_tree(tree, path)
     except Exception as e:  # noqa: BLE001 - a rewriter bug must not break the program
         _warn_once(module_name, e)
         _config.remember(
@@ -87,7 +88,8 @@ class InstrumentingLoader(importlib.machinery.SourceFileLoader):
             code = _instrumented_code(source, path, name, self.engine, self.mode)
         if code is None:
             return compile(source, path, "exec", dont_inherit=True)
-        return code
+        # The code cache keeps the entry point placeholders; the callables go in here.
+        return rewrite.bind_entry_constants(code)
 
     def set_data(self, path: str, data: bytes, *, _mode: int = 0o666) -> None:  # never a pyc
         return None
@@ -175,7 +177,7 @@ def compile_main(
     if decision.instrumented:
         code = _instrumented_code(source, path, "__main__", engine, cfg.mode_for("__main__"))
         if code is not None:
-            return code
+            return rewrite.bind_entry_constants(code)
     return compile(source, path, "exec", dont_inherit=True)
 
 

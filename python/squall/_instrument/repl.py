@@ -29,7 +29,7 @@ class InstrumentedCompiler:
         try:
             tree = compile(source, filename, symbol, flags | ast.PyCF_ONLY_AST, dont_inherit=True)
             rewrite.instrument_tree(tree, filename, self.module_name, self.engine)
-            return compile(tree, filename, symbol, flags, dont_inherit=True)
+            return rewrite.bind_entry_constants(rewrite.compile_tree(tree, filename, symbol, flags))
         except SyntaxError:
             return plain
         except Exception as e:  # noqa: BLE001 - never lose the user's input

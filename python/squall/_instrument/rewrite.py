@@ -31,24 +31,21 @@ only, see ``_LOOP_ITER``), one call fewer per assignment or iteration than ``x =
 ``_sq_bind(SITE, x)``.
 
 With the real engine (no explicit ``engine``), ``_sq_call(FORM, ...)``, ``_sq_ret(SITE, v)``,
-``_sq_expr(SITE, v)`` and ``_sq_bind(SITE, v)`` are written ``_sq_call_FORM(...)``,
-``_sq_ret_SITE(v)``, ...: one builtin per form or site, bound to its id by the engine
-(``_engine.bound_entry``; ``_BOUND_ENTRIES``), installed when the rewrite (or the code cache)
-makes the code. Same entries; one argument and one constant load fewer per event, and
-ret/expr/bind are ``METH_O`` calls (fib(25): ~3 ns per event on 3.11). The cost: builtins hold
-one name per form/site of instrumented code (~200 bytes each; past 65,536 builtins CPython 3.11+
-stops specializing the loads of the later ones).
+``_sq_expr(SITE, v)`` and ``_sq_bind(SITE, v)`` become calls of a constant: the engine's entry
+point bound to that form or site (``_engine.bound_entry``, ``bind_entry_constants``). Same
+entries; one argument and one global load fewer per event, and ret/expr/bind are ``METH_O``
+calls. No namespace changes (``_BOUND_ENTRIES``).
 
 Every original node keeps its location; inserted nodes take the location of the statement they
 stand next to, so tracebacks keep their files and lines.
 """
 
 import ast
-import re
 import sys
 import threading
 import types
-from typing import Any, Dict, List, Optional, Union
+import warnings
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 __all__ = ["instrument_source", "compile_instrumented", "instrument_tree", "ENTRY_NAMES"]
 
@@ -209,45 +206,61 @@ def _const(v: Any, at: ast.AST) -> ast.Constant:
     return ast.copy_location(ast.Constant(value=v), at)
 
 
-# The entry points rewritten code calls through one name per form or site (``_sq_expr_12(v)``
-# for ``_sq_expr(12, v)``): a builtin bound to that id by the engine (``_engine.bound_entry``).
-# It saves passing the id, and ret/expr/bind take CPython's fastest builtin call (``METH_O``):
-# ~3 ns per event on 3.11. Only for the real engine (explicit engines get the plain calls).
+# The entry points rewritten code calls through one callable per form or site (``<expr 12>(v)``
+# for ``_sq_expr(12, v)``): the engine's entry point bound to that id (``_engine.bound_entry``),
+# held as a constant of the code that calls it. It saves passing the id and loading a global,
+# and ret/expr/bind take CPython's fastest builtin call (``METH_O``). No namespace sees them
+# (builtins past ~600 extra names would cost NameError its "Did you mean" hint).
+#
+# The tree carries a placeholder constant (a frozenset, which source cannot spell and marshal
+# can keep: the code cache stores code with placeholders); ``bind_entry_constants`` puts the
+# callables in after ``compile``. Only for the real engine (explicit engines get plain calls).
 _BOUND_ENTRIES = ("call", "ret", "expr", "bind")
+_PLACEHOLDER_TAG = "\x00squall-entry"
 _bound = threading.local()
-_BOUND_NAME = re.compile(r"_sq_(call|ret|expr|bind)_(\d+)\Z")
+_bound_entries: Dict[Tuple[str, int], Any] = {}
+_compile_lock = threading.Lock()
 
 
-def _bound_name(entry: str, id_: int) -> str:
-    return "%s_%d" % (ENTRY_NAMES[entry], id_)
+def _placeholder(entry: str, id_: int) -> frozenset:
+    return frozenset({(_PLACEHOLDER_TAG, entry, id_)})
 
 
-def _install_bound(entry: str, id_: int) -> str:
-    """Makes ``_sq_<entry>_<id>`` a builtin (see ``_install_builtins``) and returns the name."""
-    import builtins
-
-    name = _bound_name(entry, id_)
-    d = builtins.__dict__
-    if name not in d:
-        d[name] = _default_engine().bound_entry(entry, id_)
-    return name
+def _bound_entry(entry: str, id_: int) -> Any:
+    f = _bound_entries.get((entry, id_))
+    if f is None:
+        f = _bound_entries[(entry, id_)] = _default_engine().bound_entry(entry, id_)
+    return f
 
 
-def install_bound_names(code: types.CodeType) -> None:
-    """Installs the bound entry points that ``code`` (and the code nested in it) loads: for
-    instrumented code that was not rewritten in this process (the code cache)."""
-    todo = [code]
-    while todo:
-        c = todo.pop()
-        for n in c.co_names:
-            m = _BOUND_NAME.match(n)
-            if m:
-                _install_bound(m.group(1), int(m.group(2)))
-        todo.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+def bind_entry_constants(code: types.CodeType) -> types.CodeType:
+    """``code`` (and the code nested in it) with each entry point placeholder replaced by the
+    engine's entry point bound to its id."""
+    consts = []
+    changed = False
+    for k in code.co_consts:
+        new = k
+        if isinstance(k, types.CodeType):
+            new = bind_entry_constants(k)
+        elif type(k) is frozenset and len(k) == 1:
+            (item,) = k
+            if type(item) is tuple and len(item) == 3 and item[0] == _PLACEHOLDER_TAG:
+                new = _bound_entry(item[1], item[2])
+        changed = changed or new is not k
+        consts.append(new)
+    return code.replace(co_consts=tuple(consts)) if changed else code
+
+
+def compile_tree(tree: ast.AST, filename: str, mode: str = "exec", flags: int = 0) -> types.CodeType:
+    """``compile`` for an instrumented tree, placeholders still in (what the code cache keeps):
+    without the compiler's warning that a (placeholder) constant is called."""
+    with _compile_lock, warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="'frozenset' object is not callable", category=SyntaxWarning)
+        return compile(tree, filename, mode, flags, dont_inherit=True)
 
 
 def _entry_call(entry: str, args: List[ast.expr], at: ast.AST) -> ast.Call:
-    func = ENTRY_NAMES[entry]
+    func: ast.expr = _name(ENTRY_NAMES[entry], at)
     if (
         entry in _BOUND_ENTRIES
         and getattr(_bound, "on", False)
@@ -255,9 +268,9 @@ def _entry_call(entry: str, args: List[ast.expr], at: ast.AST) -> ast.Call:
         and isinstance(args[0], ast.Constant)
         and type(args[0].value) is int
     ):
-        func = _install_bound(entry, args[0].value)
+        func = _const(_placeholder(entry, args[0].value), at)
         args = args[1:]
-    c = ast.copy_location(ast.Call(func=_name(func, at), args=args, keywords=[]), at)
+    c = ast.copy_location(ast.Call(func=func, args=args, keywords=[]), at)
     c._sq_entry = entry  # type: ignore[attr-defined]  # inserted by squall: the full pass skips it
     return c
 
@@ -1318,12 +1331,21 @@ def compile_instrumented(
 ) -> types.CodeType:
     """``instrument_source`` then ``compile``: the code object to exec as the module."""
     tree = instrument_source(source, filename, module_name, engine, mode)
-    return compile(tree, filename, "exec", dont_inherit=True)
+    return bind_entry_constants(compile_tree(tree, filename))
 
 
 def instrumented_source_text(
     source: Union[str, bytes], filename: str = "<string>", module_name: str = "__main__",
     engine: Any = None, mode: Optional[str] = None,
 ) -> Optional[str]:
-    """The rewritten source as text (for debugging the rewriter)."""
-    return ast.unparse(instrument_source(source, filename, module_name, engine, mode))
+    """The rewritten source as text (for debugging the rewriter). A call of a bound entry point
+    (a constant in the code) shows as a call of ``_sq_<entry>_<id>``."""
+    tree = instrument_source(source, filename, module_name, engine, mode)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Constant):
+            k = node.func.value
+            if type(k) is frozenset and len(k) == 1:
+                (item,) = k
+                if type(item) is tuple and len(item) == 3 and item[0] == _PLACEHOLDER_TAG:
+                    node.func = _name("%s_%d" % (ENTRY_NAMES[item[1]], item[2]), node.func)
+    return ast.unparse(tree)
