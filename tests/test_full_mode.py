@@ -952,3 +952,21 @@ def test_bound_entry_points_leave_every_namespace_alone(tmp_path):
     assert "NameError: name 'prnt' is not defined" in out.stderr, out.stderr
     if sys.version_info >= (3, 10):
         assert "Did you mean: 'print'?" in out.stderr, out.stderr
+
+
+def test_code_holding_bound_entry_points_pickles_by_value(tmp_path):
+    # cloudpickle pickles a function's code with its constants (attrs'
+    # test_3rd_party.py::TestCloudpickleCompat::test_repr failed when they could not be).
+    import pickle
+
+    src = "def f(n):\n    t = n * 2\n    return t + 1\n"
+    ns = {"__name__": "pk"}
+    exec(rewrite.compile_instrumented(src, str(tmp_path / "pk.py"), "pk", mode="full"), ns)
+    bound = [k for k in ns["f"].__code__.co_consts if callable(k)]
+    assert bound, ns["f"].__code__.co_consts
+    for k in bound:
+        again = pickle.loads(pickle.dumps(k))
+        assert again.__name__ == k.__name__ and again.__self__ == k.__self__
+    v = object()
+    assert pickle.loads(pickle.dumps(bound[-1]))(v) is v or bound[-1].__name__ == "call"
+    assert ns["f"](3) == 7

@@ -85,7 +85,8 @@ def bind(site_id: int, value: Any) -> Any:
 def bound_entry(entry: str, id: int) -> Callable[..., Any]:
     """``entry`` ("call", "ret", "expr" or "bind") bound to one form (call) or site: the result
     called with the remaining arguments records what ``entry(id, ...)`` records and returns what
-    it returns. Instrumented code calls these as ``_sq_expr_12(v)`` builtins."""
+    it returns. Instrumented code holds these as constants (``rewrite.bind_entry_constants``);
+    ``id`` may be an int subclass (``rewrite.BoundSite``, which makes them picklable)."""
 
 def loop_iter(site_id: int, iterable: Any, bind: Any = ...) -> Any:
     """``for x in loop_iter(SITE, iterable)``: ``iter(iterable)`` (its errors are CPython's),

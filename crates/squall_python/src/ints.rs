@@ -19,10 +19,10 @@ struct LongHeader {
     digit0: u32,
 }
 
-/// The value of an exact `int`, if it fits in an `i64`.
+/// The value of an `int`, if it fits in an `i64`.
 ///
 /// # Safety
-/// GIL held; `o` is a valid object whose type is exactly `int`.
+/// GIL held; `o` is a valid `int` (exact, or a subclass without its own `__int__` layout).
 #[inline(always)]
 pub unsafe fn exact_int_value(o: *mut ffi::PyObject) -> Option<i64> {
     unsafe {
@@ -59,14 +59,15 @@ pub unsafe fn exact_int_value(o: *mut ffi::PyObject) -> Option<i64> {
     }
 }
 
-/// A form or site id: a non-negative exact int below 2**32.
+/// A form or site id: a non-negative int below 2**32 (an exact int, or the rewriter's
+/// `BoundSite`, an int subclass with the same layout).
 ///
 /// # Safety
 /// GIL held; `o` a valid object.
 #[inline(always)]
 pub unsafe fn id_of(o: *mut ffi::PyObject) -> Option<u32> {
     unsafe {
-        if ffi::Py_TYPE(o) != &raw mut ffi::PyLong_Type {
+        if ffi::Py_TYPE(o) != &raw mut ffi::PyLong_Type && ffi::PyLong_Check(o) == 0 {
             return None;
         }
         exact_int_value(o).and_then(|v| u32::try_from(v).ok())

@@ -53,8 +53,12 @@ static BOUND_DEFS: std::sync::OnceLock<[usize; 4]> = std::sync::OnceLock::new();
 fn bound_defs() -> &'static [usize; 4] {
     BOUND_DEFS.get_or_init(|| {
         let leak = |name: &'static CStr, doc: &'static CStr, meth: ffi::PyMethodDefPointer, flags| {
-            Box::leak(Box::new(ffi::PyMethodDef { ml_name: name.as_ptr(), ml_meth: meth, ml_flags: flags, ml_doc: doc.as_ptr() }))
-                as *mut ffi::PyMethodDef as usize
+            Box::leak(Box::new(ffi::PyMethodDef {
+                ml_name: name.as_ptr(),
+                ml_meth: meth,
+                ml_flags: flags,
+                ml_doc: doc.as_ptr(),
+            })) as *mut ffi::PyMethodDef as usize
         };
         [
             leak(
@@ -87,10 +91,12 @@ fn bound_defs() -> &'static [usize; 4] {
 
 /// `bound_entry(entry, id)`: the entry point `entry` ("call", "ret", "expr" or "bind") bound to
 /// one form (call) or site (the others): `bound_entry("expr", S)(v)` records what
-/// `expr(S, v)` records. The rewriter calls these through one builtin name per site, which
-/// saves passing the id and, for ret/expr/bind, uses CPython's fastest call (`METH_O`).
+/// `expr(S, v)` records. The rewriter holds these as constants of the code that calls them,
+/// which saves passing the id and, for ret/expr/bind, uses CPython's fastest call (`METH_O`).
+/// `id` is an int (the rewriter passes an int subclass that pickles, so that code holding
+/// these can be pickled by value, as cloudpickle does); it is the function's `self`.
 #[pyfunction]
-fn bound_entry<'py>(py: Python<'py>, entry: &str, id: u32) -> PyResult<Bound<'py, PyAny>> {
+fn bound_entry<'py>(py: Python<'py>, entry: &str, id: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
     let i = match entry {
         "call" => 0,
         "ret" => 1,
@@ -98,11 +104,16 @@ fn bound_entry<'py>(py: Python<'py>, entry: &str, id: u32) -> PyResult<Bound<'py
         "bind" => 3,
         _ => return Err(pyo3::exceptions::PyValueError::new_err(format!("no bound entry point {entry:?}"))),
     };
+    // SAFETY: GIL held; a valid object.
+    if unsafe { crate::ints::id_of(id.as_ptr()) }.is_none() {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "a form or site id is an int in 0..2**32, not {}",
+            id.repr()?
+        )));
+    }
     let def = bound_defs()[i] as *mut ffi::PyMethodDef;
-    let id_obj = id.into_pyobject(py)?;
-    // SAFETY: a valid, never freed method def; `self` is the id (an exact int), which the
-    // function keeps alive.
-    unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyCFunction_NewEx(def, id_obj.as_ptr(), null_mut())) }
+    // SAFETY: a valid, never freed method def; `self` is the id, which the function keeps alive.
+    unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyCFunction_NewEx(def, id.as_ptr(), null_mut())) }
 }
 
 #[pymodule]

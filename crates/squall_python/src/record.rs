@@ -59,7 +59,11 @@ pub unsafe extern "C" fn call(_m: *mut ffi::PyObject, args: Args, nargs: ffi::Py
 
 /// `_sq_call_F(*param_values) -> None`: `call` bound to one form, whose id is the function's
 /// `self` (see `bound_entry`): one argument fewer to pass and no global `_sq_call` to look up.
-pub unsafe extern "C" fn call_bound(form: *mut ffi::PyObject, args: Args, nargs: ffi::Py_ssize_t) -> *mut ffi::PyObject {
+pub unsafe extern "C" fn call_bound(
+    form: *mut ffi::PyObject,
+    args: Args,
+    nargs: ffi::Py_ssize_t,
+) -> *mut ffi::PyObject {
     unsafe {
         call_at(form, args, nargs as usize);
         new_none()

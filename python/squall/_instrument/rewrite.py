@@ -222,6 +222,22 @@ _bound_entries: Dict[Tuple[str, int], Any] = {}
 _compile_lock = threading.Lock()
 
 
+class BoundSite(int):
+    """The form or site id a bound entry point is bound to (its ``__self__``). Pickle rebuilds a
+    bound entry point as ``getattr(its_self, "expr")``, so code holding them pickles by value
+    (cloudpickle) and unpickles to the same entry points."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name: str) -> Any:
+        if name in _BOUND_ENTRIES:
+            return _bound_entry(name, int(self))
+        raise AttributeError(name)
+
+    def __reduce__(self) -> Any:
+        return (BoundSite, (int(self),))
+
+
 def _placeholder(entry: str, id_: int) -> frozenset:
     return frozenset({(_PLACEHOLDER_TAG, entry, id_)})
 
@@ -229,7 +245,7 @@ def _placeholder(entry: str, id_: int) -> frozenset:
 def _bound_entry(entry: str, id_: int) -> Any:
     f = _bound_entries.get((entry, id_))
     if f is None:
-        f = _bound_entries[(entry, id_)] = _default_engine().bound_entry(entry, id_)
+        f = _bound_entries[(entry, id_)] = _default_engine().bound_entry(entry, BoundSite(id_))
     return f
 
 
