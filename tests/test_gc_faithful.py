@@ -177,6 +177,35 @@ def test_gc_garbage_and_debug_flags_are_left_as_they_were(prog):
     assert (gc.get_debug(), list(gc.garbage)) == before
 
 
+def test_the_programs_gc_callbacks_see_garbage_as_without_squall(prog):
+    # squall's callback runs first (start_recording puts it there), so at a collection's stop
+    # the program's callbacks find gc.garbage as it would be, not holding the cycle garbage
+    # squall's DEBUG_SAVEALL collected.
+    from squall import _engine
+
+    api.stop_recording()
+    gc.callbacks.remove(_engine.gc_callback)
+    seen = []
+
+    def watch(phase, info):
+        if phase == "stop" and info["generation"] == 2:
+            seen.append((len(gc.garbage), gc.get_debug()))
+
+    gc.callbacks.append(watch)
+    try:
+        api.start_recording(install_hook=False)
+        assert gc.callbacks.index(_engine.gc_callback) < gc.callbacks.index(watch)
+        node = prog["pair"]("watched")
+        prog["use"](node)
+        del node
+        before = (len(gc.garbage), gc.get_debug())
+        gc.collect()
+    finally:
+        gc.callbacks.remove(watch)
+    assert seen == [before]
+    assert sorted(prog["finalized"]) == ["watched", "watched2"]
+
+
 def test_a_program_that_saves_all_garbage_still_gets_it(prog):
     node = prog["pair"]("saved")
     prog["use"](node)

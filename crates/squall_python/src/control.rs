@@ -57,10 +57,12 @@ pub fn register_site(
 #[pyfunction]
 pub fn start_recording(py: Python<'_>) -> PyResult<()> {
     // Full garbage collections see the heap as if the recording were not there (collect.rs).
+    // First in the list: at a collection's stop it puts `gc.garbage` back as it would have been
+    // before the program's own callbacks look at it.
     let callbacks = py.import("gc")?.getattr("callbacks")?;
     let ours = py.import("squall._engine")?.getattr("gc_callback")?;
     if !callbacks.contains(&ours)? {
-        callbacks.call_method1("append", (ours,))?;
+        callbacks.call_method1("insert", (0, ours))?;
     }
     let eng = eng();
     // Frames open before recording (re)started are not continued: their exits are unmatched.
