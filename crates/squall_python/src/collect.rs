@@ -113,8 +113,9 @@ static COLLECTION: GilCell<Option<Collection>> = GilCell::new(None);
 pub static COLLECTING: AtomicBool = AtomicBool::new(false);
 
 /// Keeps a value recorded while a full collection runs (a finalizer's `self`, a weak reference
-/// callback's argument): weakly if it can be, so that recording a finalizer does not resurrect
-/// the object being collected. Returns what the slot holds (null when held weakly).
+/// callback's argument): weakly if it can be, else through the holder, so that recording a
+/// finalizer does not resurrect the object being collected. Returns what the slot holds (null
+/// when held weakly or by the holder).
 ///
 /// # Safety
 /// GIL held; `owned` an owned reference, for slot `slot` of recording `rec`.
@@ -135,7 +136,7 @@ pub unsafe fn keep_during_collection(rec: usize, slot: usize, owned: *mut ffi::P
             // The holder is in the collector's unreachable set: what it holds stays there
             // unless reached from elsewhere (a finalizer's `self` that cannot be weakly
             // referenced is not resurrected by the recording).
-            if col.holder.is_null() || ffi::PyObject_GC_IsTracked(owned) == 0 || !hold(&mut col.holder, owned) {
+            if col.holder.is_null() || ffi::PyObject_GC_IsTracked(owned) == 0 || !hold(col.holder, owned) {
                 return owned;
             }
             std::ptr::null_mut()
@@ -236,11 +237,12 @@ unsafe fn weakrefable(o: *mut ffi::PyObject) -> bool {
     unsafe { (*ffi::Py_TYPE(o)).tp_weaklistoffset != 0 }
 }
 
-/// Makes the holder: a list whose first item is itself.
+/// Makes the holder: a list whose first item is itself. Null if it could not be (out of
+/// memory): then the slots keep holding what it would have.
 ///
 /// # Safety
-/// GIL held; `holder` null.
-unsafe fn make_holder(holder: &mut *mut ffi::PyObject) -> bool {
+/// GIL held.
+unsafe fn make_holder() -> *mut ffi::PyObject {
     unsafe {
         let h = ffi::PyList_New(0);
         if h.is_null() || ffi::PyList_Append(h, h) != 0 {
@@ -248,24 +250,20 @@ unsafe fn make_holder(holder: &mut *mut ffi::PyObject) -> bool {
             if !h.is_null() {
                 ffi::Py_DecRef(h);
             }
-            return false;
+            return std::ptr::null_mut();
         }
-        *holder = h;
-        true
+        h
     }
 }
 
-/// Adds `p` to the holder, made on first use (a list whose first item is itself). False if it
-/// could not be (out of memory): then the slots keep holding `p`.
+/// Adds `p` to the holder. False if it could not be (out of memory): then the slots keep
+/// holding `p`.
 ///
 /// # Safety
-/// GIL held; `p` a valid object; `holder` null or a list made here.
-unsafe fn hold(holder: &mut *mut ffi::PyObject, p: *mut ffi::PyObject) -> bool {
+/// GIL held; `p` a valid object; `holder` a list made by [`make_holder`].
+unsafe fn hold(holder: *mut ffi::PyObject, p: *mut ffi::PyObject) -> bool {
     unsafe {
-        if holder.is_null() && !make_holder(holder) {
-            return false;
-        }
-        if ffi::PyList_Append(*holder, p) != 0 {
+        if ffi::PyList_Append(holder, p) != 0 {
             ffi::PyErr_Clear();
             return false;
         }
@@ -347,7 +345,7 @@ fn on_start(py: Python<'_>) -> PyResult<()> {
         let mut snaps: HashMap<usize, Arc<Snap>> = HashMap::default();
         // One cache of type names and module reprs for the round: the slots hold every object
         // snapshotted, and so their types.
-        crate::snap::with_type_names(|| {
+        crate::snap::with_snap_cache(|| {
             for &(r, slot, p) in &alone {
                 if slot < crate::sink::saved_values(r) || snaps.contains_key(&(p as usize)) {
                     continue;
@@ -383,12 +381,9 @@ fn on_start(py: Python<'_>) -> PyResult<()> {
     // code runs here (creating weak references cannot start a collection during one), and no
     // object is freed: each keeps a reference from elsewhere. The holder is used only when
     // `DEBUG_SAVEALL` is ours to set: a program's own `gc.garbage` must not receive it.
-    let use_holder = debug_before & saveall == 0;
-    let mut holder: *mut ffi::PyObject = std::ptr::null_mut();
+    let saveall_ours = debug_before & saveall == 0;
     // Made now even if empty: finalizers may record objects it must take (above).
-    if use_holder {
-        unsafe { make_holder(&mut holder) };
-    }
+    let holder = if saveall_ours { unsafe { make_holder() } } else { std::ptr::null_mut() };
     let eng = unsafe { ENGINE.get() };
     let mut by_obj: HashMap<usize, usize> = HashMap::default();
     let mut weakened: Vec<Weakened> = Vec::new();
@@ -413,7 +408,7 @@ fn on_start(py: Python<'_>) -> PyResult<()> {
                     }
                     w
                 } else {
-                    if !use_holder || !unsafe { hold(&mut holder, p) } {
+                    if holder.is_null() || !unsafe { hold(holder, p) } {
                         continue;
                     }
                     std::ptr::null_mut()
@@ -439,7 +434,7 @@ fn on_start(py: Python<'_>) -> PyResult<()> {
         col.weakened.extend(weakened);
         col.holder = holder;
     }
-    if debug_before & saveall == 0 {
+    if saveall_ours {
         gc.call_method1("set_debug", (debug_before | saveall,))?;
     }
     Ok(())
@@ -544,7 +539,7 @@ fn restore(
     }
     // `new` holds every dead object, and so their types, while the cache lives.
     let snapper = Snapper::new();
-    crate::snap::with_type_names(|| {
+    crate::snap::with_snap_cache(|| {
         for (slots, in_garbage) in dead {
             let unsaved: Vec<(usize, usize)> =
                 slots.into_iter().filter(|&(r, slot)| slot >= crate::sink::saved_values(r)).collect();

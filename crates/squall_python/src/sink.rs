@@ -225,12 +225,12 @@ fn flush_into(py: Python<'_>, sink: &mut Sink, eng: &mut Engine) -> Result<(), s
             let mut snaps: Vec<squall_trace::Snap> = Vec::with_capacity(owned.len());
             let mut first_at: std::collections::HashMap<usize, usize> = std::collections::HashMap::new();
             let mut slice_start = std::time::Instant::now();
-            crate::snap::with_type_names(|| {
+            crate::snap::with_snap_cache(|| {
                 for (i, o) in owned.iter().enumerate() {
                     if i > 0 && slice_start.elapsed() > GIL_SLICE {
                         // Long flushes must not pause the program (timing-sensitive tests, UIs):
                         // let it run a moment. Type names are looked up afresh after.
-                        crate::snap::forget_type_names();
+                        crate::snap::forget_snap_cache();
                         py.detach(std::thread::yield_now);
                         slice_start = std::time::Instant::now();
                     }
@@ -260,7 +260,7 @@ fn flush_into(py: Python<'_>, sink: &mut Sink, eng: &mut Engine) -> Result<(), s
             sink.flushed[number].values = to;
             from = to;
             if from < upto {
-                crate::snap::forget_type_names();
+                crate::snap::forget_snap_cache();
                 py.detach(std::thread::yield_now);
             }
         }

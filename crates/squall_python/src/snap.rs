@@ -65,7 +65,7 @@ thread_local! {
 }
 
 /// Runs `f` (which takes snapshots of objects it holds) with type names and module reprs cached.
-pub fn with_type_names<R>(f: impl FnOnce() -> R) -> R {
+pub fn with_snap_cache<R>(f: impl FnOnce() -> R) -> R {
     let outer = CACHE.with(|c| c.borrow().is_some());
     if !outer {
         CACHE.with(|c| *c.borrow_mut() = Some(SnapCache::default()));
@@ -80,7 +80,7 @@ pub fn with_type_names<R>(f: impl FnOnce() -> R) -> R {
 }
 
 /// Empties the cache (the batch let other code run: types may have been freed).
-pub fn forget_type_names() {
+pub fn forget_snap_cache() {
     let old = CACHE.with(|c| c.borrow_mut().as_mut().map(std::mem::take));
     drop(old);
 }
