@@ -242,6 +242,15 @@ def _placeholder(entry: str, id_: int) -> frozenset:
     return frozenset({(_PLACEHOLDER_TAG, entry, id_)})
 
 
+def _placeholder_entry(k: Any) -> Optional[Tuple[str, int]]:
+    """(entry, id) if constant ``k`` is an entry point placeholder."""
+    if type(k) is frozenset and len(k) == 1:
+        (item,) = k
+        if type(item) is tuple and len(item) == 3 and item[0] == _PLACEHOLDER_TAG:
+            return item[1], item[2]
+    return None
+
+
 def _bound_entry(entry: str, id_: int) -> Any:
     f = _bound_entries.get((entry, id_))
     if f is None:
@@ -258,10 +267,10 @@ def bind_entry_constants(code: types.CodeType) -> types.CodeType:
         new = k
         if isinstance(k, types.CodeType):
             new = bind_entry_constants(k)
-        elif type(k) is frozenset and len(k) == 1:
-            (item,) = k
-            if type(item) is tuple and len(item) == 3 and item[0] == _PLACEHOLDER_TAG:
-                new = _bound_entry(item[1], item[2])
+        else:
+            entry = _placeholder_entry(k)
+            if entry is not None:
+                new = _bound_entry(*entry)
         changed = changed or new is not k
         consts.append(new)
     return code.replace(co_consts=tuple(consts)) if changed else code
@@ -1359,9 +1368,7 @@ def instrumented_source_text(
     tree = instrument_source(source, filename, module_name, engine, mode)
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Constant):
-            k = node.func.value
-            if type(k) is frozenset and len(k) == 1:
-                (item,) = k
-                if type(item) is tuple and len(item) == 3 and item[0] == _PLACEHOLDER_TAG:
-                    node.func = _name("%s_%d" % (ENTRY_NAMES[item[1]], item[2]), node.func)
+            entry = _placeholder_entry(node.func.value)
+            if entry is not None:
+                node.func = _name("%s_%d" % (ENTRY_NAMES[entry[0]], entry[1]), node.func)
     return ast.unparse(tree)
