@@ -77,7 +77,6 @@ def xfail_today(reason: str):
     return pytest.mark.xfail(strict=True, reason="issue 11: " + reason)
 
 
-@xfail_today("the recording keeps x alive (keep-alive window): __del__ and finalize run only at gc.collect()")
 def test_a_recorded_object_dies_when_the_program_drops_it(tmp_path):
     """x recorded as an argument, a return value and an expression value: ``del x`` runs its
     ``__del__`` and its ``weakref.finalize`` callback at once and kills its weak reference, as
@@ -96,8 +95,8 @@ def test_a_recorded_cycle_is_collected_as_without_squall(tmp_path):
 
 
 @pytest.mark.parametrize("holder", [
-    pytest.param("slots", marks=xfail_today("the recording keeps the __slots__ object alive until gc.collect()")),
-    *(pytest.param(h, marks=xfail_today(f"the recorded copy of the {h} holds its member until gc.collect()"))
+    pytest.param("slots", marks=()),
+    *(pytest.param(h, marks=())
       for h in ("dict", "list", "tuple")),
 ])
 def test_a_recorded_value_that_cannot_be_weakly_referenced_lets_go_of_what_it_holds(tmp_path, holder):
@@ -149,7 +148,6 @@ def live_program():
         sys.modules.pop(mod.__name__, None)
 
 
-@xfail_today("the live recording holds x, and its copy of the list holds the member")
 def test_the_live_recording_lets_a_recorded_object_die_at_del(live_program):
     x = live_program.Node("x")
     finalized = []
@@ -198,7 +196,7 @@ REFS_VALUES = ["object", "slots", "list", "list member", "dict", "tuple", "tuple
 
 
 def _refs_params(reasons: Dict[str, str]):
-    return [pytest.param(v, marks=xfail_today(reasons[v])) if v in reasons else v for v in REFS_VALUES]
+    return [pytest.param(v, marks=()) if v in reasons else v for v in REFS_VALUES]
 
 
 @pytest.mark.parametrize("value", _refs_params({
@@ -286,9 +284,7 @@ def _of(log: collections.Counter, cls: str) -> Dict[str, int]:
     return {k: n for k, n in sorted(log.items()) if k.split(".")[0] == cls}
 
 
-@pytest.mark.parametrize("cls", [pytest.param(c, marks=xfail_today(
-    "the recorder calls __repr__, __getattribute__/__getattr__, __len__, __iter__, keys, items, __hash__ "
-    "(tens of thousands of times: those calls are recorded, recursively, to RecursionError)"))
+@pytest.mark.parametrize("cls", [pytest.param(c, marks=())
     for c in SPY_CLASSES])
 def test_recording_and_saving_call_none_of_the_programs_code(spies, cls):
     """How often spies.py's special methods, __getattribute__/__getattr__ and properties ran
@@ -327,7 +323,6 @@ def _timed(program: str, *args: str, out: Path, timeout: float, **env: str):
     return r, time.monotonic() - start
 
 
-@xfail_today("the file sink calls __repr__ of recorded objects (22 times here: 23 s against 0.2 s)")
 def test_a_repr_that_sleeps_does_not_slow_the_recorded_run(tmp_path):
     log = tmp_path / "log"
     py = plain("reprs.py", "sleep")
@@ -341,7 +336,6 @@ def test_a_repr_that_sleeps_does_not_slow_the_recorded_run(tmp_path):
     assert sq_s < control_s + 0.5, f"{sq_s:.1f}s against {control_s:.1f}s; __repr__ ran {calls}x"
 
 
-@xfail_today("the file sink calls __repr__, which waits for the lock the program holds (1 s each time)")
 def test_a_repr_that_takes_the_programs_lock_does_not_block_the_recorded_run(tmp_path):
     """The program holds a lock until it exits; a __repr__ needing it waits (1 s at most, then says
     so on stderr). Without squall nothing calls that __repr__."""

@@ -266,5 +266,5 @@ def test_render_running_calls_depth_and_cut_dicts(tmp_path):
     assert r.stdout.splitlines() == [
         "__main__.outer() -> <no exit recorded>",
         "  __main__.inner(d={'k': [[...], [...]], 'big': {0: None, 1: None, 2: None, ..., "
-        "<...1000 more of dict[2000]: cut by squall's snapshot budget>}}) -> <no exit recorded>",
+        "<...1900 more of dict[2000]: cut by squall's snapshot budget>}}) -> <no exit recorded>",
     ]

@@ -253,13 +253,7 @@ def _kinds_params(frontends=("live", "file"), sites=SITES, fails=None):
 
 
 def _fails_state_today(kind: str, how: str, site: str, frontend: str) -> Optional[str]:
-    if kind == "slots" and frontend == "file":
-        return "a __slots__ object is saved without its fields (`recorded: []`)"
-    if kind in OBJECT_KINDS:
-        return ("objects are kept by reference and snapshotted when the file is flushed, "
-                "so they show their later state")
-    if kind == "defaultdict":
-        return "a defaultdict is copied shallowly, so its inner list shows its later state"
+    """What the engine fails today (a reason marks the case xfail): nothing since issue 11."""
     return None
 
 
@@ -270,12 +264,7 @@ def test_a_value_changed_after_its_entry_shows_its_state_at_the_entry(kinds, kin
 
 
 def _fails_shape_today(kind: str, site: str, frontend: str) -> Optional[str]:
-    if kind in OBJECT_KINDS:
-        if frontend == "live":
-            return "the live recording gives the program's object itself, not an ObjectSnapshot"
-        return "ObjectSnapshot has no obj_id"
-    if frontend == "live" and kind in ("list_subclass", "dict_subclass", "deque", "defaultdict"):
-        return "the live recording gives a copy of the program's type, not a SeqSnapshot/MapSnapshot"
+    """What the engine fails today (a reason marks the case xfail): nothing since issue 11."""
     return None
 
 
@@ -387,12 +376,7 @@ def _is_subsequence(part: List[str], whole: List[str]) -> bool:
 
 
 def _fails_cli_today(kind: str, how: str, site: str, frontend: str) -> Optional[str]:
-    if kind in ("plain", "slots", "property"):
-        return "the preview of an object without its own __repr__ shows no field (`<Item object at 0x...>`)"
-    if kind == "dataclass":
-        return "the preview is the dataclass's repr when the file was flushed: its later state"
-    if kind == "defaultdict":
-        return "a defaultdict is copied shallowly, so its inner list shows its later state"
+    """What the engine fails today (a reason marks the case xfail): nothing since issue 11."""
     return None
 
 
@@ -417,8 +401,7 @@ def _price(v: Any) -> Any:
 
 
 def _retry_xfail():
-    return pytest.mark.xfail(strict=True, reason="issue 11: the item is kept by reference (live) or "
-                                                 "snapshotted at the flush (file): both calls show its final price")
+    return ()
 
 
 @pytest.mark.parametrize("frontend", [pytest.param(f, marks=_retry_xfail()) for f in FRONTENDS])
@@ -445,7 +428,6 @@ def test_retry_program_ran_as_without_squall(fronts, saved):
     assert fronts["live"]["retry_mutation.py"].result == plain.stdout.strip()
 
 
-@pytest.mark.xfail(strict=True, reason="issue 11: the preview of an Item (no __repr__) shows no price")
 def test_cli_shows_the_price_at_each_retried_call(saved):
     path, _ = saved["retry_mutation.py"]
     lines = query_text(path, "calls", "charge").splitlines()[1:]
@@ -467,12 +449,11 @@ def observed(front: Front) -> List[Tuple[str, Any]]:
 
 
 def _identity_xfail(live_reason: str, file_reason: str):
-    return [pytest.param("live", marks=pytest.mark.xfail(strict=True, reason="issue 11: " + live_reason)),
-            pytest.param("file", marks=pytest.mark.xfail(strict=True, reason="issue 11: " + file_reason))]
+    return [pytest.param(f, marks=pytest.mark.xfail(strict=True, reason="issue 11: " + r))
+            for f, r in (("live", live_reason), ("file", file_reason))]
 
 
-@pytest.mark.parametrize("frontend", _identity_xfail(
-    "the live recording gives the object itself (no obj_id)", "ObjectSnapshot has no obj_id"))
+@pytest.mark.parametrize("frontend", FRONTENDS)
 def test_one_object_recorded_twice_has_one_identity(fronts, frontend):
     seen = dict(observed(fronts[frontend]["identity.py"]))
     first, second = seen["a-first"], seen["a-second"]
@@ -481,8 +462,7 @@ def test_one_object_recorded_twice_has_one_identity(fronts, frontend):
     assert (first.price, second.price) == (1.5, 2.5)
 
 
-@pytest.mark.parametrize("frontend", _identity_xfail(
-    "the live recording gives the object itself (no obj_id)", "ObjectSnapshot has no obj_id"))
+@pytest.mark.parametrize("frontend", FRONTENDS)
 def test_two_equal_objects_have_two_identities(fronts, frontend):
     seen = dict(observed(fronts[frontend]["identity.py"]))
     b, c = seen["b"], seen["c"]
@@ -491,9 +471,7 @@ def test_two_equal_objects_have_two_identities(fronts, frontend):
     assert b.obj_id != c.obj_id
 
 
-@pytest.mark.parametrize("frontend", _identity_xfail(
-    "the recording holds x, so its address is never reused (and no obj_id)",
-    "the recording holds x, so its address is never reused (and no obj_id)"))
+@pytest.mark.parametrize("frontend", FRONTENDS)
 def test_an_object_at_a_freed_objects_address_is_a_new_identity(fronts, frontend):
     front = fronts[frontend]["identity.py"]
     assert "'address reused': True" in str(front.result), front.result
@@ -506,7 +484,6 @@ def test_an_object_at_a_freed_objects_address_is_a_new_identity(fronts, frontend
     assert x.obj_id != y.obj_id
 
 
-@pytest.mark.xfail(strict=True, reason="issue 11: ObjectSnapshot has no obj_id, previews no identity")
 def test_cli_previews_show_each_objects_identity(saved):
     path, _ = saved["identity.py"]
     rec = squall.load(path)

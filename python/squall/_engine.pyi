@@ -113,12 +113,7 @@ def async_with(site_id: int, form_id: int, obj: Any, suspend: Any = ..., resume:
 
 # --- recording control -----------------------------------------------------------------------
 
-def start_recording() -> None:
-    """Also installs :func:`gc_callback` in ``gc.callbacks`` (once)."""
-
-def gc_callback(phase: str, info: dict) -> None:
-    """squall's ``gc.callbacks`` entry: around each full collection, the recording lets go of
-    what the program dropped (snapshotted), so collections see the heap as without squall."""
+def start_recording() -> None: ...
 
 def stop_recording() -> None: ...
 def is_recording() -> bool: ...
@@ -136,9 +131,10 @@ def set_limits(
 def get_limits() -> dict[str, Optional[int]]: ...
 def limits_hit() -> list[dict[str, Any]]: ...
 def engine_stats() -> dict[str, int]:
-    """entries, values, args_slots, bytes (estimated memory of the recording), dropped, ..."""
+    """entries, values (value-store nodes), bytes (all the recording holds), value_bytes,
+    dropped, ..."""
 
-def set_snapshot_budget(max_depth: int, max_length: int) -> None: ...
+def set_snapshot_budget(max_depth: int, max_length: int, max_items: int, max_string: int) -> None: ...
 def register_snapshot(tp: type, fn: Callable[[Any], Any]) -> None: ...
 
 # --- queries ---------------------------------------------------------------------------------
@@ -182,6 +178,9 @@ def total_order_timeline(flow_id: int, start: int = 0, limit: int = 1000) -> lis
     """All threads' entries of a flow in recording order (each with thread_id, thread_name)."""
 
 def deref(value_ref: int) -> Any: ...
+def object_id(obj: Any) -> Optional[int]:
+    """The recording's identity of a live object (``ObjectSnapshot.obj_id``), or None."""
+
 def forms() -> list[dict[str, Any]]: ...
 def next_ids() -> tuple[int, int]:
     """(forms, sites) registered so far: the ids the next registrations get."""
@@ -191,12 +190,6 @@ def registrations_since(
 ) -> tuple[list[tuple[str, str, str, int, list[str], int]], list[tuple[int, int, int, int, int, int, Optional[str]]]]:
     """The registrations from those ids on, as arguments to replay them (code cache)."""
 
-def set_keep_alive(n: Optional[int]) -> None: ...
-def get_keep_alive() -> Optional[int]: ...
-def set_truncation_marker(fn: Callable[[str, int, int], Any]) -> None: ...
-def set_class_ref(tp: Callable[[type], Any]) -> None:
-    """Classes the program defines are recorded as ``tp(cls)`` (a weak reference holder with a
-    ``resolve()`` method)."""
 def get_snapshot_budget() -> dict[str, int]: ...
 
 # --- recording files -------------------------------------------------------------------------

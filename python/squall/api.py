@@ -19,8 +19,6 @@ __all__ = [
     "current_flow",
     "engine_stats",
     "finish_saving",
-    "get_keep_alive",
-    "set_keep_alive",
     "save_to",
     "saving_to",
     "flow",
@@ -136,8 +134,9 @@ def limits_hit() -> List[Dict[str, Any]]:
 
 
 def engine_stats() -> Dict[str, int]:
-    """Counters of the recorder: ``entries``, ``values``, ``bytes`` (entries, args and value
-    slots), ``kept_bytes`` (estimated size of the objects it keeps alive), ``timelines``, ``forms``,
+    """Counters of the recorder: ``entries``, ``values`` (value-store nodes), ``bytes`` (all the
+    recording holds: entries, args, value stores, caches; the memory limit applies to it),
+    ``value_bytes`` (the value stores' part), ``timelines``, ``forms``,
     ``dropped`` (events lost to an internal failure), ``unmatched`` (exits of frames entered before
     recording started), ``repaired`` (frames closed without their own exit event),
     ``snapshot_errors``."""
@@ -215,20 +214,6 @@ def _finish_at_exit() -> None:
         import sys
 
         print(f"squall: {e}", file=sys.stderr)
-
-
-def set_keep_alive(n: Optional[int]) -> None:
-    """While saving to a file, keep only each thread's ``n`` most recent recorded values alive as
-    objects (default 100,000); older ones are released once saved, so the program's objects can
-    be freed and memory stays bounded, and they deref from the file as structural snapshots.
-    ``None`` keeps every object alive."""
-    if n is not None and (not isinstance(n, int) or isinstance(n, bool) or n < 0):
-        raise ValueError(f"keep_alive must be a non-negative int or None, got {n!r}")
-    _engine.set_keep_alive(n)
-
-
-def get_keep_alive() -> Optional[int]:
-    return _engine.get_keep_alive()
 
 
 def instrument(target: Any) -> Any:

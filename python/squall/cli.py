@@ -50,9 +50,6 @@ def _add_config_options(p: argparse.ArgumentParser) -> None:
                         "recording (squall, indexes, values are imported)")
     p.add_argument("-o", "--output", default=None, metavar="PATH",
                    help="save the recording to PATH (default: .squall/<program>-<time>.sqrec)")
-    p.add_argument("--keep-alive", type=_positive_int, default=None, metavar="N",
-                   help="objects kept alive per thread while saving (default 100000); older "
-                        "recorded values are released once saved and read back from the file")
     p.add_argument("--no-save", action="store_true",
                    help="keep the recording in this process only (query it with -i)")
     p.add_argument("--no-summary", action="store_true", help="print no summary at the end")
@@ -143,7 +140,7 @@ def _split_run_argv(argv: list[str]) -> tuple[list[str], list[str]]:
     """Splits ``run``'s argv into squall's options and the program's argv: everything from the
     script (or from ``-m MODULE``) on belongs to the program, even if it looks like an option."""
     with_value = {"--include", "--skip", "--skip-regex", "--mode", "--thread-trace-limit", "--fn-call-limit",
-                  "--memory-limit", "-o", "--output", "--keep-alive"}
+                  "--memory-limit", "-o", "--output"}
     i = 0
     while i < len(argv):
         a = argv[i]
@@ -212,8 +209,6 @@ def _setup_recording(opts, script_path: str | None = None, program_argv: list[st
             "memory_limit": (opts.memory_limit << 20) if getattr(opts, "memory_limit", None) else None,
         }
         api.set_limits(**{k: v for k, v in limits.items() if v is not None})
-        if getattr(opts, "keep_alive", None) is not None:
-            api.set_keep_alive(opts.keep_alive)
         api.start_recording()
         if hasattr(opts, "no_save") and not opts.no_save:
             _start_saving(api, opts, script_path, program_argv)

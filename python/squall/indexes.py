@@ -320,7 +320,15 @@ class Queries:
         ``thread_id=None`` every thread of the flow is searched in order."""
         tests = []
         if identity_val is not _UNSET:
-            tests.append(lambda v: v is identity_val)
+            # A live object is found by its recorded identity; a recorded value (a snapshot
+            # from a deref) by its obj_id.
+            from squall import _engine
+
+            want = getattr(identity_val, "obj_id", None) if hasattr(identity_val, "obj_id") else _engine.object_id(identity_val)
+            if want:
+                tests.append(lambda v: getattr(v, "obj_id", None) == want)
+            else:
+                tests.append(lambda v: v is identity_val)
         if equality_val is not _UNSET:
             tests.append(lambda v: _safe_eq(v, equality_val))
         if pred is not None:
@@ -367,10 +375,10 @@ goto_line = _live.goto_line
 
 
 def _same_exception(a: Any, b: Any) -> bool:
-    """The same exception object: by identity when live; when read from a file (snapshots),
-    by type and repr."""
-    if isinstance(a, BaseException) or isinstance(b, BaseException):
-        return a is b
+    """The same exception object: by its recorded identity."""
+    a_id, b_id = getattr(a, "obj_id", 0), getattr(b, "obj_id", 0)
+    if a_id or b_id:
+        return a_id == b_id
     return a is not None and b is not None and type(a) is type(b) and repr(a) == repr(b)
 
 

@@ -106,7 +106,7 @@ def _render(title: str, uncaught: Optional[Iterable[BaseException]], saved_to: O
     excs = _try(lambda: indexes.exceptions(), None)
     if excs:
         w(f"exceptions ({len(excs)}):")
-        escaped = None if uncaught is None else {id(x) for x in uncaught}
+        escaped = None if uncaught is None else {_engine_id(x) for x in uncaught}
         for e in excs[:MAX_EXCEPTIONS]:
             state = _caught_state(e, escaped)
             msg = _short(e.get("message", ""))
@@ -142,11 +142,18 @@ def _caught_state(e: dict, escaped: Optional[set]) -> str:
     caught = bool(e.get("caught"))
     if escaped is not None and not caught:
         exc = _deref(e.get("throwable_ref"))
-        caught = exc is not None and id(exc) not in escaped
+        caught = exc is not None and getattr(exc, "obj_id", None) not in escaped
     if not caught:
         return "NOT caught"
     where = e.get("caught_in")
     return f"caught in {where}" if where else "caught"
+
+
+def _engine_id(obj: Any) -> Optional[int]:
+    """The recording's identity of a live object (None if it was never recorded)."""
+    from squall import _engine
+
+    return _engine.object_id(obj)
 
 
 def _deref(ref: Any) -> Any:

@@ -2,26 +2,34 @@
 
 Entries refer to values by *ref* (``fn_args_ref``, ``result_ref``, ``throwable_ref``): opaque ints.
 ``deref_val_id(ref)`` gives the value back; ``val_pprint(ref, print_level=, print_length=)``
-prints it within bounds and never raises because of the value (a ``repr`` that raises is shown as
-such).
+prints it within bounds.
 
-Snapshots: mutable builtins (``list``, ``dict``, ``set``, ``bytearray``; tuples holding them) are
-copied when recorded, so a value shows what it was at that moment even if the program mutated it
-later. The copy is bounded by a budget (``get_snapshot_budget()``): what it cuts is replaced by a
-:class:`Truncated` marker. Subclasses of those and ``collections.deque`` are copied shallowly
-(``copy.copy``); other objects are kept by reference unless you register a snapshot function for
-their type with :func:`register_snapshot`.
+A recording holds nothing of the program: each value is encoded when it is recorded, as it is at
+that moment, into squall's own store, reading the object's own storage (no ``__repr__``, no
+property, no ``__len__`` or ``__iter__`` of the program runs). What ``deref_val_id`` gives back,
+live or from a file (``squall.load``):
+
+- ``None``, bools, ints, floats, complex, ``str`` and ``bytes`` as themselves (a string longer than
+  the budget as a :class:`CutStr`);
+- ``list``, ``tuple``, ``dict``, ``set`` and ``frozenset`` rebuilt as themselves, their items
+  likewise; their subclasses and ``deque`` as :class:`SeqSnapshot` / :class:`MapSnapshot`;
+- any other object as an :class:`ObjectSnapshot`: its type name, its identity (``obj_id``: the
+  same object recorded twice has the same id) and its recorded fields as attributes.
+
+The encoding is bounded by a budget (``get_snapshot_budget()``): nesting levels, items per
+container, nodes per value, characters per string; what it cuts is a :class:`Truncated` marker
+(or a container shorter than its recorded ``len``).
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
-import weakref
-
 from squall import _engine
 
 __all__ = [
+    "CutBytes",
+    "CutStr",
     "MapSnapshot",
     "ObjectSnapshot",
     "SeqSnapshot",
@@ -36,15 +44,17 @@ __all__ = [
 
 
 class Truncated:
-    """Stands where a snapshot budget cut a value: ``omitted`` items of a ``type_name`` of
-    ``length`` items were left out (``omitted == 0``: the whole value was beyond the depth)."""
+    """Stands where the recording's budget cut a value: ``omitted`` items of a ``type_name`` of
+    ``length`` items were left out (``omitted == 0``: the whole value was beyond the depth).
+    ``obj_id`` is the cut object's identity (0: none)."""
 
-    __slots__ = ("type_name", "length", "omitted")
+    __slots__ = ("type_name", "length", "omitted", "obj_id")
 
-    def __init__(self, type_name: str, length: int, omitted: int) -> None:
+    def __init__(self, type_name: str, length: int, omitted: int, obj_id: int = 0) -> None:
         self.type_name = type_name
         self.length = length
         self.omitted = omitted
+        self.obj_id = obj_id
 
     def __repr__(self) -> str:
         if self.omitted:
@@ -52,40 +62,48 @@ class Truncated:
         return f"<{self.type_name}[{self.length}]: deeper than squall's snapshot budget>"
 
 
-_engine.set_truncation_marker(Truncated)
+class CutStr(str):
+    """A string longer than the recording's budget: its first characters, and ``length``, the
+    length it had."""
+
+    length: int
+
+    def __new__(cls, prefix: str, length: int) -> "CutStr":
+        s = super().__new__(cls, prefix)
+        s.length = length
+        return s
+
+    def __repr__(self) -> str:
+        return f"{str.__repr__(self)}...<{self.length - len(self)} more chars>"
 
 
-class ClassRef:
-    """How the recorder keeps a class the program defined: by weak reference, so that recording
-    it (``cls`` of a classmethod, a class passed around) does not keep it alive — which the
-    program could notice (``__subclasses__()``, weakref callbacks). ``deref_val_id`` gives the
-    class itself, or an :class:`ObjectSnapshot` naming it once it was collected."""
+class CutBytes(bytes):
+    """A bytes value longer than the recording's budget: its first bytes, and ``length``."""
 
-    __slots__ = ("_ref", "name")
+    length: int
 
-    def __init__(self, cls: type) -> None:
-        self._ref = weakref.ref(cls)
-        self.name = f"{cls.__module__}.{cls.__qualname__}"
+    def __new__(cls, prefix: bytes, length: int) -> "CutBytes":
+        s = super().__new__(cls, prefix)
+        s.length = length
+        return s
 
-    def resolve(self) -> Any:
-        cls = self._ref()
-        if cls is not None:
-            return cls
-        return ObjectSnapshot("type", f"<class '{self.name}'> (collected since it was recorded)", {})
-
-
+    def __repr__(self) -> str:
+        return f"{bytes.__repr__(self)}...<{self.length - len(self)} more bytes>"
 
 
 class ObjectSnapshot:
-    """An object as a recording file keeps it: its type name, its repr when saved, and its
-    attributes (snapshots themselves), readable as attributes: ``snap.total``."""
+    """An object as it was recorded: its type name (``module.QualName``), its identity
+    (``obj_id``, stable across entries; 0 for none), squall's repr of it
+    (``Item#12(name='a', price=3)``; never the program's ``__repr__``), and its recorded fields
+    (instance dict, slots, an exception's ``args``), readable as attributes: ``snap.total``."""
 
-    __slots__ = ("type_name", "repr_text", "attrs")
+    __slots__ = ("type_name", "repr_text", "attrs", "obj_id")
 
-    def __init__(self, type_name: str, repr_text: str, attrs: dict) -> None:
+    def __init__(self, type_name: str, repr_text: str, attrs: dict, obj_id: int = 0) -> None:
         object.__setattr__(self, "type_name", type_name)
         object.__setattr__(self, "repr_text", repr_text)
         object.__setattr__(self, "attrs", attrs)
+        object.__setattr__(self, "obj_id", obj_id)
 
     def __getattr__(self, name: str) -> Any:
         try:
@@ -100,35 +118,46 @@ class ObjectSnapshot:
 
     def __str__(self) -> str:
         text = self.attrs.get("__str__")
-        return text if isinstance(text, str) else self.repr_text
+        if isinstance(text, str):
+            return text
+        args = self.attrs.get("args")
+        if isinstance(args, tuple):
+            # An exception: what str(exc) says for the usual constructors (KeyError quotes).
+            if len(args) == 1:
+                return repr(args[0]) if self.type_name == "KeyError" else str(args[0])
+            return str(args) if args else ""
+        return self.repr_text
 
     def __eq__(self, other: object) -> bool:
+        """Same type and same recorded fields (identity aside)."""
         if not isinstance(other, ObjectSnapshot):
             return NotImplemented
-        return (self.type_name, self.repr_text, self.attrs) == (other.type_name, other.repr_text, other.attrs)
+        return (self.type_name, self.attrs) == (other.type_name, other.attrs)
 
     __hash__ = None  # type: ignore[assignment]
 
 
 class SeqSnapshot(list):
-    """A sequence of a type that is not rebuilt from a file (``deque``, a list subclass...): its
-    items in a list, with the recorded ``type_name``."""
+    """A sequence of a type that is not rebuilt (``deque``, a list subclass...): its items in a
+    list, with the recorded ``type_name`` and identity ``obj_id``."""
 
-    def __init__(self, type_name: str, items: list) -> None:
+    def __init__(self, type_name: str, items: list, obj_id: int = 0) -> None:
         super().__init__(items)
         self.type_name = type_name
+        self.obj_id = obj_id
 
     def __repr__(self) -> str:
         return f"{self.type_name}({list.__repr__(self)})"
 
 
 class MapSnapshot(dict):
-    """A mapping of a type that is not rebuilt from a file (``defaultdict``, ``Counter``...):
-    its items in a dict, with the recorded ``type_name``."""
+    """A mapping of a type that is not rebuilt (``defaultdict``, ``Counter``...): its items in
+    a dict, with the recorded ``type_name`` and identity ``obj_id``."""
 
-    def __init__(self, type_name: str, items: dict) -> None:
+    def __init__(self, type_name: str, items: dict, obj_id: int = 0) -> None:
         super().__init__(items)
         self.type_name = type_name
+        self.obj_id = obj_id
 
     def __repr__(self) -> str:
         return f"{self.type_name}({dict.__repr__(self)})"
@@ -249,7 +278,8 @@ def _container_kind(v: Any) -> Optional[str]:
 
 def register_snapshot(tp: type, fn: Callable[[Any], Any]) -> None:
     """Records values of exactly type ``tp`` as ``fn(value)`` (called at record time, with
-    recording paused). FlowStorm's ``SnapshotP``."""
+    recording paused: the one place where squall runs the program's code, because you asked).
+    FlowStorm's ``SnapshotP``."""
     if not isinstance(tp, type):
         raise TypeError(f"register_snapshot expects a type, got {tp!r}")
     if not callable(fn):
@@ -257,15 +287,13 @@ def register_snapshot(tp: type, fn: Callable[[Any], Any]) -> None:
     _engine.register_snapshot(tp, fn)
 
 
-def set_snapshot_budget(max_depth: int = 5, max_length: int = 1000, max_items: int = 10_000) -> None:
-    """How much of a mutable value is copied when recorded: nesting levels, items per container,
-    items in all."""
-    _engine.set_snapshot_budget(max_depth, max_length, max_items)
+def set_snapshot_budget(
+    max_depth: int = 5, max_length: int = 100, max_items: int = 1000, max_string: int = 1000
+) -> None:
+    """How much of a value is encoded when recorded: nesting levels, items per container, nodes
+    per recorded value (all levels together), characters per string (bytes per bytes object)."""
+    _engine.set_snapshot_budget(max_depth, max_length, max_items, max_string)
 
 
 def get_snapshot_budget() -> dict:
     return dict(_engine.get_snapshot_budget())
-
-
-
-_engine.set_class_ref(ClassRef)

@@ -55,15 +55,7 @@ pub fn register_site(
 }
 
 #[pyfunction]
-pub fn start_recording(py: Python<'_>) -> PyResult<()> {
-    // Full garbage collections see the heap as if the recording were not there (collect.rs).
-    // First in the list: at a collection's stop it puts `gc.garbage` back as it would have been
-    // before the program's own callbacks look at it.
-    let callbacks = py.import("gc")?.getattr("callbacks")?;
-    let ours = py.import("squall._engine")?.getattr("gc_callback")?;
-    if !callbacks.contains(&ours)? {
-        callbacks.call_method1("insert", (0, ours))?;
-    }
+pub fn start_recording() -> PyResult<()> {
     let eng = eng();
     // Frames open before recording (re)started are not continued: their exits are unmatched.
     for rec in eng.recs.iter_mut().flatten() {
@@ -112,24 +104,6 @@ pub fn set_thread_namer(f: Bound<'_, PyAny>) {
 }
 
 #[pyfunction]
-pub fn set_class_ref(f: Bound<'_, PyAny>) {
-    let eng = eng();
-    if let Some(old) = eng.class_ref.replace(f.into_ptr()) {
-        // SAFETY: GIL held; the engine owned this reference.
-        unsafe { pyo3::ffi::Py_DecRef(old) };
-    }
-}
-
-#[pyfunction]
-pub fn set_truncation_marker(f: Bound<'_, PyAny>) {
-    let eng = eng();
-    if let Some(old) = eng.truncation_marker.replace(f.into_ptr()) {
-        // SAFETY: as above.
-        unsafe { pyo3::ffi::Py_DecRef(old) };
-    }
-}
-
-#[pyfunction]
 pub fn register_snapshot(tp: Bound<'_, PyType>, f: Bound<'_, PyAny>) {
     let eng = eng();
     let tp_ptr = tp.as_type_ptr();
@@ -149,7 +123,8 @@ pub fn register_snapshot(tp: Bound<'_, PyType>, f: Bound<'_, PyAny>) {
 }
 
 #[pyfunction]
-pub fn set_snapshot_budget(max_depth: u32, max_length: usize, max_items: usize) -> PyResult<()> {
+#[pyo3(signature = (max_depth, max_length, max_items, max_string))]
+pub fn set_snapshot_budget(max_depth: u32, max_length: usize, max_items: usize, max_string: usize) -> PyResult<()> {
     if max_length == 0 || max_items == 0 {
         return Err(PyValueError::new_err(format!(
             "snapshot budget max_length={max_length}, max_items={max_items}: both must be at least 1"
@@ -159,6 +134,7 @@ pub fn set_snapshot_budget(max_depth: u32, max_length: usize, max_items: usize) 
     b.max_depth = max_depth;
     b.max_length = max_length;
     b.max_items = max_items;
+    b.max_string = max_string;
     Ok(())
 }
 
@@ -169,6 +145,7 @@ pub fn get_snapshot_budget(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     d.set_item("max_depth", b.max_depth)?;
     d.set_item("max_length", b.max_length)?;
     d.set_item("max_items", b.max_items)?;
+    d.set_item("max_string", b.max_string)?;
     Ok(d)
 }
 
@@ -226,11 +203,10 @@ pub fn engine_stats(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("entries", recs.iter().map(|r| r.tl.len() as u64).sum::<u64>())?;
     d.set_item("values", recs.iter().map(|r| r.values.len() as u64).sum::<u64>())?;
-    let kept: u64 = recs.iter().map(|r| r.kept_bytes).sum();
-    // `bytes`: the recording itself (entries, args, value slots); `kept_bytes`: an estimate of
-    // the objects it keeps alive. The memory limit applies to their sum.
-    d.set_item("bytes", eng.bytes() - kept)?;
-    d.set_item("kept_bytes", kept)?;
+    // Everything the recording holds (entries, args, value stores, encoder caches): the memory
+    // limit applies to it. It holds no object of the program.
+    d.set_item("bytes", eng.bytes())?;
+    d.set_item("value_bytes", recs.iter().map(|r| r.values.bytes()).sum::<u64>())?;
     d.set_item("timelines", recs.len())?;
     d.set_item("forms", eng.forms.forms().len())?;
     d.set_item("dropped", eng.dropped)?;
@@ -238,21 +214,7 @@ pub fn engine_stats(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     d.set_item("repaired", recs.iter().map(|r| r.tl.repaired).sum::<u64>())?;
     d.set_item("snapshot_errors", eng.snapshot_errors)?;
     d.set_item("lost_during_ui", eng.lost_during_ui)?;
-    d.set_item("objects_alive", eng.objects_alive())?;
     Ok(d)
-}
-
-/// How many of each thread's most recent values stay alive as objects while saving to a file
-/// (`None`: all of them; older ones are released once saved and read back from the file).
-#[pyfunction]
-#[pyo3(signature = (n))]
-pub fn set_keep_alive(n: Option<usize>) {
-    eng().keep_alive = n;
-}
-
-#[pyfunction]
-pub fn get_keep_alive() -> Option<usize> {
-    eng().keep_alive
 }
 
 /// `(forms, sites)` registered so far: the ids the next registrations get.

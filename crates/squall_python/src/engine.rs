@@ -6,8 +6,9 @@ use std::ptr::null_mut;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 
 use pyo3::ffi;
-use squall_trace::{display_name, Forms, LimitHit, Limits, Recorded, Timeline};
+use squall_trace::{display_name, Forms, LimitHit, Limits, Recorded, Timeline, ValueStore};
 
+use crate::encode::{Budget, EncodeCache, DEFAULT_BUDGET};
 use crate::gil_cell::GilCell;
 
 unsafe extern "C" {
@@ -15,36 +16,19 @@ unsafe extern "C" {
     fn PyThread_get_thread_native_id() -> std::ffi::c_ulong;
 }
 
-/// One thread's recording in one flow: its timeline and the objects its entries refer to.
+/// One thread's recording in one flow: its timeline and the values its entries refer to.
 pub struct ThreadRec {
     pub tl: Timeline,
-    /// Strong references, owned; released by `clear`.
-    pub values: Vec<*mut ffi::PyObject>,
+    /// The values, encoded when recorded (`encode.rs`); entries' slots are its nodes.
+    pub values: ValueStore,
+    pub enc: EncodeCache,
     pub flow: u32,
     pub thread_id: u64,
     pub name: String,
     /// This recording's index in `Engine::recs`; part of every value ref handed to users.
     pub number: u32,
-    /// Slots below this were saved to the recording file and their objects released (their
-    /// pointers are null); they are read back from the file.
-    pub released_upto: usize,
-    /// Estimated bytes of the objects this recording keeps alive (snapshots and references),
-    /// counted against the memory limit.
-    pub kept_bytes: u64,
-    /// `kept_bytes` at which the memory limit is checked next.
+    /// Value store size at which the memory limit is checked next.
     pub next_memory_check: Cell<u64>,
-    /// Where each saved run of slots starts in the file: (first slot, count, byte offset).
-    pub value_chunks: Vec<(u64, u64, u64)>,
-    /// Snapshots of slots released by a garbage collection (`collect.rs`; their pointers are
-    /// null), until the flusher has saved them.
-    pub snaps: foldhash::HashMap<usize, std::sync::Arc<squall_trace::Snap>>,
-}
-
-pub struct SnapshotBudget {
-    pub max_depth: u32,
-    pub max_length: usize,
-    /// Items copied by one snapshot, all levels together.
-    pub max_items: usize,
 }
 
 pub struct Engine {
@@ -55,26 +39,15 @@ pub struct Engine {
     pub limits: Limits,
     pub hits: Vec<(u32, LimitHit)>,
     pub namer: Option<*mut ffi::PyObject>,
-    pub truncation_marker: Option<*mut ffi::PyObject>,
-    /// `squall.values.ClassRef`: classes defined by the program are recorded through it (a weak
-    /// reference), so recording them does not keep them alive (`__subclasses__`, finalizers).
-    pub class_ref: Option<*mut ffi::PyObject>,
+    /// Encoders the user registered for types (`values.register_snapshot`).
     pub snapshotters: Vec<(*mut ffi::PyTypeObject, *mut ffi::PyObject)>,
-    pub copy_fn: Option<*mut ffi::PyObject>,
-    pub deque_type: *mut ffi::PyTypeObject,
-    pub budget: SnapshotBudget,
+    pub budget: Budget,
     pub dropped: u64,
     pub unmatched: u64,
     pub snapshot_errors: u64,
     /// Events not recorded because the live UI was reading the recording at that moment.
     pub lost_during_ui: u64,
     pub memory_stopped: bool,
-    /// While saving to a file: how many of each thread's most recent values stay alive as
-    /// objects; older ones are released once saved and read back from the file when asked for.
-    /// `None`: keep every object (nothing is released).
-    pub keep_alive: Option<usize>,
-    /// The file released values are read back from.
-    pub value_file: Option<std::path::PathBuf>,
 }
 
 pub static ENGINE: GilCell<Engine> = GilCell::new(Engine {
@@ -85,23 +58,26 @@ pub static ENGINE: GilCell<Engine> = GilCell::new(Engine {
     limits: Limits { thread_trace_limit: None, fn_call_limit: None, memory_limit: Some(DEFAULT_MEMORY_LIMIT) },
     hits: Vec::new(),
     namer: None,
-    truncation_marker: None,
-    class_ref: None,
     snapshotters: Vec::new(),
-    copy_fn: None,
-    deque_type: null_mut(),
-    budget: SnapshotBudget { max_depth: 5, max_length: 1000, max_items: 10_000 },
+    budget: DEFAULT_BUDGET,
     dropped: 0,
     unmatched: 0,
     snapshot_errors: 0,
     lost_during_ui: 0,
     memory_stopped: false,
-    keep_alive: Some(DEFAULT_KEEP_ALIVE),
-    value_file: None,
 });
 
-/// Objects kept alive per thread while saving to a file (see `Engine::keep_alive`).
-pub const DEFAULT_KEEP_ALIVE: usize = 100_000;
+/// `collections.deque` (set at module init; sets and deques are read through their own C
+/// iterators).
+static DEQUE_TYPE: AtomicUsize = AtomicUsize::new(0);
+
+pub fn set_deque_type(tp: *mut ffi::PyTypeObject) {
+    DEQUE_TYPE.store(tp as usize, Ordering::Relaxed);
+}
+
+pub fn deque_type() -> *mut ffi::PyTypeObject {
+    DEQUE_TYPE.load(Ordering::Relaxed) as *mut ffi::PyTypeObject
+}
 
 pub const DEFAULT_MEMORY_LIMIT: u64 = 4 << 30;
 
@@ -169,7 +145,7 @@ impl Drop for ForgetOnExit {
 /// An epoch value never current: marks the thread-local cache as "inside the engine".
 const BUSY_EPOCH: u32 = 0;
 const MEMORY_CHECK_EVERY: usize = 1 << 16;
-/// Also check the memory limit each time a thread's kept objects grew by this much.
+/// Also check the memory limit each time a thread's value store grew by this much.
 const KEPT_BYTES_CHECK_EVERY: u64 = 1 << 20;
 
 thread_local! {
@@ -238,16 +214,13 @@ unsafe fn current_rec_slow() -> Option<&'static mut ThreadRec> {
             let number = eng.recs.len() as u32;
             eng.recs.push(Some(Box::new(ThreadRec {
                 tl: Timeline::new(),
-                values: Vec::new(),
+                values: ValueStore::new(),
+                enc: EncodeCache::default(),
                 flow,
                 thread_id,
                 name,
                 number,
-                released_upto: 0,
-                kept_bytes: 0,
                 next_memory_check: Cell::new(KEPT_BYTES_CHECK_EVERY),
-                value_chunks: Vec::new(),
-                snaps: Default::default(),
             })));
             eng.flows.entry(flow).or_default().push(number);
             number
@@ -283,7 +256,7 @@ unsafe fn thread_name(eng: &Engine) -> String {
             ffi::PyErr_Clear();
             return String::new();
         }
-        let s = crate::capture::str_of(r);
+        let s = crate::engine::str_of(r);
         ffi::Py_DecRef(r);
         s
     })
@@ -300,7 +273,7 @@ pub fn bump_epoch() {
 /// After an entry was written: whether `Engine::note` must check the memory limit now.
 #[inline(always)]
 pub fn memory_check_due(rec: &ThreadRec) -> bool {
-    rec.tl.len() & (MEMORY_CHECK_EVERY - 1) == 0 || rec.kept_bytes >= rec.next_memory_check.get()
+    rec.tl.len() & (MEMORY_CHECK_EVERY - 1) == 0 || rec.values.bytes() >= rec.next_memory_check.get()
 }
 
 impl Engine {
@@ -310,7 +283,7 @@ impl Engine {
         match outcome {
             Recorded::Written => {
                 if memory_check_due(rec) {
-                    rec.next_memory_check.set(rec.kept_bytes + KEPT_BYTES_CHECK_EVERY);
+                    rec.next_memory_check.set(rec.values.bytes() + KEPT_BYTES_CHECK_EVERY);
                     self.check_memory(rec.number);
                 }
             }
@@ -355,17 +328,10 @@ impl Engine {
         self.hits.push((rec_number, hit));
     }
 
+    /// Memory the recordings hold: timelines, value stores and the encoders' caches.
     pub fn bytes(&self) -> u64 {
-        self.recs.iter().flatten().map(|r| r.tl.bytes() + (r.values.len() * 8) as u64 + r.kept_bytes).sum()
-    }
-
-    /// Objects the recordings keep alive now.
-    pub fn objects_alive(&self) -> u64 {
-        self.recs
-            .iter()
-            .flatten()
-            .map(|r| r.values[r.released_upto..].iter().filter(|p| !p.is_null()).count() as u64)
-            .sum()
+        let ids = unsafe { crate::identity::IDS.get() }.bytes();
+        ids + self.recs.iter().flatten().map(|r| r.tl.bytes() + r.values.bytes() + r.enc.bytes()).sum::<u64>()
     }
 
     #[cold]
@@ -381,7 +347,7 @@ impl Engine {
         }
     }
 
-    /// Releases every recording and the objects it kept alive.
+    /// Drops every recording. Nothing of the program is held, so nothing of it runs.
     ///
     /// # Safety
     /// GIL held.
@@ -389,19 +355,37 @@ impl Engine {
         bump_epoch();
         // Numbers are never reused, so a value ref from before the clear cannot resolve to a
         // value recorded after it.
-        let recs: Vec<Box<ThreadRec>> = self.recs.iter_mut().filter_map(Option::take).collect();
+        for r in self.recs.iter_mut() {
+            r.take();
+        }
         self.flows.clear();
         self.hits.clear();
         self.memory_stopped = false;
-        // Releasing objects can run finalizers, which may be instrumented code.
-        without_recording(|| {
-            for rec in recs {
-                for &v in &rec.values {
-                    if !v.is_null() {
-                        unsafe { ffi::Py_DecRef(v) };
-                    }
-                }
-            }
-        });
+        unsafe { crate::identity::IDS.get() }.clear();
+    }
+}
+
+/// `str(o)`, or an empty string if that fails (for the engine's own objects, such as a thread
+/// name the namer returned).
+///
+/// # Safety
+/// GIL held; `o` a valid object.
+pub unsafe fn str_of(o: *mut ffi::PyObject) -> String {
+    unsafe {
+        let s = ffi::PyObject_Str(o);
+        if s.is_null() {
+            ffi::PyErr_Clear();
+            return String::new();
+        }
+        let mut size: ffi::Py_ssize_t = 0;
+        let p = ffi::PyUnicode_AsUTF8AndSize(s, &mut size);
+        let out = if p.is_null() {
+            ffi::PyErr_Clear();
+            String::new()
+        } else {
+            String::from_utf8_lossy(std::slice::from_raw_parts(p.cast::<u8>(), size as usize)).into_owned()
+        };
+        ffi::Py_DecRef(s);
+        out
     }
 }

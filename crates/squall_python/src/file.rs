@@ -6,7 +6,7 @@ use pyo3::exceptions::{PyKeyError, PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use squall_store::{Recording, StoreError};
-use squall_trace::Forms;
+use squall_trace::{ExpandBudget, Forms, ValRef};
 
 use crate::query::{deref_value, q, Backend, TlView};
 use crate::snap::to_python;
@@ -44,14 +44,14 @@ impl Backend for FileRecording {
 
     fn slot_value(&self, py: Python<'_>, view: &TlView<'_>, slot: u32) -> PyResult<Py<PyAny>> {
         let t = &self.rec.timelines[view.number as usize];
-        let snap = t.values.get(slot as usize).ok_or_else(|| {
-            PyKeyError::new_err(format!(
+        if t.values.entry_ref(ValRef(slot)).0 as usize >= t.values.len() {
+            return Err(PyKeyError::new_err(format!(
                 "value slot {slot} of thread {} is not in `{}` (the recording was cut short before it was saved)",
                 t.meta.thread_id,
                 self.path.display()
-            ))
-        })?;
-        to_python(py, snap)
+            )));
+        }
+        to_python(py, &t.values.to_snap(ValRef(slot), ExpandBudget::FULL))
     }
 }
 

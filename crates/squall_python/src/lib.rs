@@ -2,12 +2,13 @@
 
 mod awaiting;
 mod bigalloc;
-mod capture;
-mod collect;
 mod control;
+mod deaths;
+mod encode;
 mod engine;
 mod file;
 mod gil_cell;
+mod identity;
 mod ints;
 mod loop_iter;
 mod query;
@@ -22,7 +23,6 @@ use std::ptr::null_mut;
 use pyo3::ffi;
 use pyo3::prelude::*;
 
-use crate::engine::ENGINE;
 
 #[global_allocator]
 static ALLOC: bigalloc::BigAlloc = bigalloc::BigAlloc;
@@ -142,27 +142,22 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SITE_BIND", 4)?;
 
     let py = m.py();
-    // SAFETY: module init runs with the GIL held.
-    let eng = unsafe { ENGINE.get() };
-    if eng.copy_fn.is_none() {
-        eng.copy_fn = Some(py.import("copy")?.getattr("copy")?.unbind().into_ptr());
+    if crate::engine::deque_type().is_null() {
         let deque = py.import("collections")?.getattr("deque")?;
-        eng.deque_type = deque.as_ptr().cast();
+        crate::engine::set_deque_type(deque.as_ptr().cast());
+        // Held for good: the engine compares types with it.
         std::mem::forget(deque);
     }
 
     m.add_function(wrap_pyfunction!(control::register_form, m)?)?;
     m.add_function(wrap_pyfunction!(control::register_site, m)?)?;
     m.add_function(wrap_pyfunction!(control::start_recording, m)?)?;
-    m.add_function(wrap_pyfunction!(collect::gc_callback, m)?)?;
     m.add_function(wrap_pyfunction!(control::stop_recording, m)?)?;
     m.add_function(wrap_pyfunction!(control::is_recording, m)?)?;
     m.add_function(wrap_pyfunction!(control::clear_recordings, m)?)?;
     m.add_function(wrap_pyfunction!(control::set_flow, m)?)?;
     m.add_function(wrap_pyfunction!(control::current_flow, m)?)?;
     m.add_function(wrap_pyfunction!(control::set_thread_namer, m)?)?;
-    m.add_function(wrap_pyfunction!(control::set_truncation_marker, m)?)?;
-    m.add_function(wrap_pyfunction!(control::set_class_ref, m)?)?;
     m.add_function(wrap_pyfunction!(control::register_snapshot, m)?)?;
     m.add_function(wrap_pyfunction!(control::set_snapshot_budget, m)?)?;
     m.add_function(wrap_pyfunction!(control::get_snapshot_budget, m)?)?;
@@ -170,10 +165,8 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(control::get_limits, m)?)?;
     m.add_function(wrap_pyfunction!(control::limits_hit, m)?)?;
     m.add_function(wrap_pyfunction!(control::engine_stats, m)?)?;
-    m.add_function(wrap_pyfunction!(control::set_keep_alive, m)?)?;
     m.add_function(wrap_pyfunction!(control::next_ids, m)?)?;
     m.add_function(wrap_pyfunction!(control::registrations_since, m)?)?;
-    m.add_function(wrap_pyfunction!(control::get_keep_alive, m)?)?;
 
     m.add_function(wrap_pyfunction!(query::all_flows, m)?)?;
     m.add_function(wrap_pyfunction!(query::all_threads, m)?)?;
@@ -193,6 +186,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(query::bindings, m)?)?;
     m.add_function(wrap_pyfunction!(query::total_order_timeline, m)?)?;
     m.add_function(wrap_pyfunction!(query::find_expr_entry, m)?)?;
+    m.add_function(wrap_pyfunction!(query::object_id, m)?)?;
 
     m.add_class::<file::FileRecording>()?;
     m.add_function(wrap_pyfunction!(file::load_recording, m)?)?;

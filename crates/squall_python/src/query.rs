@@ -193,64 +193,14 @@ impl Backend for Engine {
             .get(view.number as usize)
             .and_then(|r| r.as_deref())
             .ok_or_else(|| PyKeyError::new_err("recording cleared"))?;
-        let p = *rec
-            .values
-            .get(slot as usize)
-            .ok_or_else(|| PyKeyError::new_err(format!("value slot {slot} is not recorded")))?;
-        if p.is_null() {
-            return self.saved_value(py, rec, u64::from(slot));
+        if slot as usize >= rec.values.len() {
+            return Err(PyKeyError::new_err(format!("value slot {slot} is not recorded")));
         }
-        // SAFETY: the value table owns a strong reference to `p`.
-        let obj = unsafe { Bound::from_borrowed_ptr(py, p) };
-        resolve_class_ref(self, obj)
+        crate::snap::to_python(py, &rec.values.to_snap(ValRef(slot), squall_trace::ExpandBudget::FULL))
     }
-}
-
-/// A class recorded through `ClassRef` derefs to the class (or, once collected, to a snapshot
-/// naming it).
-pub fn resolve_class_ref<'py>(eng: &Engine, obj: Bound<'py, PyAny>) -> PyResult<Py<PyAny>> {
-    if let Some(cr) = eng.class_ref {
-        // SAFETY: the engine holds a reference to the ClassRef type.
-        if obj.get_type().as_ptr() == cr {
-            return Ok(obj.call_method0("resolve")?.unbind());
-        }
-    }
-    Ok(obj.unbind())
 }
 
 impl Engine {
-    /// A released value, read back from the recording file as a structural snapshot.
-    fn saved_value(&self, py: Python<'_>, rec: &crate::engine::ThreadRec, slot: u64) -> PyResult<Py<PyAny>> {
-        let snap = self.released_snap(rec, slot as usize).map_err(PyKeyError::new_err)?;
-        crate::snap::to_python(py, &snap)
-    }
-
-    /// A released slot's value: its snapshot from a garbage collection (`snaps`), or read back
-    /// from the recording file.
-    pub fn released_snap<'a>(
-        &self,
-        rec: &'a crate::engine::ThreadRec,
-        slot: usize,
-    ) -> Result<std::borrow::Cow<'a, squall_trace::Snap>, String> {
-        if let Some(snap) = rec.snaps.get(&slot) {
-            return Ok(std::borrow::Cow::Borrowed(&**snap));
-        }
-        let file = self.value_file.as_ref().ok_or_else(|| format!("value slot {slot} was released"))?;
-        let wanted = slot as u64;
-        let &(first, count, offset) = rec
-            .value_chunks
-            .iter()
-            .find(|(first, count, _)| (*first..first + count).contains(&wanted))
-            .ok_or_else(|| format!("value slot {slot} was released but is not in `{}`", file.display()))?;
-        let snaps = squall_store::read_values_at(file, offset, rec.number, first, count)
-            .map_err(|e| format!("value slot {slot}: {e}"))?;
-        snaps
-            .into_iter()
-            .nth((wanted - first) as usize)
-            .map(std::borrow::Cow::Owned)
-            .ok_or_else(|| format!("value slot {slot} is missing from `{}`", file.display()))
-    }
-
     fn live_view(&self, number: u32) -> Option<TlView<'_>> {
         let rec = self.recs.get(number as usize)?.as_deref()?;
         let limit_hit = rec
@@ -833,4 +783,11 @@ pub fn total_order_timeline(
     limit: usize,
 ) -> PyResult<Vec<Bound<'_, PyDict>>> {
     q::total_order_timeline(py, eng(), flow_id, start, limit)
+}
+
+/// The recording's identity of the live object `obj` (`None`: it was never recorded).
+#[pyfunction]
+pub fn object_id(obj: &Bound<'_, PyAny>) -> Option<u64> {
+    // SAFETY: GIL held (pyfunction); a valid object.
+    unsafe { crate::identity::IDS.get().known(obj.as_ptr()) }
 }

@@ -48,20 +48,8 @@ impl squall_server::View for LiveView<'_> {
             .collect()
     }
 
-    fn snap(&self, tl: usize, v: squall_trace::ValRef) -> Result<std::borrow::Cow<'_, squall_trace::Snap>, String> {
-        let rec = self.eng.recs.iter().flatten().nth(tl).ok_or_else(|| format!("no timeline {tl}"))?;
-        let slot = v.0 as usize;
-        let p = *rec.values.get(slot).ok_or_else(|| format!("value slot {slot} is not recorded"))?;
-        if p.is_null() {
-            return self.eng.released_snap(rec, slot);
-        }
-        // SAFETY: GIL held (`with_view`); the value table owns a strong reference.
-        let obj = unsafe { Bound::from_borrowed_ptr(self.py, p) };
-        Ok(std::borrow::Cow::Owned(crate::snap::snap_of(&obj, &crate::snap::FILE_BUDGET)))
-    }
-
-    fn slot_count(&self, tl: usize) -> usize {
-        self.eng.recs.iter().flatten().nth(tl).map_or(0, |r| r.values.len())
+    fn values(&self, tl: usize) -> Option<&squall_trace::ValueStore> {
+        self.eng.recs.iter().flatten().nth(tl).map(|r| &r.values)
     }
 
     fn info(&self) -> serde_json::Value {

@@ -58,13 +58,18 @@ fn make(n: usize, path: &std::path::Path) {
     let mut tl = Timeline::new();
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
     let mut stack: Vec<u32> = Vec::new();
-    let mut values: Vec<Snap> = Vec::new();
-    let val = |rng: &mut Rng, values: &mut Vec<Snap>| -> ValRef {
+    let mut values = squall_trace::ValueStore::new();
+    let val = |rng: &mut Rng, values: &mut squall_trace::ValueStore| -> ValRef {
         match rng.below(20) {
             0 => {
                 let k = rng.below(6);
-                values.push(Snap::Seq { kind: SeqKind::List, type_name: "list".into(), items: (0..k).map(|i| Snap::Int(i as i64)).collect(), len: k });
-                ValRef::slot(values.len() as u32 - 1).unwrap()
+                values.push_snap(&Snap::Seq {
+                    kind: SeqKind::List,
+                    type_name: "list".into(),
+                    id: 0,
+                    items: (0..k).map(|i| Snap::Int(i as i64)).collect(),
+                    len: k,
+                })
             }
             1 => ValRef::NONE,
             2 => ValRef::TRUE,
@@ -99,7 +104,7 @@ fn make(n: usize, path: &std::path::Path) {
     w.forms(&forms).unwrap();
     w.thread(&meta).unwrap();
     w.entries(0, 0, tl.entries(), 0, tl.args()).unwrap();
-    w.values(0, 0, &values).unwrap();
+    w.values(0, &values).unwrap();
     w.finish(0, &[]).unwrap();
 }
 

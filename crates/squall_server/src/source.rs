@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 use squall_store::Recording;
-use squall_trace::{Forms, Snap, Timeline, ValRef};
+use squall_trace::{ExpandBudget, Forms, Snap, Timeline, ValRef, ValueStore};
 
 /// One (flow, thread) timeline as a view shows it. `number` is its position in
 /// [`View::timelines`] and what API routes call `tl`.
@@ -23,11 +23,21 @@ pub trait View {
     fn forms(&self) -> &Forms;
     /// Every timeline, in a stable order (new ones only appended while live).
     fn timelines(&self) -> Vec<TlInfo<'_>>;
-    /// The structural snapshot of value-table slot `v` of timeline `tl` (inline values are decoded
-    /// by the caller). A live source snapshots the object as it is kept.
-    fn snap(&self, tl: usize, v: ValRef) -> Result<Cow<'_, Snap>, String>;
+    /// The value store of timeline `tl`: live or from a file, the same representation.
+    fn values(&self, tl: usize) -> Option<&ValueStore>;
+    /// The recorded tree of value-store slot `v` of timeline `tl` (inline values are decoded by
+    /// the caller).
+    fn snap(&self, tl: usize, v: ValRef) -> Result<Cow<'_, Snap>, String> {
+        let store = self.values(tl).ok_or_else(|| format!("no timeline {tl}"))?;
+        if store.entry_ref(v).0 as usize >= store.len() {
+            return Err(format!("value slot {} is not recorded (a recording cut short before it was saved?)", v.0));
+        }
+        Ok(Cow::Owned(store.to_snap(v, ExpandBudget::FULL)))
+    }
     /// How many value slots timeline `tl` holds (value-text search walks them).
-    fn slot_count(&self, tl: usize) -> usize;
+    fn slot_count(&self, tl: usize) -> usize {
+        self.values(tl).map_or(0, ValueStore::len)
+    }
     /// What the recording says about itself (program, argv, completed...).
     fn info(&self) -> Value;
 }
@@ -89,15 +99,8 @@ impl View for FileSource {
             .collect()
     }
 
-    fn snap(&self, tl: usize, v: ValRef) -> Result<Cow<'_, Snap>, String> {
-        let t = self.rec.timelines.get(tl).ok_or_else(|| format!("no timeline {tl}"))?;
-        t.values.get(v.0 as usize).map(Cow::Borrowed).ok_or_else(|| {
-            format!("value slot {} is not in the file (the recording was cut short before it was saved)", v.0)
-        })
-    }
-
-    fn slot_count(&self, tl: usize) -> usize {
-        self.rec.timelines.get(tl).map_or(0, |t| t.values.len())
+    fn values(&self, tl: usize) -> Option<&ValueStore> {
+        self.rec.timelines.get(tl).map(|t| &t.values)
     }
 
     fn info(&self) -> Value {

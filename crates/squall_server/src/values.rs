@@ -33,7 +33,7 @@ pub fn val_node(view: &dyn View, tl: usize, v: ValRef, max: usize) -> Value {
 pub fn val_text(view: &dyn View, tl: usize, v: ValRef, max: usize) -> String {
     match v.decode() {
         Decoded::Slot(_) => view.snap(tl, v).map(|s| squall_store::preview(&s, max)).unwrap_or_default(),
-        _ => squall_store::preview_ref(v, &[], max),
+        _ => squall_store::preview_ref(v, &squall_trace::ValueStore::new(), max),
     }
 }
 
@@ -62,6 +62,9 @@ pub fn snap_node(s: &Snap, max: usize) -> Value {
         "preview": squall_store::preview(s, max),
         "expandable": children_count(s) > 0,
     });
+    if s.id() != 0 {
+        n["id"] = json!(s.id());
+    }
     if let Some(len) = total_len(s) {
         n["len"] = json!(len);
     }
@@ -135,7 +138,7 @@ pub fn pprint(out: &mut String, s: &Snap, level: usize, length: usize, depth: us
     }
     let deep = depth >= level;
     match s {
-        Snap::Seq { kind, type_name, items, len } => {
+        Snap::Seq { kind, type_name, items, len, .. } => {
             let (open, close) = match kind {
                 SeqKind::List if type_name == "list" => ("[".to_string(), "]".to_string()),
                 SeqKind::Tuple if type_name == "tuple" => ("(".into(), ")".into()),
@@ -161,7 +164,7 @@ pub fn pprint(out: &mut String, s: &Snap, level: usize, length: usize, depth: us
             }
             out.push_str(&close);
         }
-        Snap::Map { type_name, entries, len } => {
+        Snap::Map { type_name, entries, len, .. } => {
             let plain = type_name == "dict";
             if !plain {
                 let _ = write!(out, "{type_name}(");
@@ -187,11 +190,16 @@ pub fn pprint(out: &mut String, s: &Snap, level: usize, length: usize, depth: us
                 out.push(')');
             }
         }
-        Snap::Object { type_name, attrs, repr } => {
+        Snap::Object { type_name, attrs, repr, id } => {
             if deep || attrs.is_empty() {
                 out.push_str(repr);
             } else {
-                let _ = write!(out, "{type_name}(");
+                let short = type_name.rsplit('.').next().unwrap_or(type_name);
+                if *id != 0 {
+                    let _ = write!(out, "{short}#{id}(");
+                } else {
+                    let _ = write!(out, "{short}(");
+                }
                 for (i, (k, v)) in attrs.iter().take(length).enumerate() {
                     if i > 0 {
                         out.push_str(", ");
@@ -216,7 +224,7 @@ mod tests {
 
     fn list(items: Vec<Snap>) -> Snap {
         let len = items.len() as u64;
-        Snap::Seq { kind: SeqKind::List, type_name: "list".into(), items, len }
+        Snap::Seq { kind: SeqKind::List, type_name: "list".into(), id: 0, items, len }
     }
 
     #[test]

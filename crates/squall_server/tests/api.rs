@@ -40,11 +40,15 @@ fn recording(src_file: &str) -> Recording {
     let expr_g = forms.add_site(Site { form: g, kind: SiteKind::Expr, coord: coord(11, 10, 30), symbol: None }).unwrap();
     let l = Limits::default();
     let mut values = vec![
-        Snap::Seq { kind: SeqKind::List, type_name: "list".into(), items: (0..30).map(Snap::Int).collect(), len: 30 },
+        Snap::Seq { kind: SeqKind::List, type_name: "list".into(), id: 0, items: (0..30).map(Snap::Int).collect(), len: 30 },
         Snap::Object {
             type_name: "ValueError".into(),
+            id: 0,
             repr: "ValueError('bad b')".into(),
-            attrs: vec![("args".into(), Snap::Seq { kind: SeqKind::Tuple, type_name: "tuple".into(), items: vec![Snap::Str("bad b".into())], len: 1 })],
+            attrs: vec![(
+                "args".into(),
+                Snap::Seq { kind: SeqKind::Tuple, type_name: "tuple".into(), id: 0, items: vec![Snap::Str("bad b".into())], len: 1 },
+            )],
         },
         Snap::Str("hello world".into()),
     ];
@@ -68,7 +72,12 @@ fn recording(src_file: &str) -> Recording {
         timelines: vec![LoadedTimeline {
             meta: ThreadMeta { timeline: 0, flow: 0, thread_id: 7, name: "MainThread".into() },
             timeline: Timeline::from_parts(entries, args),
-            values,
+            values: {
+                // Entry slots 0..3 name these values (as a version 1 file numbers them).
+                let mut store = squall_trace::ValueStore::new();
+                values.iter().for_each(|v| store.push_legacy(v));
+                store
+            },
         }],
         completed: true,
         ended_unix_ms: None,
@@ -287,7 +296,7 @@ fn two_threads(marks: bool) -> (axum::Router, tempfile::TempDir) {
     rec.timelines.push(LoadedTimeline {
         meta: ThreadMeta { timeline: 1, flow: 0, thread_id: 9, name: "worker".into() },
         timeline: w,
-        values: vec![],
+        values: squall_trace::ValueStore::new(),
     });
     let src = FileSource { rec, path: "demo.sqrec".into() };
     (router(Arc::new(src), TOKEN.into()), dir)
@@ -435,7 +444,12 @@ async fn code_bookmarks_listed() {
         timelines: vec![LoadedTimeline {
             meta: ThreadMeta { timeline: 0, flow: 0, thread_id: 7, name: "MainThread".into() },
             timeline: Timeline::from_parts(entries, args),
-            values: vec![Snap::Str("before the retry".into()), Snap::Str("after".into())],
+            values: {
+                let mut store = squall_trace::ValueStore::new();
+                store.push_legacy(&Snap::Str("before the retry".into()));
+                store.push_legacy(&Snap::Str("after".into()));
+                store
+            },
         }],
         completed: true,
         ended_unix_ms: None,

@@ -54,18 +54,16 @@ fn main() {
     let mut tl = Timeline::new();
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
     let mut stack: Vec<u32> = Vec::new();
-    let mut values: Vec<Snap> = Vec::new();
-    let val = |rng: &mut Rng, values: &mut Vec<Snap>| -> ValRef {
+    let mut values = squall_trace::ValueStore::new();
+    let val = |rng: &mut Rng, values: &mut squall_trace::ValueStore| -> ValRef {
         match rng.below(20) {
-            0 => {
-                values.push(Snap::Seq {
-                    kind: squall_trace::SeqKind::List,
-                    type_name: "list".into(),
-                    items: (0..rng.below(4)).map(|i| Snap::Int(i as i64)).collect(),
-                    len: 3,
-                });
-                ValRef::slot(values.len() as u32 - 1).unwrap()
-            }
+            0 => values.push_snap(&Snap::Seq {
+                kind: squall_trace::SeqKind::List,
+                type_name: "list".into(),
+                id: 0,
+                items: (0..rng.below(4)).map(|i| Snap::Int(i as i64)).collect(),
+                len: 3,
+            }),
             1 => ValRef::NONE,
             2 => ValRef::TRUE,
             _ => ValRef::small_int(rng.below(1000) as i64).unwrap(),
@@ -121,7 +119,7 @@ fn main() {
         let save = t.elapsed();
         let entry_bytes = w.bytes_written() - before;
         let tv = Instant::now();
-        w.values(0, 0, &values).unwrap();
+        w.values(0, &values).unwrap();
         let vsave = tv.elapsed();
         w.finish(0, &[("entries".into(), entries.len() as u64)]).unwrap();
         let file_bytes = std::fs::metadata(&path).unwrap().len();

@@ -7,7 +7,7 @@ use std::path::Path;
 use serde_json::{json, Map, Value};
 use squall_trace::{display_name, Decoded, Entry, Kind, ValRef, NONE};
 
-use crate::preview::preview_ref;
+use squall_trace::printer::preview_ref;
 use crate::{LoadedTimeline, Progress, Recording, StoreError};
 
 /// Characters kept of each value preview in exports.
@@ -241,8 +241,9 @@ pub fn export_sqlite(rec: &Recording, path: &Path, mut progress: Option<Progress
                 }
                 report(&mut progress, done, total, &mut last);
             }
-            for (slot, v) in t.values.iter().enumerate() {
-                va.execute(rusqlite::params![fl, tid, slot as i64, v.type_name(), crate::preview(v, PREVIEW)])?;
+            for slot in 0..t.values.len() as u32 {
+                let v = t.values.node_to_snap(slot, squall_trace::ExpandBudget { max_depth: 6, max_nodes: 64 });
+                va.execute(rusqlite::params![fl, tid, i64::from(slot), v.type_name(), crate::preview(&v, PREVIEW)])?;
             }
         }
         report(&mut progress, total, total, &mut last);

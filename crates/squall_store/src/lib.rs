@@ -11,19 +11,19 @@
 mod codec;
 mod error;
 pub mod export;
-mod preview;
+mod nodecodec;
 mod reader;
 mod snapcodec;
 mod wire;
 mod writer;
 
 pub use error::StoreError;
-pub use preview::{preview, preview_ref};
-pub use reader::{open, open_with_progress, read, read_values_at, read_with_progress};
+pub use reader::{open, open_with_progress, read, read_with_progress};
+pub use squall_trace::printer::{preview, preview_ref};
 pub use wire::{Codec, FORMAT_VERSION, MAGIC};
 pub use writer::Writer;
 
-use squall_trace::{Forms, Snap, Timeline};
+use squall_trace::{Forms, Timeline, ValueStore};
 
 /// What a recording says about the run it came from. Written once, first, in the header chunk.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -62,12 +62,12 @@ pub struct LoadedTimeline {
     pub meta: ThreadMeta,
     /// The entries and args arena; every call's ret idx recomputed from its exit.
     pub timeline: Timeline,
-    /// The value table: `ValRef::Slot(i)` in this timeline's entries is `values[i]`. Slots the
-    /// recorder never saved read as [`MISSING_VALUE`]-style placeholders (see `docs/format.md`).
-    pub values: Vec<Snap>,
+    /// The value store the entries' `ValRef` slots point into (in a version 1 file, entry slot
+    /// `i` is the `i`th value saved; slots it never saved read as [`MISSING_VALUE`] placeholders).
+    pub values: ValueStore,
 }
 
-/// The type name of the placeholder [`Snap::Opaque`] that stands for a value slot a file skipped.
+/// The type name of the placeholder `Snap::Opaque` that stands for a value slot a file skipped.
 pub const MISSING_VALUE: &str = "<not saved>";
 
 /// A recording file, loaded.

@@ -6,9 +6,10 @@ use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use squall_trace::{Coord, Entry, Form, FormKind, Forms, Site, SiteKind, Snap, Timeline};
+use squall_trace::{Coord, Entry, Form, FormKind, Forms, Node, Site, SiteKind, Snap, Timeline, ValueStore};
 
 use crate::codec::{decode_entries, EntriesPart};
+use crate::nodecodec::get_node;
 use crate::snapcodec::get_snap;
 use crate::wire::{
     chunk, frame_crc, get_body, Bad, Rd, FLAG_OPTIONAL, FORMAT_VERSION, FRAME_LEN, MAGIC, MAX_PAYLOAD, PREFIX_LEN,
@@ -109,6 +110,7 @@ enum Part {
     Thread(ThreadMeta),
     Entries(EntriesPart),
     Values { timeline: u32, first_slot: u64, values: Vec<Snap> },
+    Nodes { timeline: u32, first_name: u64, names: Vec<String>, first_node: u64, nodes: Vec<Node> },
     End { ended: u64, stats: Vec<(String, u64)> },
     Switches { timeline: u32, marks: Vec<(u32, u64)> },
     Skip,
@@ -118,7 +120,7 @@ fn decode(f: &Frame) -> Result<Part, Bad> {
     if f.ty == chunk::HEADER {
         return Err(Bad("a second header chunk"));
     }
-    if !(chunk::FORMS..=chunk::SWITCHES).contains(&f.ty) {
+    if !(chunk::FORMS..=chunk::NODES).contains(&f.ty) {
         return if f.flags & FLAG_OPTIONAL != 0 { Ok(Part::Skip) } else { Err(Bad("unknown required chunk type")) };
     }
     let raw = get_body(f.payload)?;
@@ -190,6 +192,20 @@ fn decode(f: &Frame) -> Result<Part, Bad> {
             }
             Part::Values { timeline, first_slot, values }
         }
+        chunk::NODES => {
+            let timeline = r.u32v()?;
+            let first_name = r.uv()?;
+            let n = r.count()?;
+            let names = (0..n).map(|_| r.string()).collect::<Result<Vec<_>, _>>()?;
+            let first_node = r.uv()?;
+            let n = r.count()?;
+            let base = u32::try_from(first_node).map_err(|_| Bad("value node out of range"))?;
+            let mut nodes = Vec::with_capacity(n);
+            for i in 0..n {
+                nodes.push(get_node(&mut r, base.checked_add(i as u32).ok_or(Bad("value node out of range"))?)?);
+            }
+            Part::Nodes { timeline, first_name, names, first_node, nodes }
+        }
         _ => {
             let ended = r.uv()?;
             let n = r.count()?;
@@ -207,7 +223,7 @@ struct Building {
     meta: ThreadMeta,
     entries: Vec<Entry>,
     args: Vec<u32>,
-    values: Vec<Snap>,
+    values: ValueStore,
     switches: Vec<(u32, u64)>,
 }
 
@@ -247,7 +263,7 @@ impl State {
                     meta,
                     entries: Vec::with_capacity(n),
                     args: Vec::with_capacity(a),
-                    values: Vec::new(),
+                    values: ValueStore::new(),
                     switches: Vec::new(),
                 });
             }
@@ -275,22 +291,27 @@ impl State {
             Part::Values { timeline, first_slot, values } => {
                 let &i = self.by_number.get(&timeline).ok_or(Bad("values of an undeclared timeline"))?;
                 let tl = &mut self.timelines[i];
-                let have = tl.values.len() as u64;
+                let have = tl.values.legacy_len() as u64;
                 if first_slot < have {
                     return Err(Bad("value slots written twice"));
                 }
                 if first_slot - have > u64::from(u32::MAX) {
                     return Err(Bad("value slot out of range"));
                 }
-                let gap = (first_slot - have) as usize;
-                tl.values.extend(
-                    std::iter::repeat_with(|| Snap::Opaque {
-                        type_name: MISSING_VALUE.into(),
-                        repr: "<value not saved>".into(),
-                    })
-                    .take(gap),
-                );
-                tl.values.extend(values);
+                let missing = Snap::Opaque { type_name: MISSING_VALUE.into(), id: 0, repr: "<value not saved>".into() };
+                for _ in 0..first_slot - have {
+                    tl.values.push_legacy(&missing);
+                }
+                for v in &values {
+                    tl.values.push_legacy(v);
+                }
+            }
+            Part::Nodes { timeline, first_name, names, first_node, nodes } => {
+                let &i = self.by_number.get(&timeline).ok_or(Bad("value nodes of an undeclared timeline"))?;
+                self.timelines[i]
+                    .values
+                    .extend_checked(first_name, names, first_node, nodes)
+                    .map_err(|_| Bad("value nodes out of order or pointing forwards"))?;
             }
             Part::Switches { timeline, marks } => {
                 let &i = self.by_number.get(&timeline).ok_or(Bad("switch marks of an undeclared timeline"))?;
@@ -486,54 +507,4 @@ pub(crate) fn read_named(b: &[u8], name: &str, mut progress: Option<Progress>) -
         file_bytes: total,
         cut_short: cut,
     })
-}
-
-/// Reads back value slots `first_slot..first_slot + count` of `timeline` from the chunks that
-/// start at byte `offset` of `path` (the writer's `bytes_written()` just before the `values`
-/// call that wrote them). The live recorder uses it to release objects it has saved and still
-/// answer for them.
-pub fn read_values_at(
-    path: &Path,
-    offset: u64,
-    timeline: u32,
-    first_slot: u64,
-    count: u64,
-) -> Result<Vec<Snap>, StoreError> {
-    use std::io::{Read, Seek, SeekFrom};
-
-    let name = path.display().to_string();
-    let io = |action: &'static str| {
-        let name = name.clone();
-        move |source: std::io::Error| StoreError::Io { action, path: name, source }
-    };
-    let mut f = std::fs::File::open(path).map_err(io("open"))?;
-    f.seek(SeekFrom::Start(offset)).map_err(io("read"))?;
-    let mut out: Vec<Snap> = Vec::new();
-    let damaged = |what: &str| StoreError::CorruptHeader {
-        name: name.clone(),
-        detail: format!("values chunk at byte {offset}: {what}"),
-    };
-    while (out.len() as u64) < count {
-        let mut frame = [0u8; FRAME_LEN];
-        f.read_exact(&mut frame).map_err(io("read"))?;
-        let len = u32::from_le_bytes([frame[4], frame[5], frame[6], frame[7]]);
-        if len > MAX_PAYLOAD {
-            return Err(damaged("impossible length"));
-        }
-        let mut buf = frame.to_vec();
-        buf.resize(FRAME_LEN + len as usize, 0);
-        f.read_exact(&mut buf[FRAME_LEN..]).map_err(io("read"))?;
-        let fr = frame_at(&buf, 0).map_err(|_| damaged("checksum mismatch"))?;
-        match decode(&fr) {
-            Ok(Part::Values { timeline: t, first_slot: s, values })
-                if t == timeline && s == first_slot + out.len() as u64 =>
-            {
-                out.extend(values);
-            }
-            Ok(_) => return Err(damaged("not the values chunk expected there")),
-            Err(Bad(what)) => return Err(damaged(what)),
-        }
-    }
-    out.truncate(count as usize);
-    Ok(out)
 }

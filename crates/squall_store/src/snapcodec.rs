@@ -1,8 +1,9 @@
-//! The tagged binary encoding of [`Snap`] value trees (see `docs/format.md`, "VALUES").
+//! Reading the value trees of format version 1 files (see `docs/format.md`, "VALUES"): squall
+//! writes value-store nodes since version 2 (`nodecodec`).
 
 use squall_trace::{SeqKind, Snap};
 
-use crate::wire::{put_str, put_uv, unzigzag, zigzag, Bad, Rd};
+use crate::wire::{unzigzag, Bad, Rd};
 
 /// Deepest value tree a reader accepts (recorders cut far shallower).
 pub(crate) const MAX_DEPTH: u32 = 200;
@@ -21,80 +22,6 @@ const T_MAP: u8 = 10;
 const T_OBJECT: u8 = 11;
 const T_OPAQUE: u8 = 12;
 const T_CUT: u8 = 13;
-
-pub(crate) fn put_snap(out: &mut Vec<u8>, s: &Snap) {
-    match s {
-        Snap::None => out.push(T_NONE),
-        Snap::Bool(false) => out.push(T_FALSE),
-        Snap::Bool(true) => out.push(T_TRUE),
-        Snap::Int(i) => {
-            out.push(T_INT);
-            put_uv(out, zigzag(*i));
-        }
-        Snap::BigInt(d) => {
-            out.push(T_BIGINT);
-            put_str(out, d);
-        }
-        Snap::Float(f) => {
-            out.push(T_FLOAT);
-            out.extend_from_slice(&f.to_le_bytes());
-        }
-        Snap::Complex { re, im } => {
-            out.push(T_COMPLEX);
-            out.extend_from_slice(&re.to_le_bytes());
-            out.extend_from_slice(&im.to_le_bytes());
-        }
-        Snap::Str(v) => {
-            out.push(T_STR);
-            put_str(out, v);
-        }
-        Snap::Bytes(v) => {
-            out.push(T_BYTES);
-            put_uv(out, v.len() as u64);
-            out.extend_from_slice(v);
-        }
-        Snap::Seq { kind, type_name, items, len } => {
-            out.push(T_SEQ);
-            out.push(*kind as u8);
-            put_str(out, type_name);
-            put_uv(out, *len);
-            put_uv(out, items.len() as u64);
-            for it in items {
-                put_snap(out, it);
-            }
-        }
-        Snap::Map { type_name, entries, len } => {
-            out.push(T_MAP);
-            put_str(out, type_name);
-            put_uv(out, *len);
-            put_uv(out, entries.len() as u64);
-            for (k, v) in entries {
-                put_snap(out, k);
-                put_snap(out, v);
-            }
-        }
-        Snap::Object { type_name, repr, attrs } => {
-            out.push(T_OBJECT);
-            put_str(out, type_name);
-            put_str(out, repr);
-            put_uv(out, attrs.len() as u64);
-            for (k, v) in attrs {
-                put_str(out, k);
-                put_snap(out, v);
-            }
-        }
-        Snap::Opaque { type_name, repr } => {
-            out.push(T_OPAQUE);
-            put_str(out, type_name);
-            put_str(out, repr);
-        }
-        Snap::Cut { type_name, len } => {
-            out.push(T_CUT);
-            put_str(out, type_name);
-            put_uv(out, *len);
-        }
-    }
-}
 
 pub(crate) fn get_snap(r: &mut Rd, depth: u32) -> Result<Snap, Bad> {
     if depth > MAX_DEPTH {
@@ -119,7 +46,7 @@ pub(crate) fn get_snap(r: &mut Rd, depth: u32) -> Result<Snap, Bad> {
             for _ in 0..n {
                 items.push(get_snap(r, depth + 1)?);
             }
-            Snap::Seq { kind, type_name, items, len }
+            Snap::Seq { kind, type_name, id: 0, items, len }
         }
         T_MAP => {
             let type_name = r.string()?;
@@ -130,7 +57,7 @@ pub(crate) fn get_snap(r: &mut Rd, depth: u32) -> Result<Snap, Bad> {
                 let k = get_snap(r, depth + 1)?;
                 entries.push((k, get_snap(r, depth + 1)?));
             }
-            Snap::Map { type_name, entries, len }
+            Snap::Map { type_name, id: 0, entries, len }
         }
         T_OBJECT => {
             let type_name = r.string()?;
@@ -141,10 +68,10 @@ pub(crate) fn get_snap(r: &mut Rd, depth: u32) -> Result<Snap, Bad> {
                 let k = r.string()?;
                 attrs.push((k, get_snap(r, depth + 1)?));
             }
-            Snap::Object { type_name, repr, attrs }
+            Snap::Object { type_name, id: 0, repr, attrs }
         }
-        T_OPAQUE => Snap::Opaque { type_name: r.string()?, repr: r.string()? },
-        T_CUT => Snap::Cut { type_name: r.string()?, len: r.uv()? },
+        T_OPAQUE => Snap::Opaque { type_name: r.string()?, id: 0, repr: r.string()? },
+        T_CUT => Snap::Cut { type_name: r.string()?, id: 0, len: r.uv()? },
         _ => return Err(Bad("unknown value tag")),
     })
 }

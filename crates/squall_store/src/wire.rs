@@ -5,7 +5,7 @@
 pub const MAGIC: [u8; 8] = *b"\x89SQREC\r\n";
 
 /// The format version this squall writes, and the newest it reads. See `docs/format.md`.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 
 /// Bytes before the first chunk: magic and version.
 pub(crate) const PREFIX_LEN: usize = 12;
@@ -22,10 +22,13 @@ pub(crate) mod chunk {
     pub const FORMS: u8 = 2;
     pub const THREAD: u8 = 3;
     pub const ENTRIES: u8 = 4;
+    /// Version 1 only (read, never written): entry values as whole trees.
     pub const VALUES: u8 = 5;
     pub const END: u8 = 6;
     /// Optional (written with `FLAG_OPTIONAL`): a timeline's thread-switch marks.
     pub const SWITCHES: u8 = 7;
+    /// A timeline's value-store nodes and names (version 2).
+    pub const NODES: u8 = 8;
 }
 /// Frame flag: a reader that does not know the chunk type skips the chunk.
 pub(crate) const FLAG_OPTIONAL: u8 = 1;

@@ -5,23 +5,25 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
-use squall_trace::{Entry, Forms, Snap};
+use squall_trace::{Entry, Forms, ValueStore};
 
 use crate::codec::{encode_entries, Streams};
-use crate::snapcodec::put_snap;
+use crate::nodecodec::put_node;
 use crate::wire::{chunk, put_body, put_chunk, put_str, put_uv, Codec, FLAG_OPTIONAL, FORMAT_VERSION, MAGIC};
 use crate::{Header, StoreError, ThreadMeta};
 
 /// Entries per ENTRIES chunk at most: bounds a chunk's memory and lets readers decode in parallel.
 const ENTRIES_PER_CHUNK: usize = 1 << 18;
-/// Raw value bytes per VALUES chunk, roughly.
+/// Raw value bytes per NODES chunk, roughly.
 const VALUE_BYTES_PER_CHUNK: usize = 4 << 20;
 
 #[derive(Default)]
 struct TlState {
     entries: u64,
     args: u64,
-    values: u64,
+    /// Nodes and names of the value store written.
+    nodes: u64,
+    names: u64,
     /// The last switch mark written: (idx, step).
     last_switch: Option<(u32, u64)>,
 }
@@ -242,31 +244,39 @@ impl<W: Write> Writer<W> {
         Ok(())
     }
 
-    /// Appends value-table slots `first_slot..` of a timeline (the snapshots `ValRef` slots in its
-    /// entries point at). Slots must not go backwards; slots skipped read back as placeholders.
-    pub fn values(&mut self, timeline: u32, first_slot: u64, values: &[Snap]) -> Result<(), StoreError> {
+    /// Appends what `store` (a timeline's value store) holds beyond what was written before:
+    /// its new names and nodes. A store only grows, so each call writes its new end.
+    pub fn values(&mut self, timeline: u32, store: &ValueStore) -> Result<(), StoreError> {
         let st = self.state(timeline)?;
-        if first_slot < st.values {
+        let (mut node, mut name) = (st.nodes as usize, st.names as usize);
+        if node > store.len() || name > store.names_len() {
             return Err(StoreError::Usage(format!(
-                "timeline {timeline}: value slot {first_slot} was already written (next is {})",
-                st.values
+                "timeline {timeline}: {node} value nodes were written, but the store has {}",
+                store.len()
             )));
         }
-        st.values = first_slot + values.len() as u64;
-        let mut i = 0;
-        while i < values.len() {
+        st.nodes = store.len() as u64;
+        st.names = store.names_len() as u64;
+        let (nodes, names) = (store.nodes(), store.names());
+        while node < nodes.len() || name < names.len() {
             self.raw.clear();
-            let mut body = Vec::new();
-            let start = i;
-            while i < values.len() && body.len() < VALUE_BYTES_PER_CHUNK {
-                put_snap(&mut body, &values[i]);
-                i += 1;
-            }
             put_uv(&mut self.raw, u64::from(timeline));
-            put_uv(&mut self.raw, first_slot + start as u64);
-            put_uv(&mut self.raw, (i - start) as u64);
+            put_uv(&mut self.raw, name as u64);
+            put_uv(&mut self.raw, (names.len() - name) as u64);
+            for n in &names[name..] {
+                put_str(&mut self.raw, n);
+            }
+            name = names.len();
+            let mut body = Vec::new();
+            let start = node;
+            while node < nodes.len() && body.len() < VALUE_BYTES_PER_CHUNK {
+                put_node(&mut body, node as u32, &nodes[node]);
+                node += 1;
+            }
+            put_uv(&mut self.raw, start as u64);
+            put_uv(&mut self.raw, (node - start) as u64);
             self.raw.extend_from_slice(&body);
-            self.emit(chunk::VALUES, 0)?;
+            self.emit(chunk::NODES, 0)?;
         }
         Ok(())
     }

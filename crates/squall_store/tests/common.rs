@@ -5,7 +5,9 @@
 use std::sync::Arc;
 
 use squall_store::{Header, ThreadMeta, Writer};
-use squall_trace::{Coord, Form, FormKind, Forms, Kind, Limits, SeqKind, Site, SiteKind, Snap, Timeline, ValRef};
+use squall_trace::{
+    Coord, Form, FormKind, Forms, Kind, Limits, SeqKind, Site, SiteKind, Snap, Timeline, ValRef, ValueStore,
+};
 
 pub fn header() -> Header {
     Header {
@@ -53,46 +55,63 @@ pub fn values() -> Vec<Snap> {
         Snap::Seq {
             kind: SeqKind::List,
             type_name: "list".into(),
+            id: 9,
             items: vec![Snap::Int(1), Snap::Float(2.5), Snap::None, Snap::Bool(true)],
             len: 10,
         },
         Snap::Map {
             type_name: "dict".into(),
+            id: 10,
             entries: vec![(Snap::Str("k".into()), Snap::BigInt("123456789012345678901234567890".into()))],
             len: 1,
         },
         Snap::Object {
             type_name: "Point".into(),
+            id: 11,
             repr: "Point(x=1, y=2)".into(),
             attrs: vec![("x".into(), Snap::Int(1)), ("y".into(), Snap::Complex { re: 1.0, im: -2.0 })],
         },
-        Snap::Opaque { type_name: "function".into(), repr: "<function f at 0x1>".into() },
-        Snap::Cut { type_name: "list".into(), len: 7 },
+        Snap::Opaque { type_name: "function".into(), id: 12, repr: "<function f at 0x1>".into() },
+        Snap::Cut { type_name: "list".into(), id: 13, len: 7 },
         Snap::Bytes(vec![0, 1, 2, b'a', 255]),
-        Snap::Seq { kind: SeqKind::Tuple, type_name: "tuple".into(), items: vec![Snap::Int(-5)], len: 1 },
+        Snap::Seq { kind: SeqKind::Tuple, type_name: "tuple".into(), id: 0, items: vec![Snap::Int(-5)], len: 1 },
         Snap::Int(i64::MIN),
         Snap::Float(f64::NAN),
     ]
 }
 
-/// One thread's timeline, varied by `seed`.
+/// A store holding `vals` (nested values first), and the ref of each.
+pub fn store_of(vals: &[Snap]) -> (ValueStore, Vec<ValRef>) {
+    let mut store = ValueStore::new();
+    let refs = vals.iter().map(|v| store.push_snap(v)).collect();
+    (store, refs)
+}
+
+/// The refs of `values()` in their store.
+pub fn refs() -> Vec<ValRef> {
+    store_of(&values()).1
+}
+
+/// One thread's timeline, varied by `seed`; its values are `values()`, in their store.
 pub fn timeline(seed: u32) -> Timeline {
     let l = Limits::default();
     let mut t = Timeline::new();
     let small = |v: i64| ValRef::small_int(v).unwrap();
+    let refs = refs();
+    let slot = |i: usize| refs[i];
     t.call(0, &[], &l);
     for i in 0..(3 + seed) {
         t.call(1, &[small(i as i64)], &l);
-        t.event(Kind::Expr, 5, 1, false, ValRef::slot(1).unwrap(), &l);
-        t.call(2, &[small(-1), ValRef::slot(0).unwrap()], &l);
+        t.event(Kind::Expr, 5, 1, false, slot(1), &l);
+        t.call(2, &[small(-1), slot(0)], &l);
         t.event(Kind::Bind, 6, 2, false, small(1 << 29), &l);
-        t.exit(Kind::Return, 2, 2, false, ValRef::slot(3).unwrap(), &l);
+        t.exit(Kind::Return, 2, 2, false, slot(3), &l);
         if i % 2 == 0 {
             t.exit(Kind::Return, 1, 1, false, ValRef::NONE, &l);
         } else {
-            t.exit(Kind::Unwind, 1, 1, false, ValRef::slot(4).unwrap(), &l);
+            t.exit(Kind::Unwind, 1, 1, false, slot(4), &l);
         }
-        t.call(3, &[ValRef::slot(2).unwrap()], &l);
+        t.call(3, &[slot(2)], &l);
         t.exit(Kind::Return, 4, 3, true, small(i as i64), &l);
         t.resume(3, ValRef::TRUE, &l);
         t.exit(Kind::Return, 3, 3, true, ValRef::FALSE, &l);
@@ -116,6 +135,8 @@ pub fn write(finish: bool) -> Vec<u8> {
     w.forms(&forms).unwrap();
     let tls: Vec<Timeline> = (0..3).map(timeline).collect();
     let vals = values();
+    let (first, _) = store_of(&vals[..4]);
+    let (all, _) = store_of(&vals);
     for m in metas() {
         w.thread(&m).unwrap();
     }
@@ -123,10 +144,10 @@ pub fn write(finish: bool) -> Vec<u8> {
         let (e, a) = (t.entries(), t.args());
         let (h, ha) = (e.len() / 2, a.len() / 2);
         w.entries(m.timeline, 0, &e[..h], 0, &a[..ha]).unwrap();
-        w.values(m.timeline, 0, &vals[..4]).unwrap();
+        w.values(m.timeline, &first).unwrap();
         w.flush().unwrap();
         w.entries(m.timeline, h as u64, &e[h..], ha as u64, &a[ha..]).unwrap();
-        w.values(m.timeline, 4, &vals[4..]).unwrap();
+        w.values(m.timeline, &all).unwrap();
         w.flush().unwrap();
     }
     if finish {

@@ -21,8 +21,8 @@ fn check_same(rec: &Recording, complete: bool) {
         assert_eq!(lt.timeline.args(), orig.args());
         assert_eq!(lt.timeline.calls(), orig.calls());
         let vals = common::values();
-        assert_eq!(lt.values.len(), vals.len());
-        for (a, b) in lt.values.iter().zip(&vals) {
+        for (&r, b) in common::refs().iter().zip(&vals) {
+            let a = lt.values.to_snap(r, squall_trace::ExpandBudget::FULL);
             // NaN != NaN: compare encodings through Debug.
             assert_eq!(format!("{a:?}"), format!("{b:?}"));
         }
@@ -147,7 +147,8 @@ fn cut_at_every_byte_loads_a_prefix() {
                         }
                     };
                     assert!(lt.timeline.entries().iter().map(strip).eq(orig.iter().map(strip)));
-                    assert_eq!(format!("{:?}", lt.values), format!("{:?}", &ft.values[..lt.values.len()]));
+                    let n = lt.values.len();
+                    assert_eq!(format!("{:?}", lt.values.nodes()), format!("{:?}", &ft.values.nodes()[..n]));
                 }
             }
         }
@@ -204,13 +205,13 @@ fn newer_version_says_upgrade() {
     let mut b = common::write(true);
     b[8..12].copy_from_slice(&(FORMAT_VERSION + 2).to_le_bytes());
     let e = read(&b).unwrap_err();
-    assert!(matches!(e, StoreError::NewerVersion { found: 3, supported: 1, .. }));
+    assert!(matches!(e, StoreError::NewerVersion { found: 4, supported: 2, .. }));
     insta::assert_snapshot!("newer", e.to_string());
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("x.sqrec");
     std::fs::write(&path, &b).unwrap();
     let msg = squall_store::open(&path).unwrap_err().to_string();
-    assert!(msg.starts_with(&format!("`{}` was written by format version 3", path.display())), "{msg}");
+    assert!(msg.starts_with(&format!("`{}` was written by format version 4", path.display())), "{msg}");
 }
 
 #[test]
@@ -279,20 +280,28 @@ fn writer_misuse_is_an_error() {
     w.entries(0, 0, &t.entries()[..3], 0, &[]).unwrap();
     let e = w.entries(0, 5, &t.entries()[5..], 0, t.args()).unwrap_err();
     assert!(e.to_string().contains("contiguously: expected entry 3 and arg 0, got 5 and 0"), "{e}");
-    w.values(0, 2, &[Snap::None]).unwrap();
-    assert!(w.values(0, 1, &[Snap::None]).is_err());
+    let (big, _) = common::store_of(&common::values());
+    let (small, _) = common::store_of(&common::values()[..2]);
+    w.values(0, &big).unwrap();
+    let e = w.values(0, &small).unwrap_err();
+    assert!(e.to_string().contains("value nodes were written, but the store has"), "{e}");
 }
 
+/// A version 1 file (recorded by squall before the value store: values as trees, one per entry
+/// slot) still opens, with each value where its entries point.
 #[test]
-fn skipped_value_slots_read_as_placeholders() {
-    let mut w = Writer::new(Vec::new(), &common::header()).unwrap();
-    w.thread(&ThreadMeta { timeline: 0, ..ThreadMeta::default() }).unwrap();
-    w.values(0, 2, &[Snap::Int(7)]).unwrap();
-    let rec = read(&w.finish(0, &[]).unwrap()).unwrap();
-    let v = &rec.timelines[0].values;
-    assert_eq!(v.len(), 3);
-    assert_eq!(v[0].type_name(), squall_store::MISSING_VALUE);
-    assert_eq!(v[2], Snap::Int(7));
+fn version_1_files_open() {
+    let bytes = include_bytes!("fixtures/v1_tally.sqrec");
+    assert_eq!(u32::from_le_bytes(bytes[8..12].try_into().unwrap()), 1);
+    let rec = read(bytes).unwrap();
+    assert!(rec.completed, "{:?}", rec.cut_short);
+    let t = &rec.timelines[0];
+    let call = t.timeline.get(0).unwrap();
+    assert!(call.kind().is_call());
+    let arg = squall_store::preview_ref(ValRef(call.c), &t.values, 80);
+    assert_eq!(arg, "['a', 'b', 'a']");
+    let ret = t.timeline.entries().iter().rev().find(|e| e.kind() == Kind::Return).unwrap();
+    assert_eq!(squall_store::preview_ref(ret.value(), &t.values, 80), "{'a': 2, 'b': 1}");
 }
 
 #[test]
@@ -304,7 +313,7 @@ fn every_codec_reads_back() {
         w.thread(&common::metas()[0]).unwrap();
         let t = common::timeline(5);
         w.entries(0, 0, t.entries(), 0, t.args()).unwrap();
-        w.values(0, 0, &common::values()[..5]).unwrap();
+        w.values(0, &common::store_of(&common::values()[..5]).0).unwrap();
         let rec = read(&w.finish(0, &[]).unwrap()).unwrap();
         assert!(rec.completed);
         assert_eq!(rec.timelines[0].timeline.entries(), t.entries());
@@ -323,25 +332,25 @@ fn arb_snap() -> impl Strategy<Value = Snap> {
         (-1e9f64..1e9, -1e9f64..1e9).prop_map(|(re, im)| Snap::Complex { re, im }),
         ".{0,12}".prop_map(Snap::Str),
         prop::collection::vec(any::<u8>(), 0..8).prop_map(Snap::Bytes),
-        (".{0,6}", ".{0,10}").prop_map(|(type_name, repr)| Snap::Opaque { type_name, repr }),
-        (".{0,6}", any::<u64>()).prop_map(|(type_name, len)| Snap::Cut { type_name, len }),
+        (".{0,6}", ".{0,10}", any::<u64>()).prop_map(|(type_name, repr, id)| Snap::Opaque { type_name, id, repr }),
+        (".{0,6}", any::<u64>(), any::<u64>()).prop_map(|(type_name, id, len)| Snap::Cut { type_name, id, len }),
     ];
     leaf.prop_recursive(4, 32, 5, |inner| {
         prop_oneof![
             (0u8..5, "[a-z]{1,6}", prop::collection::vec(inner.clone(), 0..5), 0u64..8).prop_map(
                 |(k, type_name, items, extra)| {
                     let len = items.len() as u64 + extra;
-                    Snap::Seq { kind: SeqKind::from_code(k).unwrap(), type_name, items, len }
+                    Snap::Seq { kind: SeqKind::from_code(k).unwrap(), type_name, id: extra, items, len }
                 }
             ),
             ("[a-z]{1,6}", prop::collection::vec((inner.clone(), inner.clone()), 0..4), 0u64..3).prop_map(
                 |(type_name, entries, extra)| {
                     let len = entries.len() as u64 + extra;
-                    Snap::Map { type_name, entries, len }
+                    Snap::Map { type_name, id: extra + 7, entries, len }
                 }
             ),
-            ("[A-Z][a-z]{0,5}", ".{0,10}", prop::collection::vec(("[a-z_]{1,5}", inner), 0..4))
-                .prop_map(|(type_name, repr, attrs)| Snap::Object { type_name, repr, attrs }),
+            ("[A-Z][a-z]{0,5}", ".{0,10}", prop::collection::vec(("[a-z_]{1,5}", inner), 1..4), any::<u64>())
+                .prop_map(|(type_name, repr, attrs, id)| Snap::Object { type_name, id, repr, attrs }),
         ]
     })
 }
@@ -406,9 +415,12 @@ proptest! {
     fn values_round_trip(vals in prop::collection::vec(arb_snap(), 0..20)) {
         let mut w = Writer::new(Vec::new(), &Header::default()).unwrap();
         w.thread(&ThreadMeta::default()).unwrap();
-        w.values(0, 0, &vals).unwrap();
+        let (store, refs) = common::store_of(&vals);
+        w.values(0, &store).unwrap();
         let rec = read(&w.finish(0, &[]).unwrap()).unwrap();
-        prop_assert_eq!(&rec.timelines[0].values, &vals);
+        let back: Vec<Snap> =
+            refs.iter().map(|&r| rec.timelines[0].values.to_snap(r, squall_trace::ExpandBudget::FULL)).collect();
+        prop_assert_eq!(&back, &vals);
     }
 
     #[test]

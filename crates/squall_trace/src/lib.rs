@@ -1,14 +1,16 @@
 //! The language-neutral core of squall: per-thread timelines of 16-byte entries, the forms and
 //! sites they point at, the recorder state machine that keeps calls and returns paired, and every
-//! query over a timeline. Nothing here knows about Python; values are opaque [`ValRef`]s that a
-//! backend resolves.
+//! query over a timeline, and the value store that entries' [`ValRef`]s point into. Nothing here
+//! knows about Python.
 
 mod entry;
 mod error;
 mod forms;
 mod limits;
+pub mod printer;
 mod queries;
 mod snapshot;
+mod store;
 mod timeline;
 mod value;
 
@@ -19,4 +21,7 @@ pub use limits::{LimitHit, Limits};
 pub use queries::{display_name, merge_call_stats, total_order, CallStat, Drift, FrameRef, Segment};
 pub use snapshot::{SeqKind, Snap};
 pub use timeline::{Recorded, Timeline};
+pub use store::{
+    BadStore, CutNode, ExpandBudget, MapNode, NameId, Node, ObjId, ObjectNode, OpaqueNode, SeqNode, ValueStore,
+};
 pub use value::{Decoded, ValRef, MAX_SLOT};

@@ -1,8 +1,8 @@
-//! Language-neutral structural snapshots of values: what a recording file keeps of a value.
+//! Language-neutral trees of recorded values: what the queries hand out of a [`ValueStore`]
+//! (`crate::store`), for display and for the Python API.
 //!
-//! A live recording keeps the program's objects; a file keeps a [`Snap`] of each: its type name,
-//! its repr, and a navigable tree of containers and object attributes, cut by the recording's
-//! depth/length budget. A container whose `items.len()` is below its `len` was truncated.
+//! A container whose `items.len()` is below its `len` was cut by the recording's budget. `id`
+//! is the object's recording-wide identity (0: a value without one).
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Snap {
@@ -17,33 +17,48 @@ pub enum Snap {
         im: f64,
     },
     Str(String),
+    /// A string cut by the recording's budget: its first characters, its length in characters.
+    StrCut {
+        prefix: String,
+        len: u64,
+    },
     Bytes(Vec<u8>),
+    BytesCut {
+        prefix: Vec<u8>,
+        len: u64,
+    },
     /// Lists, tuples, sets, frozensets, deques and other sequences.
     Seq {
         kind: SeqKind,
         type_name: String,
+        id: u64,
         items: Vec<Snap>,
         len: u64,
     },
     Map {
         type_name: String,
+        id: u64,
         entries: Vec<(Snap, Snap)>,
         len: u64,
     },
-    /// An object with attributes (instance `__dict__`, slots, an exception's args).
+    /// An object with attributes (instance `__dict__`, slots, an exception's args); `repr` is
+    /// squall's own (see `crate::printer`).
     Object {
         type_name: String,
+        id: u64,
         repr: String,
         attrs: Vec<(String, Snap)>,
     },
-    /// An object kept only as its repr (functions, modules, C objects...).
+    /// An object known by its type, identity and name only (functions, modules, C objects...).
     Opaque {
         type_name: String,
+        id: u64,
         repr: String,
     },
-    /// A value beyond the depth budget: only its type and size are known.
+    /// A value beyond the depth budget: only its type, identity and size are known.
     Cut {
         type_name: String,
+        id: u64,
         len: u64,
     },
 }
@@ -80,13 +95,25 @@ impl Snap {
             Snap::Int(_) | Snap::BigInt(_) => "int",
             Snap::Float(_) => "float",
             Snap::Complex { .. } => "complex",
-            Snap::Str(_) => "str",
-            Snap::Bytes(_) => "bytes",
+            Snap::Str(_) | Snap::StrCut { .. } => "str",
+            Snap::Bytes(_) | Snap::BytesCut { .. } => "bytes",
             Snap::Seq { type_name, .. }
             | Snap::Map { type_name, .. }
             | Snap::Object { type_name, .. }
             | Snap::Opaque { type_name, .. }
             | Snap::Cut { type_name, .. } => type_name,
+        }
+    }
+
+    /// The recorded object's identity (0: none).
+    pub fn id(&self) -> u64 {
+        match self {
+            Snap::Seq { id, .. }
+            | Snap::Map { id, .. }
+            | Snap::Object { id, .. }
+            | Snap::Opaque { id, .. }
+            | Snap::Cut { id, .. } => *id,
+            _ => 0,
         }
     }
 }

@@ -1,8 +1,12 @@
-//! Short, Python-like text previews of stored values (for exports and listings).
+//! squall's own printer: short, Python-like text previews of recorded values (listings,
+//! exports, the reprs of recorded objects). Never the program's `__repr__`: an object is shown
+//! by its type, identity and recorded fields, `Item#12(name='a', price=3)`.
 
 use std::fmt::Write;
 
-use squall_trace::{Decoded, SeqKind, Snap, ValRef};
+use crate::snapshot::{SeqKind, Snap};
+use crate::store::{ExpandBudget, ValueStore};
+use crate::value::{Decoded, ValRef};
 
 /// A Python-repr-like preview of `snap`, at most about `max` characters (longer ones end in `…`).
 /// Truncated containers (fewer items than `len`) end in `...`.
@@ -13,16 +17,75 @@ pub fn preview(snap: &Snap, max: usize) -> String {
 }
 
 /// A preview of a value reference: inline ints and constants directly, slots through `values`.
-pub fn preview_ref(v: ValRef, values: &[Snap], max: usize) -> String {
+pub fn preview_ref(v: ValRef, values: &ValueStore, max: usize) -> String {
     match v.decode() {
         Decoded::Int(i) => i.to_string(),
         Decoded::None => "None".into(),
         Decoded::Bool(true) => "True".into(),
         Decoded::Bool(false) => "False".into(),
         Decoded::Absent => "<absent>".into(),
-        Decoded::Slot(i) => {
-            values.get(i as usize).map_or_else(|| format!("<value #{i} not in file>"), |s| preview(s, max))
+        Decoded::Slot(i) if (i as usize) < values.len() => {
+            // A preview shows little: expand only what it can show.
+            let nodes = max.clamp(8, 4096);
+            preview(&values.to_snap(v, ExpandBudget { max_depth: 6, max_nodes: nodes }), max)
         }
+        Decoded::Slot(i) => format!("<value #{i} not recorded>"),
+    }
+}
+
+/// The repr of a recorded object: `Type#id(attr=value, ...)` (the type's last dotted part).
+pub fn object_repr(type_name: &str, id: u64, attrs: &[(String, Snap)]) -> String {
+    const MAX: usize = 200;
+    let mut out = String::new();
+    short_type(&mut out, type_name, id);
+    out.push('(');
+    for (i, (k, v)) in attrs.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        if out.len() > MAX {
+            out.push_str("...");
+            break;
+        }
+        out.push_str(k);
+        out.push('=');
+        write_snap(&mut out, v, MAX);
+    }
+    out.push(')');
+    cut(out, MAX + 40)
+}
+
+/// The repr of an object known by its name only: `<function f#3>`, `<class 'mod.C'>`, `<Lock#9>`.
+pub fn opaque_repr(type_name: &str, id: u64, text: &str) -> String {
+    match (type_name, text.is_empty()) {
+        ("type", false) => format!("<class '{text}'>"),
+        ("module", false) => format!("<module '{text}'>"),
+        (_, false) => {
+            let mut out = format!("<{} ", last_part(type_name));
+            out.push_str(text);
+            if id != 0 {
+                let _ = write!(out, "#{id}");
+            }
+            out.push('>');
+            out
+        }
+        (_, true) => {
+            let mut out = String::from("<");
+            short_type(&mut out, type_name, id);
+            out.push('>');
+            out
+        }
+    }
+}
+
+fn last_part(type_name: &str) -> &str {
+    type_name.rsplit('.').next().unwrap_or(type_name)
+}
+
+fn short_type(out: &mut String, type_name: &str, id: u64) {
+    out.push_str(last_part(type_name));
+    if id != 0 {
+        let _ = write!(out, "#{id}");
     }
 }
 
@@ -105,7 +168,7 @@ fn write_snap(out: &mut String, s: &Snap, budget: usize) {
             }
             out.push('\'');
         }
-        Snap::Seq { kind, type_name, items, len } => {
+        Snap::Seq { kind, type_name, items, len, .. } => {
             let (open, close) = match kind {
                 SeqKind::List if type_name == "list" => ("[".to_string(), "]".to_string()),
                 SeqKind::Tuple if type_name == "tuple" => {
@@ -132,7 +195,7 @@ fn write_snap(out: &mut String, s: &Snap, budget: usize) {
             }
             out.push_str(&close);
         }
-        Snap::Map { type_name, entries, len } => {
+        Snap::Map { type_name, entries, len, .. } => {
             let plain = type_name == "dict";
             if !plain {
                 let _ = write!(out, "{type_name}(");
@@ -158,8 +221,21 @@ fn write_snap(out: &mut String, s: &Snap, budget: usize) {
             }
         }
         Snap::Object { repr, .. } | Snap::Opaque { repr, .. } => out.push_str(repr),
-        Snap::Cut { type_name, len } => {
-            let _ = write!(out, "<{type_name} of {len}, not recorded: too deep>");
+        Snap::Cut { type_name, id, len } => {
+            out.push('<');
+            short_type(out, type_name, *id);
+            if *len > 0 {
+                let _ = write!(out, " of {len}");
+            }
+            out.push_str(", not recorded: too deep>");
+        }
+        Snap::StrCut { prefix, len } => {
+            py_str(out, prefix, budget);
+            let _ = write!(out, "...[{len} chars]");
+        }
+        Snap::BytesCut { prefix, len } => {
+            write_snap(out, &Snap::Bytes(prefix.clone()), budget);
+            let _ = write!(out, "...[{len} bytes]");
         }
     }
 }

@@ -1,0 +1,738 @@
+//! Encoding a Python object into its timeline's [`ValueStore`] at the moment it is recorded
+//! (DESIGN.md, "Values": a recording holds nothing of the program).
+//!
+//! - `None`, bools and ints that fit in 31 bits are inline in the entry.
+//! - Everything else becomes nodes: numbers, strings and bytes (cut at `max_string`, their
+//!   length kept); containers by their items; other objects by their type and their own storage
+//!   (instance dict, `__slots__` and C members, an exception's args); functions, classes and
+//!   modules by name. Within the budget (`max_depth` levels, `max_length` items per container,
+//!   `max_items` nodes per value); what it cuts is marked (a container's `len` above its item
+//!   count, a `Cut` node beyond the depth).
+//! - Nothing of the program runs: storage is read directly (`ob_item`, `PyDict_Next`, the
+//!   base type's own iterator for sets and deques, members by offset), so no `__repr__`,
+//!   `__len__`, `__iter__`, `__eq__`, `__hash__`, `__getattribute__` or property is called, and
+//!   no reference is kept once the entry is written. The one exception is an encoder the user
+//!   registered for a type (`values.register_snapshot`).
+//! - Shared where unchanged: each address remembers the last node made for the object there;
+//!   a new encoding equal to it (same identity, same children) reuses it. Children are encoded
+//!   first, so an unchanged part of a changed container is shared too.
+
+use pyo3::ffi;
+use squall_trace::{
+    CutNode, MapNode, Node, ObjId, ObjectNode, OpaqueNode, SeqKind, SeqNode, ValRef, ValueStore,
+};
+
+use crate::engine::{without_recording, Engine, ThreadRec};
+use crate::identity::IDS;
+
+pub struct Budget {
+    pub max_depth: u32,
+    pub max_length: usize,
+    /// Nodes made for one recorded value, all levels together.
+    pub max_items: usize,
+    /// Characters of a string (bytes of a bytes object) kept.
+    pub max_string: usize,
+}
+
+pub const DEFAULT_BUDGET: Budget = Budget { max_depth: 5, max_length: 100, max_items: 1000, max_string: 1000 };
+
+/// What a timeline keeps besides its store to encode fast: the last node per address, and
+/// scratch space reused by every encoding.
+#[derive(Default)]
+pub struct EncodeCache {
+    last: foldhash::HashMap<usize, ValRef>,
+    /// Types' qualified names as interned in the store, for static types (which never die).
+    static_types: foldhash::HashMap<usize, u32>,
+    stack: Vec<ValRef>,
+    pairs: Vec<(ValRef, ValRef)>,
+    attrs: Vec<(u32, ValRef)>,
+    text: String,
+}
+
+impl EncodeCache {
+    pub fn bytes(&self) -> u64 {
+        (self.last.capacity() * 24 + self.static_types.capacity() * 16 + self.stack.capacity() * 4) as u64
+            + (self.pairs.capacity() * 8 + self.attrs.capacity() * 8 + self.text.capacity()) as u64
+    }
+}
+
+unsafe extern "C" {
+    // Exported by CPython 3.9-3.13 (cpython/object.h, cpython/longobject.h, classobject.h);
+    // pyo3-ffi leaves them out.
+    fn _PyObject_GetDictPtr(o: *mut ffi::PyObject) -> *mut *mut ffi::PyObject;
+    fn _PyLong_NumBits(o: *mut ffi::PyObject) -> usize;
+    static mut PyMethod_Type: ffi::PyTypeObject;
+}
+
+/// A bound method's layout (`PyMethodObject`, the same in 3.9-3.13): its function first.
+#[repr(C)]
+struct MethodObject {
+    ob_base: ffi::PyObject,
+    im_func: *mut ffi::PyObject,
+}
+
+/// The values that need no node: `None`, bools, and exact ints of 31 bits.
+///
+/// # Safety
+/// GIL held; `o` a valid borrowed reference.
+#[inline(always)]
+pub unsafe fn inline_value(o: *mut ffi::PyObject) -> Option<ValRef> {
+    unsafe {
+        if o == ffi::Py_None() {
+            return Some(ValRef::NONE);
+        }
+        let tp = ffi::Py_TYPE(o);
+        if tp == &raw mut ffi::PyLong_Type {
+            return crate::ints::exact_int_value(o).and_then(ValRef::small_int);
+        }
+        if tp == &raw mut ffi::PyBool_Type {
+            return Some(if o == ffi::Py_True() { ValRef::TRUE } else { ValRef::FALSE });
+        }
+        None
+    }
+}
+
+/// Encodes `o` as it is now into `rec`'s store. Runs no Python code (except an encoder the
+/// user registered for its type) and cannot fail: what cannot be read is encoded by its type.
+///
+/// # Safety
+/// GIL held; `o` a valid borrowed reference.
+pub unsafe fn encode(eng: &mut Engine, rec: &mut ThreadRec, o: *mut ffi::PyObject) -> ValRef {
+    unsafe {
+        if let Some(v) = inline_value(o) {
+            return v;
+        }
+        let mut left = eng.budget.max_items;
+        let mut cx = Cx { budget: &eng.budget, registered: &eng.snapshotters, store: &mut rec.values, cache: &mut rec.enc, left: &mut left };
+        cx.enc(o, eng.budget.max_depth)
+    }
+}
+
+struct Cx<'a> {
+    budget: &'a Budget,
+    registered: &'a [(*mut ffi::PyTypeObject, *mut ffi::PyObject)],
+    store: &'a mut ValueStore,
+    cache: &'a mut EncodeCache,
+    left: &'a mut usize,
+}
+
+/// Sequence storage read directly.
+enum Items {
+    Array(*mut *mut ffi::PyObject, usize),
+    /// Through the base type's own C iterator (sets, deques): runs no Python code.
+    Iter(ffi::iternextfunc, *mut ffi::PyObject),
+}
+
+impl Cx<'_> {
+    unsafe fn enc(&mut self, o: *mut ffi::PyObject, depth: u32) -> ValRef {
+        unsafe {
+            if let Some(v) = inline_value(o) {
+                return v;
+            }
+            let tp = ffi::Py_TYPE(o);
+            *self.left = self.left.saturating_sub(1);
+            if tp == &raw mut ffi::PyFloat_Type {
+                return self.shared(o, Node::Float(ffi::PyFloat_AS_DOUBLE(o)));
+            }
+            if tp == &raw mut ffi::PyUnicode_Type {
+                return self.string(o);
+            }
+            if tp == &raw mut ffi::PyLong_Type {
+                return self.big_int(o);
+            }
+            if tp == &raw mut ffi::PyBytes_Type {
+                return self.bytes(o);
+            }
+            if tp == &raw mut ffi::PyComplex_Type {
+                let c = (*o.cast::<ffi::PyComplexObject>()).cval;
+                return self.shared(o, Node::Complex(Box::new((c.real, c.imag))));
+            }
+            if !self.registered.is_empty() {
+                if let Some(&(_, f)) = self.registered.iter().find(|&&(t, _)| t == tp) {
+                    return self.registered_encoder(f, o, depth);
+                }
+            }
+            let flags = (*tp).tp_flags;
+            if flags & ffi::Py_TPFLAGS_LIST_SUBCLASS != 0 {
+                let items = Items::Array((*o.cast::<ffi::PyListObject>()).ob_item, ffi::PyList_GET_SIZE(o) as usize);
+                return self.seq(o, SeqKind::List, items, depth, true);
+            }
+            if flags & ffi::Py_TPFLAGS_TUPLE_SUBCLASS != 0 {
+                let items = Items::Array((*o.cast::<ffi::PyTupleObject>()).ob_item.as_mut_ptr(), ffi::PyTuple_GET_SIZE(o) as usize);
+                return self.seq(o, SeqKind::Tuple, items, depth, false);
+            }
+            if flags & ffi::Py_TPFLAGS_DICT_SUBCLASS != 0 {
+                return self.map(o, depth);
+            }
+            if ffi::PyAnySet_Check(o) != 0 {
+                let frozen = ffi::PyFrozenSet_Check(o) != 0;
+                let kind = if frozen { SeqKind::FrozenSet } else { SeqKind::Set };
+                let base = if frozen { &raw mut ffi::PyFrozenSet_Type } else { &raw mut ffi::PySet_Type };
+                return match base_iter(base, o) {
+                    Some(items) => self.seq(o, kind, items, depth, !frozen),
+                    None => self.opaque(o, String::new()),
+                };
+            }
+            if let Some(deque) = deque_base(tp) {
+                return match base_iter(deque, o) {
+                    Some(items) => self.seq(o, SeqKind::Other, items, depth, true),
+                    None => self.opaque(o, String::new()),
+                };
+            }
+            if flags & ffi::Py_TPFLAGS_UNICODE_SUBCLASS != 0
+                || flags & ffi::Py_TPFLAGS_LONG_SUBCLASS != 0
+                || flags & ffi::Py_TPFLAGS_BYTES_SUBCLASS != 0
+                || ffi::PyFloat_Check(o) != 0
+            {
+                return self.object(o, depth, true);
+            }
+            if ffi::PyByteArray_Check(o) != 0 {
+                return self.object(o, depth, true);
+            }
+            if flags & ffi::Py_TPFLAGS_TYPE_SUBCLASS != 0 {
+                return self.opaque(o, qualified_name(o.cast()));
+            }
+            if ffi::PyFunction_Check(o) != 0 {
+                return self.opaque(o, str_field((*o.cast::<ffi::PyFunctionObject>()).func_qualname));
+            }
+            if tp == &raw mut PyMethod_Type {
+                let f = (*o.cast::<MethodObject>()).im_func;
+                let text = if ffi::PyFunction_Check(f) != 0 {
+                    str_field((*f.cast::<ffi::PyFunctionObject>()).func_qualname)
+                } else {
+                    String::new()
+                };
+                return self.opaque(o, text);
+            }
+            if ffi::PyCFunction_Check(o) != 0 {
+                let def = (*o.cast::<ffi::PyCFunctionObject>()).m_ml;
+                let text = if def.is_null() || (*def).ml_name.is_null() {
+                    String::new()
+                } else {
+                    std::ffi::CStr::from_ptr((*def).ml_name).to_string_lossy().into_owned()
+                };
+                return self.opaque(o, text);
+            }
+            if ffi::PyModule_Check(o) != 0 {
+                let name = ffi::PyModule_GetNameObject(o);
+                let text = if name.is_null() {
+                    ffi::PyErr_Clear();
+                    String::new()
+                } else {
+                    let t = str_field(name);
+                    ffi::Py_DecRef(name);
+                    t
+                };
+                return self.opaque(o, text);
+            }
+            if ffi::PyCode_Check(o) != 0 {
+                return self.opaque(o, String::new());
+            }
+            self.object(o, depth, false)
+        }
+    }
+
+    /// `node` for the id-less value at `o`, or the earlier node made at that address when equal.
+    unsafe fn shared(&mut self, o: *mut ffi::PyObject, node: Node) -> ValRef {
+        let addr = o as usize;
+        if let Some(&prev) = self.cache.last.get(&addr) {
+            if let Some(p) = self.store.node(prev.0) {
+                if same_scalar(p, &node) {
+                    return prev;
+                }
+            }
+        }
+        self.push_at(addr, node)
+    }
+
+    fn push_at(&mut self, addr: usize, node: Node) -> ValRef {
+        match self.store.push(node) {
+            Some(r) => {
+                self.cache.last.insert(addr, r);
+                r
+            }
+            None => ValRef::ABSENT,
+        }
+    }
+
+    unsafe fn string(&mut self, o: *mut ffi::PyObject) -> ValRef {
+        unsafe {
+            let mut text = std::mem::take(&mut self.cache.text);
+            text.clear();
+            let len = read_str(o, self.budget.max_string, &mut text);
+            let addr = o as usize;
+            let cut = (text.chars().count() as u64) < len;
+            let r = match self.cache.last.get(&addr).and_then(|p| self.store.node(p.0).map(|n| (*p, n))) {
+                Some((prev, Node::Str(s))) if !cut && **s == *text => prev,
+                Some((prev, Node::StrCut(b))) if cut && *b.0 == *text && b.1 == len => prev,
+                _ => {
+                    let node = if cut {
+                        Node::StrCut(Box::new((text.as_str().into(), len)))
+                    } else {
+                        Node::Str(text.as_str().into())
+                    };
+                    self.push_at(addr, node)
+                }
+            };
+            self.cache.text = text;
+            r
+        }
+    }
+
+    unsafe fn big_int(&mut self, o: *mut ffi::PyObject) -> ValRef {
+        unsafe {
+            let mut overflow = 0;
+            let v = ffi::PyLong_AsLongLongAndOverflow(o, &mut overflow);
+            if overflow == 0 && !(v == -1 && !ffi::PyErr_Occurred().is_null()) {
+                return self.shared(o, Node::Int(v));
+            }
+            ffi::PyErr_Clear();
+            // An exact int's str runs CPython's own conversion (no user code); past the
+            // interpreter's digit limit it raises, and the size is shown instead.
+            let s = ffi::PyObject_Str(o);
+            let text = if s.is_null() {
+                ffi::PyErr_Clear();
+                let bits = _PyLong_NumBits(o);
+                format!("<int of {bits} bits>")
+            } else {
+                let t = str_field(s);
+                ffi::Py_DecRef(s);
+                t
+            };
+            self.shared(o, Node::BigInt(text.into()))
+        }
+    }
+
+    unsafe fn bytes(&mut self, o: *mut ffi::PyObject) -> ValRef {
+        unsafe {
+            let n = ffi::Py_SIZE(o).max(0) as usize;
+            let data = std::slice::from_raw_parts(ffi::PyBytes_AS_STRING(o).cast::<u8>(), n.min(self.budget.max_string));
+            let node = if n > self.budget.max_string {
+                Node::BytesCut(Box::new((data.into(), n as u64)))
+            } else {
+                Node::Bytes(data.into())
+            };
+            self.shared(o, node)
+        }
+    }
+
+    unsafe fn type_name(&mut self, tp: *mut ffi::PyTypeObject) -> u32 {
+        unsafe {
+            if (*tp).tp_flags & ffi::Py_TPFLAGS_HEAPTYPE == 0 {
+                if let Some(&id) = self.cache.static_types.get(&(tp as usize)) {
+                    return id;
+                }
+                let id = self.store.intern(&qualified_name(tp));
+                self.cache.static_types.insert(tp as usize, id);
+                return id;
+            }
+            self.store.intern(&qualified_name(tp))
+        }
+    }
+
+    unsafe fn identity(&mut self, o: *mut ffi::PyObject) -> ObjId {
+        unsafe {
+            crate::deaths::hook_type(ffi::Py_TYPE(o));
+            IDS.get().of(o)
+        }
+    }
+
+    unsafe fn seq(&mut self, o: *mut ffi::PyObject, kind: SeqKind, items: Items, depth: u32, identity: bool) -> ValRef {
+        unsafe {
+            let tp = ffi::Py_TYPE(o);
+            let obj = if identity { self.identity(o) } else { 0 };
+            let ty = self.type_name(tp);
+            let (len, base) = match &items {
+                Items::Array(_, n) => (*n as u64, self.cache.stack.len()),
+                Items::Iter(..) => (obj_len(o), self.cache.stack.len()),
+            };
+            if depth == 0 {
+                if let Items::Iter(_, it) = items {
+                    ffi::Py_DecRef(it);
+                }
+                return self.keyed(o, Node::Cut(Box::new(CutNode { ty, obj, len })));
+            }
+            let max = self.budget.max_length;
+            match items {
+                Items::Array(p, n) => {
+                    for i in 0..n.min(max) {
+                        if *self.left == 0 {
+                            break;
+                        }
+                        let v = self.enc(*p.add(i), depth - 1);
+                        self.cache.stack.push(v);
+                    }
+                }
+                Items::Iter(next, it) => {
+                    while self.cache.stack.len() - base < max && *self.left > 0 {
+                        let item = next(it);
+                        if item.is_null() {
+                            break;
+                        }
+                        let v = self.enc(item, depth - 1);
+                        ffi::Py_DecRef(item);
+                        self.cache.stack.push(v);
+                    }
+                    ffi::Py_DecRef(it);
+                    if !ffi::PyErr_Occurred().is_null() {
+                        ffi::PyErr_Clear();
+                    }
+                }
+            }
+            let addr = o as usize;
+            let items = &self.cache.stack[base..];
+            if let Some(&prev) = self.cache.last.get(&addr) {
+                if let Some(Node::Seq(p)) = self.store.node(prev.0) {
+                    if p.obj == obj && p.ty == ty && p.kind == kind && p.len == len && *p.items == *items {
+                        self.cache.stack.truncate(base);
+                        return prev;
+                    }
+                }
+            }
+            let node = Node::Seq(Box::new(SeqNode { kind, ty, obj, len, items: items.into() }));
+            self.cache.stack.truncate(base);
+            self.push_at(addr, node)
+        }
+    }
+
+    unsafe fn map(&mut self, o: *mut ffi::PyObject, depth: u32) -> ValRef {
+        unsafe {
+            let obj = self.identity(o);
+            let ty = self.type_name(ffi::Py_TYPE(o));
+            let len = ffi::PyDict_Size(o).max(0) as u64;
+            if depth == 0 {
+                return self.keyed(o, Node::Cut(Box::new(CutNode { ty, obj, len })));
+            }
+            let base = self.cache.pairs.len();
+            let (mut pos, mut k, mut v) = (0, std::ptr::null_mut(), std::ptr::null_mut());
+            while self.cache.pairs.len() - base < self.budget.max_length
+                && *self.left > 0
+                && ffi::PyDict_Next(o, &mut pos, &mut k, &mut v) != 0
+            {
+                let ke = self.enc(k, depth - 1);
+                let ve = self.enc(v, depth - 1);
+                self.cache.pairs.push((ke, ve));
+            }
+            let addr = o as usize;
+            let entries = &self.cache.pairs[base..];
+            if let Some(&prev) = self.cache.last.get(&addr) {
+                if let Some(Node::Map(p)) = self.store.node(prev.0) {
+                    if p.obj == obj && p.ty == ty && p.len == len && *p.entries == *entries {
+                        self.cache.pairs.truncate(base);
+                        return prev;
+                    }
+                }
+            }
+            let node = Node::Map(Box::new(MapNode { ty, obj, len, entries: entries.into() }));
+            self.cache.pairs.truncate(base);
+            self.push_at(addr, node)
+        }
+    }
+
+    /// An object by its own storage: a builtin base's value (int, str, float, bytes and
+    /// bytearray subclasses), C members and `__slots__`, an exception's args, its `__dict__`.
+    unsafe fn object(&mut self, o: *mut ffi::PyObject, depth: u32, has_base_value: bool) -> ValRef {
+        unsafe {
+            let tp = ffi::Py_TYPE(o);
+            let obj = self.identity(o);
+            let ty = self.type_name(tp);
+            if depth == 0 {
+                return self.keyed(o, Node::Cut(Box::new(CutNode { ty, obj, len: 0 })));
+            }
+            let base = self.cache.attrs.len();
+            if has_base_value {
+                let v = self.base_value(o);
+                let k = self.store.intern("value");
+                self.cache.attrs.push((k, v));
+            }
+            if ffi::PyExceptionInstance_Check(o) != 0 {
+                let args = (*o.cast::<ffi::PyBaseExceptionObject>()).args;
+                if !args.is_null() {
+                    let v = self.enc(args, depth - 1);
+                    let k = self.store.intern("args");
+                    self.cache.attrs.push((k, v));
+                }
+            }
+            self.members(o, tp, depth);
+            let dict_ptr = if (*tp).tp_dictoffset != 0 || (*tp).tp_flags & (1 << 4) != 0 {
+                let p = _PyObject_GetDictPtr(o);
+                if !ffi::PyErr_Occurred().is_null() {
+                    ffi::PyErr_Clear();
+                }
+                p
+            } else {
+                std::ptr::null_mut()
+            };
+            if !dict_ptr.is_null() && !(*dict_ptr).is_null() && ffi::PyDict_Check(*dict_ptr) != 0 {
+                let d = *dict_ptr;
+                let (mut pos, mut k, mut v) = (0, std::ptr::null_mut(), std::ptr::null_mut());
+                while self.cache.attrs.len() - base < self.budget.max_length
+                    && *self.left > 0
+                    && ffi::PyDict_Next(d, &mut pos, &mut k, &mut v) != 0
+                {
+                    if ffi::PyUnicode_Check(k) == 0 {
+                        continue;
+                    }
+                    let name = str_field(k);
+                    let ve = self.enc(v, depth - 1);
+                    let ke = self.store.intern(&name);
+                    self.cache.attrs.push((ke, ve));
+                }
+            }
+            if self.cache.attrs.len() == base && !has_base_value && ffi::PyExceptionInstance_Check(o) == 0 {
+                return self.opaque(o, String::new());
+            }
+            let addr = o as usize;
+            let attrs = &self.cache.attrs[base..];
+            if let Some(&prev) = self.cache.last.get(&addr) {
+                if let Some(Node::Object(p)) = self.store.node(prev.0) {
+                    if p.obj == obj && p.ty == ty && *p.attrs == *attrs {
+                        self.cache.attrs.truncate(base);
+                        return prev;
+                    }
+                }
+            }
+            let node = Node::Object(Box::new(ObjectNode { ty, obj, attrs: attrs.into() }));
+            self.cache.attrs.truncate(base);
+            self.push_at(addr, node)
+        }
+    }
+
+    /// The builtin value under an int, str, float, bytes or bytearray subclass instance.
+    unsafe fn base_value(&mut self, o: *mut ffi::PyObject) -> ValRef {
+        unsafe {
+            let flags = (*ffi::Py_TYPE(o)).tp_flags;
+            let node = if flags & ffi::Py_TPFLAGS_UNICODE_SUBCLASS != 0 {
+                let mut text = String::new();
+                let len = read_str(o, self.budget.max_string, &mut text);
+                if (text.chars().count() as u64) < len {
+                    Node::StrCut(Box::new((text.into(), len)))
+                } else {
+                    Node::Str(text.into())
+                }
+            } else if flags & ffi::Py_TPFLAGS_LONG_SUBCLASS != 0 {
+                let mut overflow = 0;
+                let v = ffi::PyLong_AsLongLongAndOverflow(o, &mut overflow);
+                if overflow != 0 || (v == -1 && !ffi::PyErr_Occurred().is_null()) {
+                    ffi::PyErr_Clear();
+                    Node::BigInt(format!("<int of {} bits>", _PyLong_NumBits(o)).into())
+                } else if let Some(r) = ValRef::small_int(v) {
+                    return r;
+                } else {
+                    Node::Int(v)
+                }
+            } else if ffi::PyFloat_Check(o) != 0 {
+                Node::Float(ffi::PyFloat_AS_DOUBLE(o))
+            } else if flags & ffi::Py_TPFLAGS_BYTES_SUBCLASS != 0 {
+                let n = ffi::Py_SIZE(o).max(0) as usize;
+                Node::Bytes(std::slice::from_raw_parts(ffi::PyBytes_AS_STRING(o).cast::<u8>(), n.min(self.budget.max_string)).into())
+            } else {
+                let n = ffi::PyByteArray_GET_SIZE(o) as usize;
+                let data = std::slice::from_raw_parts(ffi::PyByteArray_AS_STRING(o).cast::<u8>(), n.min(self.budget.max_string));
+                if n > self.budget.max_string {
+                    Node::BytesCut(Box::new((data.into(), n as u64)))
+                } else {
+                    Node::Bytes(data.into())
+                }
+            };
+            self.store.push(node).unwrap_or(ValRef::ABSENT)
+        }
+    }
+
+    /// Object members (`__slots__` and C struct members) of every type in `tp`'s MRO, read at
+    /// their offsets: what the member descriptors would return, without calling them.
+    unsafe fn members(&mut self, o: *mut ffi::PyObject, tp: *mut ffi::PyTypeObject, depth: u32) {
+        unsafe {
+            let mro = (*tp).tp_mro;
+            if mro.is_null() || ffi::PyTuple_Check(mro) == 0 {
+                return;
+            }
+            for i in 0..ffi::PyTuple_GET_SIZE(mro) {
+                let t = ffi::PyTuple_GET_ITEM(mro, i).cast::<ffi::PyTypeObject>();
+                if t == &raw mut ffi::PyBaseObject_Type {
+                    continue;
+                }
+                let mut m = (*t).tp_members;
+                while !m.is_null() && !(*m).name.is_null() {
+                    let def = *m;
+                    m = m.add(1);
+                    // T_OBJECT (6) and Py_T_OBJECT_EX (16): object pointers.
+                    if def.type_code != 6 && def.type_code != ffi::Py_T_OBJECT_EX {
+                        continue;
+                    }
+                    let name = std::ffi::CStr::from_ptr(def.name).to_string_lossy();
+                    if name.starts_with("__") && name.ends_with("__") {
+                        continue;
+                    }
+                    let p = *(o.cast::<u8>().offset(def.offset).cast::<*mut ffi::PyObject>());
+                    if p.is_null() || *self.left == 0 {
+                        continue;
+                    }
+                    let name = name.into_owned();
+                    let v = self.enc(p, depth - 1);
+                    let k = self.store.intern(&name);
+                    self.cache.attrs.push((k, v));
+                }
+            }
+        }
+    }
+
+    unsafe fn opaque(&mut self, o: *mut ffi::PyObject, text: String) -> ValRef {
+        unsafe {
+            let obj = self.identity(o);
+            let ty = self.type_name(ffi::Py_TYPE(o));
+            self.keyed(o, Node::Opaque(Box::new(OpaqueNode { ty, obj, text: text.into() })))
+        }
+    }
+
+    /// `node` for the object at `o`, or its last node there when equal.
+    fn keyed(&mut self, o: *mut ffi::PyObject, node: Node) -> ValRef {
+        let addr = o as usize;
+        if let Some(&prev) = self.cache.last.get(&addr) {
+            if self.store.node(prev.0) == Some(&node) {
+                return prev;
+            }
+        }
+        self.push_at(addr, node)
+    }
+
+    /// A user-registered encoder's result stands for `o` (the user's own code, by request).
+    unsafe fn registered_encoder(&mut self, f: *mut ffi::PyObject, o: *mut ffi::PyObject, depth: u32) -> ValRef {
+        unsafe {
+            let r = without_recording(|| ffi::PyObject_CallOneArg(f, o));
+            if r.is_null() {
+                ffi::PyErr_Clear();
+                return self.opaque(o, "<its registered snapshot function raised>".into());
+            }
+            let v = if r == o { self.object(o, depth, false) } else { self.enc(r, depth) };
+            ffi::Py_DecRef(r);
+            v
+        }
+    }
+}
+
+fn same_scalar(a: &Node, b: &Node) -> bool {
+    match (a, b) {
+        // By bits: NaN is the same NaN, and -0.0 is not 0.0.
+        (Node::Float(x), Node::Float(y)) => x.to_bits() == y.to_bits(),
+        (Node::Complex(x), Node::Complex(y)) => {
+            x.0.to_bits() == y.0.to_bits() && x.1.to_bits() == y.1.to_bits()
+        }
+        _ => a == b,
+    }
+}
+
+/// `collections.deque` or the deque base of `tp`.
+unsafe fn deque_base(tp: *mut ffi::PyTypeObject) -> Option<*mut ffi::PyTypeObject> {
+    let deque = crate::engine::deque_type();
+    if deque.is_null() {
+        return None;
+    }
+    let mut t = tp;
+    while !t.is_null() {
+        if t == deque {
+            return Some(deque);
+        }
+        t = unsafe { (*t).tp_base };
+    }
+    None
+}
+
+/// An iterator over `o`'s storage made by `base`'s own `tp_iter` (C code), whatever `o`'s
+/// class overrides.
+unsafe fn base_iter(base: *mut ffi::PyTypeObject, o: *mut ffi::PyObject) -> Option<Items> {
+    unsafe {
+        let make = (*base).tp_iter?;
+        let it = make(o);
+        if it.is_null() {
+            ffi::PyErr_Clear();
+            return None;
+        }
+        match (*ffi::Py_TYPE(it)).tp_iternext {
+            Some(next) => Some(Items::Iter(next, it)),
+            None => {
+                ffi::Py_DecRef(it);
+                None
+            }
+        }
+    }
+}
+
+/// The length of a set or deque, from its storage.
+unsafe fn obj_len(o: *mut ffi::PyObject) -> u64 {
+    unsafe {
+        if ffi::PyAnySet_Check(o) != 0 {
+            return (*o.cast::<ffi::PySetObject>()).used.max(0) as u64;
+        }
+        // A deque's `ob_size` is its length (it is a PyVarObject).
+        ffi::Py_SIZE(o).max(0) as u64
+    }
+}
+
+/// Up to `max` characters of str `o` into `out` (cleared first); its length in characters.
+unsafe fn read_str(o: *mut ffi::PyObject, max: usize, out: &mut String) -> u64 {
+    unsafe {
+        out.clear();
+        #[cfg(not(Py_3_12))]
+        if ffi::PyUnicode_IS_READY(o) == 0 {
+            return 0;
+        }
+        let len = ffi::PyUnicode_GET_LENGTH(o).max(0) as usize;
+        let n = len.min(max);
+        let data = ffi::PyUnicode_DATA(o);
+        match ffi::PyUnicode_KIND(o) {
+            ffi::PyUnicode_1BYTE_KIND => {
+                let b = std::slice::from_raw_parts(data.cast::<u8>(), n);
+                if ffi::PyUnicode_IS_ASCII(o) != 0 {
+                    out.push_str(std::str::from_utf8_unchecked(b));
+                } else {
+                    out.extend(b.iter().map(|&c| c as char));
+                }
+            }
+            ffi::PyUnicode_2BYTE_KIND => {
+                let b = std::slice::from_raw_parts(data.cast::<u16>(), n);
+                out.extend(b.iter().map(|&c| char::from_u32(u32::from(c)).unwrap_or('\u{fffd}')));
+            }
+            _ => {
+                let b = std::slice::from_raw_parts(data.cast::<u32>(), n);
+                out.extend(b.iter().map(|&c| char::from_u32(c).unwrap_or('\u{fffd}')));
+            }
+        }
+        len as u64
+    }
+}
+
+/// The text of a str field (a name), read directly; "" when it is not a str.
+unsafe fn str_field(s: *mut ffi::PyObject) -> String {
+    unsafe {
+        if s.is_null() || ffi::PyUnicode_Check(s) == 0 {
+            return String::new();
+        }
+        let mut out = String::new();
+        read_str(s, 10_000, &mut out);
+        out
+    }
+}
+
+/// `module.QualName` of a type, read from the type itself (`__module__` in its dict for
+/// classes defined in Python, `tp_name` for C types), as the program would spell it.
+pub unsafe fn qualified_name(tp: *mut ffi::PyTypeObject) -> String {
+    unsafe {
+        if (*tp).tp_flags & ffi::Py_TPFLAGS_HEAPTYPE != 0 {
+            let ht = tp.cast::<ffi::PyHeapTypeObject>();
+            let qual = str_field((*ht).ht_qualname);
+            let dict = (*tp).tp_dict;
+            let module = if dict.is_null() {
+                String::new()
+            } else {
+                let m = ffi::PyDict_GetItemString(dict, c"__module__".as_ptr());
+                str_field(m)
+            };
+            return match module.as_str() {
+                "" | "builtins" => qual,
+                m => format!("{m}.{qual}"),
+            };
+        }
+        std::ffi::CStr::from_ptr((*tp).tp_name).to_string_lossy().into_owned()
+    }
+}

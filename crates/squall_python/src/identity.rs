@@ -1,0 +1,76 @@
+//! Recording-wide object identities, kept without holding the objects.
+//!
+//! An object gets an [`ObjId`] the first time it is recorded; recording it again, while it
+//! lives, finds the same id by its address. The map holds addresses only (no reference, no
+//! weakref: the program sees nothing of it). An address reused by a later object must not give
+//! that object the dead one's id: `deaths.rs` hooks the deallocation of the types the recorder
+//! has seen and forgets the address there. Until a type is hooked (or where it cannot be), an
+//! address found with another type than before is a new object too.
+
+use pyo3::ffi;
+use squall_trace::ObjId;
+
+use crate::gil_cell::GilCell;
+
+type AddrMap = std::collections::HashMap<usize, (ObjId, usize), foldhash::fast::FixedState>;
+
+pub struct Identities {
+    /// Address -> (identity, type address when it was given).
+    by_addr: AddrMap,
+    next: ObjId,
+}
+
+pub static IDS: GilCell<Identities> =
+    GilCell::new(Identities { by_addr: AddrMap::with_hasher(foldhash::fast::FixedState::with_seed(0x5ca11)), next: 1 });
+
+impl Identities {
+    /// The identity of the live object `o` (a new one if it was never recorded).
+    ///
+    /// # Safety
+    /// GIL held; `o` a valid object.
+    #[inline]
+    pub unsafe fn of(&mut self, o: *mut ffi::PyObject) -> ObjId {
+        let tp = unsafe { ffi::Py_TYPE(o) } as usize;
+        let addr = o as usize;
+        match self.by_addr.get(&addr) {
+            Some(&(id, t)) if t == tp => id,
+            _ => {
+                let id = self.next;
+                self.next += 1;
+                self.by_addr.insert(addr, (id, tp));
+                crate::deaths::watch(addr);
+                id
+            }
+        }
+    }
+
+    /// The identity the live object `o` has, if it was recorded (without giving it one).
+    ///
+    /// # Safety
+    /// GIL held; `o` a valid object.
+    pub unsafe fn known(&self, o: *mut ffi::PyObject) -> Option<ObjId> {
+        let tp = unsafe { ffi::Py_TYPE(o) } as usize;
+        match self.by_addr.get(&(o as usize)) {
+            Some(&(id, t)) if t == tp => Some(id),
+            _ => None,
+        }
+    }
+
+    /// The object at `addr` is being freed: a later object there is another one.
+    pub fn forget(&mut self, addr: usize) {
+        self.by_addr.remove(&addr);
+    }
+
+    /// Bytes the map holds.
+    pub fn bytes(&self) -> u64 {
+        (self.by_addr.capacity() * 32) as u64
+    }
+
+    /// Forgets every address, and numbers objects from 1 again: a cleared recording's values
+    /// cannot be reached any more (value refs name the recording), so its ids cannot be confused
+    /// with the next one's.
+    pub fn clear(&mut self) {
+        self.next = 1;
+        self.by_addr = AddrMap::with_hasher(foldhash::fast::FixedState::with_seed(0x5ca11));
+    }
+}

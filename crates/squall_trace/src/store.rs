@@ -1,0 +1,516 @@
+//! The value store: what a recording keeps of the program's values, encoded when they were
+//! recorded (DESIGN.md, "Values": a recording holds nothing of the program).
+//!
+//! A store is an append-only table of [`Node`]s. A node's children are [`ValRef`]s: inline
+//! scalars, or slots of *earlier* nodes of the same store, so the nodes form a DAG in which
+//! every edge points backwards (no cycle, and a reader can check each edge). An unchanged value
+//! recorded again points at its earlier node instead of being stored twice, and a changed
+//! container shares its unchanged children with its earlier states.
+//!
+//! Type and attribute names are interned per store ([`NameId`]). Objects carry a recording-wide
+//! identity ([`ObjId`], 0 for values without one: strings, numbers, tuples, frozensets).
+
+use std::collections::HashMap;
+
+use crate::snapshot::{SeqKind, Snap};
+use crate::value::{Decoded, ValRef};
+
+/// The attribute under which a version 1 file's repr of an object is kept.
+const LEGACY_REPR: &str = "\u{0}repr";
+
+/// A recording-wide object identity; 0: the value has none (it is compared by content).
+pub type ObjId = u64;
+/// An index into a store's name table.
+pub type NameId = u32;
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Node {
+    Float(f64),
+    /// An integer outside the inline range of a [`ValRef`].
+    Int(i64),
+    /// An integer outside `i64`, in decimal (or a description when too long to convert).
+    BigInt(Box<str>),
+    Complex(Box<(f64, f64)>),
+    Str(Box<str>),
+    /// A string cut by the budget: its first characters and its full length in characters.
+    StrCut(Box<(Box<str>, u64)>),
+    Bytes(Box<[u8]>),
+    /// Bytes cut by the budget: the first ones and the full length.
+    BytesCut(Box<(Box<[u8]>, u64)>),
+    /// Lists, tuples, sets, frozensets, deques, bytearrays and their subclasses.
+    Seq(Box<SeqNode>),
+    /// Dicts and their subclasses.
+    Map(Box<MapNode>),
+    /// An object read from its own storage: instance dict, slots, an exception's args.
+    Object(Box<ObjectNode>),
+    /// An object known by its type, identity and a name (functions, classes, modules, C objects).
+    Opaque(Box<OpaqueNode>),
+    /// A value beyond the depth or item budget: only its type, identity and size are known.
+    Cut(Box<CutNode>),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct SeqNode {
+    pub kind: SeqKind,
+    pub ty: NameId,
+    pub obj: ObjId,
+    /// The container's length; `items` holds the first ones (fewer when the budget cut it).
+    pub len: u64,
+    pub items: Box<[ValRef]>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct MapNode {
+    pub ty: NameId,
+    pub obj: ObjId,
+    pub len: u64,
+    pub entries: Box<[(ValRef, ValRef)]>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ObjectNode {
+    pub ty: NameId,
+    pub obj: ObjId,
+    pub attrs: Box<[(NameId, ValRef)]>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct OpaqueNode {
+    pub ty: NameId,
+    pub obj: ObjId,
+    /// What names the object (a function's or class's qualified name, a module's name), or "".
+    pub text: Box<str>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct CutNode {
+    pub ty: NameId,
+    pub obj: ObjId,
+    pub len: u64,
+}
+
+impl Node {
+    /// The identity of the object this node is a state of (0: none).
+    pub fn obj(&self) -> ObjId {
+        match self {
+            Node::Seq(n) => n.obj,
+            Node::Map(n) => n.obj,
+            Node::Object(n) => n.obj,
+            Node::Opaque(n) => n.obj,
+            Node::Cut(n) => n.obj,
+            _ => 0,
+        }
+    }
+
+    /// Heap bytes this node owns, beyond its slot in the table (what the memory limit counts).
+    pub fn heap_bytes(&self) -> u64 {
+        let v = std::mem::size_of::<ValRef>() as u64;
+        match self {
+            Node::Float(_) | Node::Int(_) => 0,
+            Node::BigInt(s) | Node::Str(s) => s.len() as u64,
+            Node::Complex(_) => 16,
+            Node::StrCut(b) => 24 + b.0.len() as u64,
+            Node::Bytes(b) => b.len() as u64,
+            Node::BytesCut(b) => 24 + b.0.len() as u64,
+            Node::Seq(n) => std::mem::size_of::<SeqNode>() as u64 + v * n.items.len() as u64,
+            Node::Map(n) => std::mem::size_of::<MapNode>() as u64 + 2 * v * n.entries.len() as u64,
+            Node::Object(n) => std::mem::size_of::<ObjectNode>() as u64 + 8 * n.attrs.len() as u64,
+            Node::Opaque(n) => std::mem::size_of::<OpaqueNode>() as u64 + n.text.len() as u64,
+            Node::Cut(_) => std::mem::size_of::<CutNode>() as u64,
+        }
+    }
+
+    /// Every value this node refers to, in order.
+    pub fn children(&self, mut f: impl FnMut(ValRef)) {
+        match self {
+            Node::Seq(n) => n.items.iter().copied().for_each(f),
+            Node::Map(n) => n.entries.iter().for_each(|&(k, v)| {
+                f(k);
+                f(v)
+            }),
+            Node::Object(n) => n.attrs.iter().for_each(|&(_, v)| f(v)),
+            _ => {}
+        }
+    }
+}
+
+/// How much of a stored value [`ValueStore::to_snap`] expands (a DAG shared by many entries can
+/// be large; a tree made of it for display is cut).
+#[derive(Clone, Copy, Debug)]
+pub struct ExpandBudget {
+    pub max_depth: u32,
+    pub max_nodes: usize,
+}
+
+impl ExpandBudget {
+    pub const FULL: ExpandBudget = ExpandBudget { max_depth: 64, max_nodes: 100_000 };
+}
+
+/// One timeline's values.
+#[derive(Debug, Default)]
+pub struct ValueStore {
+    nodes: Vec<Node>,
+    names: Vec<Box<str>>,
+    name_ids: HashMap<Box<str>, NameId>,
+    heap_bytes: u64,
+    names_bytes: u64,
+    /// Files of format version 1 numbered values per entry, not per node: their entries' slot
+    /// `i` is `legacy[i]` (empty for stores recorded since).
+    legacy: Vec<ValRef>,
+}
+
+/// Why stored data is not a valid store (a damaged or foreign file).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadStore(pub String);
+
+impl ValueStore {
+    pub fn new() -> ValueStore {
+        ValueStore::default()
+    }
+
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    pub fn names_len(&self) -> usize {
+        self.names.len()
+    }
+
+    pub fn nodes(&self) -> &[Node] {
+        &self.nodes
+    }
+
+    pub fn names(&self) -> &[Box<str>] {
+        &self.names
+    }
+
+    pub fn node(&self, slot: u32) -> Option<&Node> {
+        self.nodes.get(slot as usize)
+    }
+
+    pub fn name(&self, id: NameId) -> &str {
+        self.names.get(id as usize).map_or("?", |s| s)
+    }
+
+    /// Memory the store holds: its tables and what each node owns.
+    pub fn bytes(&self) -> u64 {
+        (self.nodes.capacity() * std::mem::size_of::<Node>()) as u64 + self.heap_bytes + self.names_bytes
+    }
+
+    /// The id of `name`, interned.
+    pub fn intern(&mut self, name: &str) -> NameId {
+        if let Some(&id) = self.name_ids.get(name) {
+            return id;
+        }
+        let id = self.names.len() as NameId;
+        self.names_bytes += 2 * name.len() as u64 + 48;
+        self.names.push(name.into());
+        self.name_ids.insert(name.into(), id);
+        id
+    }
+
+    /// Appends `node`; `None` when the table is full (the value is then not recorded).
+    pub fn push(&mut self, node: Node) -> Option<ValRef> {
+        let r = ValRef::slot(self.nodes.len() as u32)?;
+        self.heap_bytes += node.heap_bytes();
+        self.nodes.push(node);
+        Some(r)
+    }
+
+    /// Appends nodes and names read from a file (`first_*`: where they start, which must be the
+    /// current ends), checking that every child and name points at something earlier.
+    pub fn extend_checked(
+        &mut self,
+        first_name: u64,
+        names: Vec<String>,
+        first_node: u64,
+        nodes: Vec<Node>,
+    ) -> Result<(), BadStore> {
+        if first_name != self.names.len() as u64 || first_node != self.nodes.len() as u64 {
+            return Err(BadStore(format!(
+                "values chunk continues at name {first_name} / node {first_node}, but {} / {} were read",
+                self.names.len(),
+                self.nodes.len()
+            )));
+        }
+        for n in names {
+            let id = self.names.len() as NameId;
+            self.names_bytes += 2 * n.len() as u64 + 48;
+            self.name_ids.entry(n.as_str().into()).or_insert(id);
+            self.names.push(n.into());
+        }
+        for node in nodes {
+            let here = self.nodes.len() as u32;
+            let mut bad = None;
+            node.children(|c| {
+                if let Decoded::Slot(s) = c.decode() {
+                    if s >= here {
+                        bad = Some(s);
+                    }
+                }
+            });
+            if let Some(s) = bad {
+                return Err(BadStore(format!("value node {here} refers to node {s}, which is not before it")));
+            }
+            let ty = match &node {
+                Node::Seq(n) => Some(n.ty),
+                Node::Map(n) => Some(n.ty),
+                Node::Object(n) => Some(n.ty),
+                Node::Opaque(n) => Some(n.ty),
+                Node::Cut(n) => Some(n.ty),
+                _ => None,
+            };
+            let attr_names = match &node {
+                Node::Object(n) => n.attrs.iter().map(|a| a.0).max(),
+                _ => None,
+            };
+            if ty.into_iter().chain(attr_names).any(|id| id as usize >= self.names.len()) {
+                return Err(BadStore(format!("value node {here} names a type or attribute that is not in the file")));
+            }
+            self.push(node);
+        }
+        Ok(())
+    }
+
+    /// A tree of the value an entry's `v` names, as it was recorded, for display and for the
+    /// Python API.
+    pub fn to_snap(&self, v: ValRef, budget: ExpandBudget) -> Snap {
+        let mut left = budget.max_nodes;
+        self.snap_at(self.entry_ref(v), budget.max_depth, &mut left)
+    }
+
+    /// A tree of node `slot` itself (not an entry's value: see `entry_ref`).
+    pub fn node_to_snap(&self, slot: u32, budget: ExpandBudget) -> Snap {
+        let mut left = budget.max_nodes;
+        self.snap_at(ValRef(slot), budget.max_depth, &mut left)
+    }
+
+    /// The node an entry's value `v` names (the same ref, except in version 1 files).
+    pub fn entry_ref(&self, v: ValRef) -> ValRef {
+        match v.decode() {
+            Decoded::Slot(s) if !self.legacy.is_empty() => {
+                // A slot no store reaches: shown as not recorded.
+                self.legacy.get(s as usize).copied().unwrap_or(ValRef(crate::value::MAX_SLOT - 1))
+            }
+            _ => v,
+        }
+    }
+
+    /// Appends an old file's entry value (a whole tree): entry slot `legacy.len()` names it.
+    pub fn push_legacy(&mut self, s: &Snap) {
+        let r = self.push_snap(s);
+        self.legacy.push(r);
+    }
+
+    /// How many entry values an old file's store holds.
+    pub fn legacy_len(&self) -> usize {
+        self.legacy.len()
+    }
+
+    fn snap_at(&self, v: ValRef, depth: u32, left: &mut usize) -> Snap {
+        let slot = match v.decode() {
+            Decoded::Int(i) => return Snap::Int(i),
+            Decoded::None | Decoded::Absent => return Snap::None,
+            Decoded::Bool(b) => return Snap::Bool(b),
+            Decoded::Slot(s) => s,
+        };
+        let Some(node) = self.nodes.get(slot as usize) else {
+            return Snap::Opaque { type_name: "<missing>".into(), id: 0, repr: format!("<value #{slot} not recorded>") };
+        };
+        *left = left.saturating_sub(1);
+        let cut = depth == 0 || *left == 0;
+        match node {
+            Node::Float(f) => Snap::Float(*f),
+            Node::Int(i) => Snap::Int(*i),
+            Node::BigInt(s) => Snap::BigInt(s.to_string()),
+            Node::Complex(c) => Snap::Complex { re: c.0, im: c.1 },
+            Node::Str(s) => Snap::Str(s.to_string()),
+            Node::StrCut(b) => Snap::StrCut { prefix: b.0.to_string(), len: b.1 },
+            Node::Bytes(b) => Snap::Bytes(b.to_vec()),
+            Node::BytesCut(b) => Snap::BytesCut { prefix: b.0.to_vec(), len: b.1 },
+            Node::Seq(n) if cut => Snap::Cut { type_name: self.name(n.ty).into(), id: n.obj, len: n.len },
+            Node::Seq(n) => Snap::Seq {
+                kind: n.kind,
+                type_name: self.name(n.ty).into(),
+                id: n.obj,
+                items: n.items.iter().map(|&i| self.snap_at(i, depth - 1, left)).collect(),
+                len: n.len,
+            },
+            Node::Map(n) if cut => Snap::Cut { type_name: self.name(n.ty).into(), id: n.obj, len: n.len },
+            Node::Map(n) => Snap::Map {
+                type_name: self.name(n.ty).into(),
+                id: n.obj,
+                entries: n
+                    .entries
+                    .iter()
+                    .map(|&(k, v)| (self.snap_at(k, depth - 1, left), self.snap_at(v, depth - 1, left)))
+                    .collect(),
+                len: n.len,
+            },
+            Node::Object(n) if cut => Snap::Cut { type_name: self.name(n.ty).into(), id: n.obj, len: 0 },
+            Node::Object(n) => {
+                let mut attrs: Vec<(String, Snap)> =
+                    n.attrs.iter().map(|&(k, v)| (self.name(k).to_string(), self.snap_at(v, depth - 1, left))).collect();
+                let type_name = self.name(n.ty).to_string();
+                // A version 1 file kept the program's repr as an attribute.
+                if let Some(i) = attrs.iter().position(|(k, v)| k == LEGACY_REPR && matches!(v, Snap::Str(_))) {
+                    let Snap::Str(repr) = attrs.remove(i).1 else { unreachable!() };
+                    if attrs.is_empty() {
+                        return Snap::Opaque { type_name, id: n.obj, repr };
+                    }
+                    return Snap::Object { type_name, id: n.obj, repr, attrs };
+                }
+                let repr = crate::printer::object_repr(&type_name, n.obj, &attrs);
+                Snap::Object { type_name, id: n.obj, repr, attrs }
+            }
+            Node::Opaque(n) => {
+                let type_name = self.name(n.ty).to_string();
+                let repr = crate::printer::opaque_repr(&type_name, n.obj, &n.text);
+                Snap::Opaque { type_name, id: n.obj, repr }
+            }
+            Node::Cut(n) => Snap::Cut { type_name: self.name(n.ty).into(), id: n.obj, len: n.len },
+        }
+    }
+
+    /// The identity of the object an entry's value `v` is a state of (0: none).
+    pub fn obj_of(&self, v: ValRef) -> ObjId {
+        match self.entry_ref(v).decode() {
+            Decoded::Slot(s) => self.nodes.get(s as usize).map_or(0, Node::obj),
+            _ => 0,
+        }
+    }
+
+    /// Builds nodes for a tree read from an old (version 1) file.
+    pub fn push_snap(&mut self, s: &Snap) -> ValRef {
+        let node = match s {
+            Snap::None => return ValRef::NONE,
+            Snap::Bool(b) => return if *b { ValRef::TRUE } else { ValRef::FALSE },
+            Snap::Int(i) => match ValRef::small_int(*i) {
+                Some(r) => return r,
+                None => Node::Int(*i),
+            },
+            Snap::BigInt(d) => Node::BigInt(d.as_str().into()),
+            Snap::Float(f) => Node::Float(*f),
+            Snap::Complex { re, im } => Node::Complex(Box::new((*re, *im))),
+            Snap::Str(t) => Node::Str(t.as_str().into()),
+            Snap::StrCut { prefix, len } => Node::StrCut(Box::new((prefix.as_str().into(), *len))),
+            Snap::Bytes(b) => Node::Bytes(b.as_slice().into()),
+            Snap::BytesCut { prefix, len } => Node::BytesCut(Box::new((prefix.as_slice().into(), *len))),
+            Snap::Seq { kind, type_name, id, items, len } => {
+                let items: Vec<ValRef> = items.iter().map(|i| self.push_snap(i)).collect();
+                let ty = self.intern(type_name);
+                Node::Seq(Box::new(SeqNode { kind: *kind, ty, obj: *id, len: *len, items: items.into() }))
+            }
+            Snap::Map { type_name, id, entries, len } => {
+                let entries: Vec<(ValRef, ValRef)> =
+                    entries.iter().map(|(k, v)| (self.push_snap(k), self.push_snap(v))).collect();
+                let ty = self.intern(type_name);
+                Node::Map(Box::new(MapNode { ty, obj: *id, len: *len, entries: entries.into() }))
+            }
+            Snap::Object { type_name, id, repr, attrs } => {
+                let mut out: Vec<(NameId, ValRef)> = Vec::with_capacity(attrs.len() + 1);
+                // An old file kept the repr the program's `__repr__` gave when it was saved.
+                let r = self.push_snap(&Snap::Str(repr.clone()));
+                out.push((self.intern(LEGACY_REPR), r));
+                for (k, v) in attrs {
+                    let v = self.push_snap(v);
+                    out.push((self.intern(k), v));
+                }
+                let ty = self.intern(type_name);
+                Node::Object(Box::new(ObjectNode { ty, obj: *id, attrs: out.into() }))
+            }
+            Snap::Opaque { type_name, id, repr } => {
+                let r = self.push_snap(&Snap::Str(repr.clone()));
+                let attrs = vec![(self.intern(LEGACY_REPR), r)];
+                let ty = self.intern(type_name);
+                Node::Object(Box::new(ObjectNode { ty, obj: *id, attrs: attrs.into() }))
+            }
+            Snap::Cut { type_name, id, len } => {
+                let ty = self.intern(type_name);
+                Node::Cut(Box::new(CutNode { ty, obj: *id, len: *len }))
+            }
+        };
+        self.push(node).unwrap_or(ValRef::ABSENT)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn list_of(store: &mut ValueStore, obj: ObjId, items: &[ValRef]) -> ValRef {
+        let ty = store.intern("list");
+        store
+            .push(Node::Seq(Box::new(SeqNode {
+                kind: SeqKind::List,
+                ty,
+                obj,
+                len: items.len() as u64,
+                items: items.into(),
+            })))
+            .unwrap()
+    }
+
+    #[test]
+    fn nested_values_expand_to_trees() {
+        let mut s = ValueStore::new();
+        let a = s.push(Node::Str("a".into())).unwrap();
+        let inner = list_of(&mut s, 2, &[a, ValRef::small_int(3).unwrap()]);
+        let outer = list_of(&mut s, 1, &[inner, inner]);
+        let snap = s.to_snap(outer, ExpandBudget::FULL);
+        let Snap::Seq { items, id, .. } = snap else { panic!("not a seq") };
+        assert_eq!(id, 1);
+        assert_eq!(items.len(), 2);
+        assert_eq!(items[0], items[1]);
+        assert_eq!(s.obj_of(inner), 2);
+    }
+
+    #[test]
+    fn expansion_is_cut_by_its_budget() {
+        let mut s = ValueStore::new();
+        let mut v = list_of(&mut s, 1, &[]);
+        for i in 0..10 {
+            v = list_of(&mut s, i + 2, &[v]);
+        }
+        let snap = s.to_snap(v, ExpandBudget { max_depth: 3, max_nodes: 100 });
+        let mut depth = 0;
+        let mut cur = &snap;
+        while let Snap::Seq { items, .. } = cur {
+            depth += 1;
+            cur = &items[0];
+        }
+        assert_eq!(depth, 3);
+        assert!(matches!(cur, Snap::Cut { len: 1, .. }));
+    }
+
+    #[test]
+    fn a_file_cannot_point_forwards() {
+        let mut s = ValueStore::new();
+        let bad = Node::Seq(Box::new(SeqNode {
+            kind: SeqKind::List,
+            ty: 0,
+            obj: 1,
+            len: 1,
+            items: vec![ValRef::slot(0).unwrap()].into(),
+        }));
+        let err = s.extend_checked(0, vec!["list".into()], 0, vec![bad]).unwrap_err();
+        assert!(err.0.contains("refers to node 0"), "{}", err.0);
+    }
+
+    #[test]
+    fn old_trees_become_nodes() {
+        let mut s = ValueStore::new();
+        let tree = Snap::Map {
+            type_name: "dict".into(),
+            id: 0,
+            entries: vec![(Snap::Str("k".into()), Snap::Float(1.5))],
+            len: 1,
+        };
+        let r = s.push_snap(&tree);
+        assert_eq!(s.to_snap(r, ExpandBudget::FULL), tree);
+    }
+}
