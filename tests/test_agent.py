@@ -47,7 +47,14 @@ def normalise(text: str, rec_path, rec) -> str:
     for info in rec.flow_threads_info(0):
         text = re.sub(rf"\b{info['thread_id']}\b", f'"<tid:{info["thread_name"]}>"', text)
     text = text.replace(str(rec_path), "<REC>").replace(str(ROOT), "<ROOT>")
-    return re.sub(r"0x[0-9a-f]{6,}", "0x?", text)
+    return renumber_ids(re.sub(r"0x[0-9a-f]{6,}", "0x?", text))
+
+
+def renumber_ids(text: str) -> str:
+    """Recorded identities (`Item#12`) numbered by first appearance: which number an object gets
+    depends on what the Python version allocates and records before it, not on the program."""
+    seen: dict = {}
+    return re.sub(r"(?<=[A-Za-z_>])#(\d+)", lambda m: "#" + str(seen.setdefault(m.group(1), len(seen) + 1)), text)
 
 
 def check_snapshot(name: str, text: str) -> None:

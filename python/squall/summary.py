@@ -106,7 +106,9 @@ def _render(title: str, uncaught: Optional[Iterable[BaseException]], saved_to: O
     excs = _try(lambda: indexes.exceptions(), None)
     if excs:
         w(f"exceptions ({len(excs)}):")
-        escaped = None if uncaught is None else {_engine_id(x) for x in uncaught}
+        # By recorded identity and message: exceptions are told apart by address and type only
+        # (deaths.rs), so a freed exception's id can come back for a later one.
+        escaped = None if uncaught is None else {(_engine_id(x), _text(x)) for x in uncaught}
         for e in excs[:MAX_EXCEPTIONS]:
             state = _caught_state(e, escaped)
             msg = _short(e.get("message", ""))
@@ -142,11 +144,18 @@ def _caught_state(e: dict, escaped: Optional[set]) -> str:
     caught = bool(e.get("caught"))
     if escaped is not None and not caught:
         exc = _deref(e.get("throwable_ref"))
-        caught = exc is not None and getattr(exc, "obj_id", None) not in escaped
+        caught = exc is not None and (getattr(exc, "obj_id", None), _text(exc)) not in escaped
     if not caught:
         return "NOT caught"
     where = e.get("caught_in")
     return f"caught in {where}" if where else "caught"
+
+
+def _text(exc: Any) -> str:
+    try:
+        return str(exc)
+    except Exception:  # noqa: BLE001 - a program's __str__ may raise anything
+        return ""
 
 
 def _engine_id(obj: Any) -> Optional[int]:
