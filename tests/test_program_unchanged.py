@@ -72,11 +72,6 @@ def assert_same_run(py: subprocess.CompletedProcess, sq: subprocess.CompletedPro
 # --- lifetimes: objects die when the program drops them ------------------------------------------
 
 
-def xfail_today(reason: str):
-    """Marks what the engine of e577d25 fails (issue 11); removed as the new value capture lands."""
-    return pytest.mark.xfail(strict=True, reason="issue 11: " + reason)
-
-
 def test_a_recorded_object_dies_when_the_program_drops_it(tmp_path):
     """x recorded as an argument, a return value and an expression value: ``del x`` runs its
     ``__del__`` and its ``weakref.finalize`` callback at once and kills its weak reference, as
@@ -94,11 +89,7 @@ def test_a_recorded_cycle_is_collected_as_without_squall(tmp_path):
     assert_same_run(py, recorded("lifetimes.py", "cycle", out=tmp_path / "r.sqrec"))
 
 
-@pytest.mark.parametrize("holder", [
-    pytest.param("slots", marks=()),
-    *(pytest.param(h, marks=())
-      for h in ("dict", "list", "tuple")),
-])
+@pytest.mark.parametrize("holder", ["slots", "dict", "list", "tuple"])
 def test_a_recorded_value_that_cannot_be_weakly_referenced_lets_go_of_what_it_holds(tmp_path, holder):
     """A ``__slots__`` object, a dict, a list, a tuple recorded, then dropped: the object it held
     dies at once (its ``__del__``, its finalizer, its weak reference), as without squall."""
@@ -195,27 +186,13 @@ def refs_runs(tmp_path_factory):
 REFS_VALUES = ["object", "slots", "list", "list member", "dict", "tuple", "tuple member"]
 
 
-def _refs_params(reasons: Dict[str, str]):
-    return [pytest.param(v, marks=()) if v in reasons else v for v in REFS_VALUES]
-
-
-@pytest.mark.parametrize("value", _refs_params({
-    "object": "the recording holds references to the object (refcount 6 and 20 against 3 and 3)",
-    "slots": "the recording holds references to the object (refcount 6 and 20 against 3 and 3)",
-    "list member": "each recorded copy of the list holds its member (refcount 23 against 2)",
-    "tuple member": "each recorded copy of the tuple holds its member (refcount 23 against 2)",
-}))
+@pytest.mark.parametrize("value", REFS_VALUES)
 def test_refcounts_after_recorded_calls_are_as_without_squall(refs_runs, value):
     py, sq = refs_runs
     assert sq[value]["refcount"] == py[value]["refcount"]
 
 
-@pytest.mark.parametrize("value", _refs_params({
-    "object": "two lists of squall's hold the object",
-    "slots": "two lists of squall's hold the object",
-    "list member": "19 recorded copies of the list hold its member",
-    "tuple member": "19 recorded copies of the tuple hold its member",
-}))
+@pytest.mark.parametrize("value", REFS_VALUES)
 def test_gc_referrers_of_a_recorded_value_are_as_without_squall(refs_runs, value):
     py, sq = refs_runs
     assert "squall" not in sq[value]["referrers"]
@@ -284,8 +261,7 @@ def _of(log: collections.Counter, cls: str) -> Dict[str, int]:
     return {k: n for k, n in sorted(log.items()) if k.split(".")[0] == cls}
 
 
-@pytest.mark.parametrize("cls", [pytest.param(c, marks=())
-    for c in SPY_CLASSES])
+@pytest.mark.parametrize("cls", SPY_CLASSES)
 def test_recording_and_saving_call_none_of_the_programs_code(spies, cls):
     """How often spies.py's special methods, __getattribute__/__getattr__ and properties ran
     while it was recorded and its recording saved: exactly as often as without squall."""

@@ -237,46 +237,20 @@ def recorded_state(kind: str, v: Any) -> Any:
     raise ValueError(kind)
 
 
-def _kinds_params(frontends=("live", "file"), sites=SITES, fails=None):
-    out = []
-    for kind in KINDS:
-        for how in HOWS:
-            for site in sites:
-                for frontend in frontends:
-                    marks = []
-                    reason = fails(kind, how, site, frontend) if fails else None
-                    if reason:
-                        marks.append(pytest.mark.xfail(strict=True, reason="issue 11: " + reason))
-                    out.append(pytest.param(kind, how, site, frontend, marks=marks,
-                                            id=f"{kind}-{how}-{site}-{frontend}"))
-    return out
+def _kinds_params(frontends=("live", "file"), sites=SITES):
+    return [pytest.param(kind, how, site, frontend, id=f"{kind}-{how}-{site}-{frontend}")
+            for kind in KINDS for how in HOWS for site in sites for frontend in frontends]
 
 
-def _fails_state_today(kind: str, how: str, site: str, frontend: str) -> Optional[str]:
-    """What the engine fails today (a reason marks the case xfail): nothing since issue 11."""
-    return None
-
-
-@pytest.mark.parametrize("kind,how,site,frontend", _kinds_params(fails=_fails_state_today))
+@pytest.mark.parametrize("kind,how,site,frontend", _kinds_params())
 def test_a_value_changed_after_its_entry_shows_its_state_at_the_entry(kinds, kind, how, site, frontend):
     v = kinds[frontend][kind, how][site]
     assert recorded_state(kind, v) == OLD_STATE[kind]
 
 
-def _fails_shape_today(kind: str, site: str, frontend: str) -> Optional[str]:
-    """What the engine fails today (a reason marks the case xfail): nothing since issue 11."""
-    return None
-
-
 def _shape_params():
-    out = []
-    for kind in KINDS:
-        for site in SITES:
-            for frontend in ("live", "file"):
-                reason = _fails_shape_today(kind, site, frontend)
-                marks = [pytest.mark.xfail(strict=True, reason="issue 11: " + reason)] if reason else []
-                out.append(pytest.param(kind, site, frontend, marks=marks, id=f"{kind}-{site}-{frontend}"))
-    return out
+    return [pytest.param(kind, site, frontend, id=f"{kind}-{site}-{frontend}")
+            for kind in KINDS for site in SITES for frontend in ("live", "file")]
 
 
 EXPECTED_TYPE_NAME = {"plain": "Item", "dataclass": "DataItem", "slots": "SlotItem", "property": "PropItem",
@@ -375,13 +349,8 @@ def _is_subsequence(part: List[str], whole: List[str]) -> bool:
     return all(x in it for x in part)
 
 
-def _fails_cli_today(kind: str, how: str, site: str, frontend: str) -> Optional[str]:
-    """What the engine fails today (a reason marks the case xfail): nothing since issue 11."""
-    return None
-
-
 @pytest.mark.parametrize("kind,how,site,frontend",
-                         _kinds_params(frontends=("cli",), sites=("argument", "return"), fails=_fails_cli_today))
+                         _kinds_params(frontends=("cli",), sites=("argument", "return")))
 def test_cli_calls_preview_shows_the_state_at_the_entry(kinds_cli, kind, how, site, frontend):
     preview = kinds_cli[site, kind, how]
     numbers = preview_numbers(preview)
@@ -400,11 +369,7 @@ def _price(v: Any) -> Any:
     return v.price
 
 
-def _retry_xfail():
-    return ()
-
-
-@pytest.mark.parametrize("frontend", [pytest.param(f, marks=_retry_xfail()) for f in FRONTENDS])
+@pytest.mark.parametrize("frontend", FRONTENDS)
 def test_retried_call_arguments_show_the_price_at_each_call(fronts, frontend):
     front = fronts[frontend]["retry_mutation.py"]
     charges = front.calls("charge")
@@ -414,7 +379,7 @@ def test_retried_call_arguments_show_the_price_at_each_call(fronts, frontend):
     assert _price(item) == 10
 
 
-@pytest.mark.parametrize("frontend", [pytest.param(f, marks=_retry_xfail()) for f in FRONTENDS])
+@pytest.mark.parametrize("frontend", FRONTENDS)
 def test_make_item_return_shows_the_price_it_had_when_returned(fronts, frontend):
     front = fronts[frontend]["retry_mutation.py"]
     ((tid, call, _),) = front.calls("make_item")
@@ -446,11 +411,6 @@ def test_cli_shows_the_price_at_each_retried_call(saved):
 
 def observed(front: Front) -> List[Tuple[str, Any]]:
     return [(args[0], args[1]) for _, _, args in front.calls("observe")]
-
-
-def _identity_xfail(live_reason: str, file_reason: str):
-    return [pytest.param(f, marks=pytest.mark.xfail(strict=True, reason="issue 11: " + r))
-            for f, r in (("live", live_reason), ("file", file_reason))]
 
 
 @pytest.mark.parametrize("frontend", FRONTENDS)
