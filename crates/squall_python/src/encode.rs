@@ -13,7 +13,8 @@
 //!   `__len__`, `__iter__`, `__eq__`, `__hash__`, `__getattribute__` or property is called, and
 //!   no reference is kept once the entry is written. The one exception is an encoder the user
 //!   registered for a type (`values.register_snapshot`).
-//! - Shared where unchanged: each address remembers the last node made for the object there;
+//! - Shared where unchanged: an address remembers the last node made for the object there (in a
+//!   bounded direct-mapped cache: a collision only loses a chance to share);
 //!   a new encoding equal to it (same identity, same children) reuses it. Children are encoded
 //!   first, so an unchanged part of a changed container is shared too.
 
@@ -36,11 +37,48 @@ pub struct Budget {
 
 pub const DEFAULT_BUDGET: Budget = Budget { max_depth: 5, max_length: 100, max_items: 1000, max_string: 1000 };
 
+/// The last node made at each address, direct-mapped: bounded memory, one cache line per
+/// lookup (an unbounded map of every address ever recorded cost a random memory access per
+/// recorded string: 26% of a loop's recording time).
+pub struct LastNodes {
+    slots: Box<[(usize, ValRef)]>,
+}
+
+const LAST_SLOTS: usize = 1 << 14;
+
+impl Default for LastNodes {
+    fn default() -> Self {
+        LastNodes { slots: vec![(0, ValRef::ABSENT); LAST_SLOTS].into_boxed_slice() }
+    }
+}
+
+impl LastNodes {
+    #[inline(always)]
+    fn slot(addr: usize) -> usize {
+        ((addr >> 4) ^ (addr >> 18)) & (LAST_SLOTS - 1)
+    }
+
+    #[inline(always)]
+    fn get(&self, addr: usize) -> Option<ValRef> {
+        let (a, v) = self.slots[Self::slot(addr)];
+        (a == addr).then_some(v)
+    }
+
+    #[inline(always)]
+    fn insert(&mut self, addr: usize, v: ValRef) {
+        self.slots[Self::slot(addr)] = (addr, v);
+    }
+
+    fn bytes(&self) -> usize {
+        self.slots.len() * std::mem::size_of::<(usize, ValRef)>()
+    }
+}
+
 /// What a timeline keeps besides its store to encode fast: the last node per address, and
 /// scratch space reused by every encoding.
 #[derive(Default)]
 pub struct EncodeCache {
-    last: foldhash::HashMap<usize, ValRef>,
+    last: LastNodes,
     /// Types' qualified names as interned in the store, for static types (which never die).
     static_types: foldhash::HashMap<usize, u32>,
     stack: Vec<ValRef>,
@@ -51,7 +89,7 @@ pub struct EncodeCache {
 
 impl EncodeCache {
     pub fn bytes(&self) -> u64 {
-        (self.last.capacity() * 24 + self.static_types.capacity() * 16 + self.stack.capacity() * 4) as u64
+        (self.last.bytes() + self.static_types.capacity() * 16 + self.stack.capacity() * 4) as u64
             + (self.pairs.capacity() * 8 + self.attrs.capacity() * 8 + self.text.capacity()) as u64
     }
 }
@@ -89,6 +127,68 @@ pub unsafe fn inline_value(o: *mut ffi::PyObject) -> Option<ValRef> {
             return Some(if o == ffi::Py_True() { ValRef::TRUE } else { ValRef::FALSE });
         }
         None
+    }
+}
+
+/// `encode` of the values the entry points' fast paths take: inline ones, exact floats, ints
+/// of 64 bits and compact ASCII strings within the budget. `None` for any other value, having
+/// done nothing. Runs no Python code and does not unwind.
+///
+/// # Safety
+/// GIL held; `o` a valid borrowed reference.
+#[inline(always)]
+pub unsafe fn scalar(rec: &mut ThreadRec, max_string: usize, o: *mut ffi::PyObject) -> Option<ValRef> {
+    unsafe {
+        if let Some(v) = inline_value(o) {
+            return Some(v);
+        }
+        let tp = ffi::Py_TYPE(o);
+        let node = if tp == &raw mut ffi::PyFloat_Type {
+            Node::Float(ffi::PyFloat_AS_DOUBLE(o))
+        } else if tp == &raw mut ffi::PyLong_Type {
+            let mut overflow = 0;
+            let v = ffi::PyLong_AsLongLongAndOverflow(o, &mut overflow);
+            if overflow != 0 || (v == -1 && !ffi::PyErr_Occurred().is_null()) {
+                ffi::PyErr_Clear();
+                return None;
+            }
+            Node::Int(v)
+        } else if tp == &raw mut ffi::PyUnicode_Type {
+            return ascii_str(&mut rec.values, &mut rec.enc, o, max_string);
+        } else {
+            return None;
+        };
+        // Numbers are pushed without looking for an earlier node: a float or big int is seldom
+        // recorded twice at one address, and the lookup costs more than the node.
+        rec.values.push(node)
+    }
+}
+
+/// The usual string, compact ASCII within the budget: its bytes are its UTF-8 text, compared
+/// with the last node at its address without a copy. `None` for other strings.
+///
+/// # Safety
+/// GIL held; `o` a valid str.
+#[inline(always)]
+unsafe fn ascii_str(store: &mut ValueStore, cache: &mut EncodeCache, o: *mut ffi::PyObject, max: usize) -> Option<ValRef> {
+    unsafe {
+        if ffi::PyUnicode_IS_COMPACT_ASCII(o) == 0 {
+            return None;
+        }
+        let n = ffi::PyUnicode_GET_LENGTH(o).max(0) as usize;
+        if n > max {
+            return None;
+        }
+        let text = std::str::from_utf8_unchecked(std::slice::from_raw_parts(ffi::PyUnicode_DATA(o).cast::<u8>(), n));
+        let addr = o as usize;
+        if let Some(prev) = cache.last.get(addr) {
+            if matches!(store.node(prev.0), Some(Node::Str(s)) if **s == *text) {
+                return Some(prev);
+            }
+        }
+        let r = store.push(Node::Str(text.into()))?;
+        cache.last.insert(addr, r);
+        Some(r)
     }
 }
 
@@ -132,7 +232,7 @@ impl Cx<'_> {
             let tp = ffi::Py_TYPE(o);
             *self.left = self.left.saturating_sub(1);
             if tp == &raw mut ffi::PyFloat_Type {
-                return self.shared(o, Node::Float(ffi::PyFloat_AS_DOUBLE(o)));
+                return self.store.push(Node::Float(ffi::PyFloat_AS_DOUBLE(o))).unwrap_or(ValRef::ABSENT);
             }
             if tp == &raw mut ffi::PyUnicode_Type {
                 return self.string(o);
@@ -235,7 +335,7 @@ impl Cx<'_> {
     /// `node` for the id-less value at `o`, or the earlier node made at that address when equal.
     unsafe fn shared(&mut self, o: *mut ffi::PyObject, node: Node) -> ValRef {
         let addr = o as usize;
-        if let Some(&prev) = self.cache.last.get(&addr) {
+        if let Some(prev) = self.cache.last.get(addr) {
             if let Some(p) = self.store.node(prev.0) {
                 if same_scalar(p, &node) {
                     return prev;
@@ -257,12 +357,15 @@ impl Cx<'_> {
 
     unsafe fn string(&mut self, o: *mut ffi::PyObject) -> ValRef {
         unsafe {
+            if let Some(r) = ascii_str(self.store, self.cache, o, self.budget.max_string) {
+                return r;
+            }
             let mut text = std::mem::take(&mut self.cache.text);
             text.clear();
             let len = read_str(o, self.budget.max_string, &mut text);
             let addr = o as usize;
             let cut = (text.chars().count() as u64) < len;
-            let r = match self.cache.last.get(&addr).and_then(|p| self.store.node(p.0).map(|n| (*p, n))) {
+            let r = match self.cache.last.get(addr).and_then(|p| self.store.node(p.0).map(|n| (p, n))) {
                 Some((prev, Node::Str(s))) if !cut && **s == *text => prev,
                 Some((prev, Node::StrCut(b))) if cut && *b.0 == *text && b.1 == len => prev,
                 _ => {
@@ -284,7 +387,7 @@ impl Cx<'_> {
             let mut overflow = 0;
             let v = ffi::PyLong_AsLongLongAndOverflow(o, &mut overflow);
             if overflow == 0 && !(v == -1 && !ffi::PyErr_Occurred().is_null()) {
-                return self.shared(o, Node::Int(v));
+                return self.store.push(Node::Int(v)).unwrap_or(ValRef::ABSENT);
             }
             ffi::PyErr_Clear();
             // An exact int's str runs CPython's own conversion (no user code); past the
@@ -381,7 +484,7 @@ impl Cx<'_> {
             }
             let addr = o as usize;
             let items = &self.cache.stack[base..];
-            if let Some(&prev) = self.cache.last.get(&addr) {
+            if let Some(prev) = self.cache.last.get(addr) {
                 if let Some(Node::Seq(p)) = self.store.node(prev.0) {
                     if p.obj == obj && p.ty == ty && p.kind == kind && p.len == len && *p.items == *items {
                         self.cache.stack.truncate(base);
@@ -415,7 +518,7 @@ impl Cx<'_> {
             }
             let addr = o as usize;
             let entries = &self.cache.pairs[base..];
-            if let Some(&prev) = self.cache.last.get(&addr) {
+            if let Some(prev) = self.cache.last.get(addr) {
                 if let Some(Node::Map(p)) = self.store.node(prev.0) {
                     if p.obj == obj && p.ty == ty && p.len == len && *p.entries == *entries {
                         self.cache.pairs.truncate(base);
@@ -484,7 +587,7 @@ impl Cx<'_> {
             }
             let addr = o as usize;
             let attrs = &self.cache.attrs[base..];
-            if let Some(&prev) = self.cache.last.get(&addr) {
+            if let Some(prev) = self.cache.last.get(addr) {
                 if let Some(Node::Object(p)) = self.store.node(prev.0) {
                     if p.obj == obj && p.ty == ty && *p.attrs == *attrs {
                         self.cache.attrs.truncate(base);
@@ -588,7 +691,7 @@ impl Cx<'_> {
     /// `node` for the object at `o`, or its last node there when equal.
     fn keyed(&mut self, o: *mut ffi::PyObject, node: Node) -> ValRef {
         let addr = o as usize;
-        if let Some(&prev) = self.cache.last.get(&addr) {
+        if let Some(prev) = self.cache.last.get(addr) {
             if self.store.node(prev.0) == Some(&node) {
                 return prev;
             }

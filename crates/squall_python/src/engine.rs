@@ -145,8 +145,13 @@ impl Drop for ForgetOnExit {
 /// An epoch value never current: marks the thread-local cache as "inside the engine".
 const BUSY_EPOCH: u32 = 0;
 const MEMORY_CHECK_EVERY: usize = 1 << 16;
-/// Also check the memory limit each time a thread's value store grew by this much.
+/// Also check the memory limit each time a thread's value store grew by this much, or by a
+/// 64th of the limit if that is less (so a small limit is not overshot by a whole step).
 const KEPT_BYTES_CHECK_EVERY: u64 = 1 << 20;
+
+fn value_check_step(limits: &Limits) -> u64 {
+    limits.memory_limit.map_or(KEPT_BYTES_CHECK_EVERY, |l| KEPT_BYTES_CHECK_EVERY.min(l / 64).max(4096))
+}
 
 thread_local! {
     /// (epoch, recording) of the current thread; valid only when the epoch is current.
@@ -220,7 +225,7 @@ unsafe fn current_rec_slow() -> Option<&'static mut ThreadRec> {
                 thread_id,
                 name,
                 number,
-                next_memory_check: Cell::new(KEPT_BYTES_CHECK_EVERY),
+                next_memory_check: Cell::new(value_check_step(&eng.limits)),
             })));
             eng.flows.entry(flow).or_default().push(number);
             number
@@ -283,7 +288,7 @@ impl Engine {
         match outcome {
             Recorded::Written => {
                 if memory_check_due(rec) {
-                    rec.next_memory_check.set(rec.values.bytes() + KEPT_BYTES_CHECK_EVERY);
+                    rec.next_memory_check.set(rec.values.bytes() + value_check_step(&self.limits));
                     self.check_memory(rec.number);
                 }
             }

@@ -11,7 +11,7 @@ use std::sync::atomic::Ordering;
 use pyo3::ffi;
 use squall_trace::{Kind, Recorded, ValRef};
 
-use crate::encode::{encode as capture, inline_value};
+use crate::encode::{encode as capture, scalar};
 use crate::engine::{current_rec, current_rec_cached, memory_check_due, ENGINE, RECORDING};
 
 type Args = *mut *mut ffi::PyObject;
@@ -95,7 +95,7 @@ unsafe fn call_fast(form_obj: *mut ffi::PyObject, params: Args, n: usize) -> boo
             return false;
         }
         let arg = if n == 1 {
-            match inline_value(*params) {
+            match scalar(rec, eng.budget.max_string, *params) {
                 Some(v) => v,
                 None => return false,
             }
@@ -279,7 +279,7 @@ pub unsafe fn record_bind(site_obj: *mut ffi::PyObject, value: *mut ffi::PyObjec
 }
 
 /// The usual case of `record_at_site`, without the unwinding guard: a simple value (see
-/// `inline_value`) in the innermost open frame, which is the site's form's. Nothing below runs
+/// `scalar`) in the innermost open frame, which is the site's form's. Nothing below runs
 /// Python code or can panic. Writes what `record_at_site` would; `false`: nothing was done, take
 /// `record_at_site`.
 #[inline(always)]
@@ -290,7 +290,7 @@ unsafe fn site_fast(kind: Kind, site_obj: *mut ffi::PyObject, value: *mut ffi::P
         let Some((form, _)) = eng.forms.site_owner(site_id) else { return false };
         let Some(rec) = current_rec_cached() else { return false };
         let Some(frame) = rec.tl.innermost_frame_of(form, &eng.limits) else { return false };
-        let Some(v) = inline_value(value) else { return false };
+        let Some(v) = scalar(rec, eng.budget.max_string, value) else { return false };
         if kind == Kind::Return {
             rec.tl.push_innermost_exit(kind, site_id, v);
         } else {
