@@ -50,7 +50,7 @@ def _fmt(value: Any, print_level: Optional[int], print_length: Optional[int]) ->
 def _exc_text(exc: Any) -> str:
     if exc is None:
         return "<exception not recorded>"
-    name = type(exc).__qualname__
+    name = exc.type_name if isinstance(exc, _values.ObjectSnapshot) else type(exc).__qualname__
     try:
         msg = str(exc)
     except BaseException:  # noqa: BLE001 - str() of an exception may raise anything

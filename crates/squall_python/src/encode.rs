@@ -652,7 +652,13 @@ impl Cx<'_> {
             }
             for i in 0..ffi::PyTuple_GET_SIZE(mro) {
                 let t = ffi::PyTuple_GET_ITEM(mro, i).cast::<ffi::PyTypeObject>();
-                if t == &raw mut ffi::PyBaseObject_Type {
+                // A builtin type's members (a generator's gi_frame, a frame's f_locals ...) are
+                // its machinery, different in every Python version: only user classes' slots and
+                // exceptions' fields (StopIteration.value, OSError.errno ...) are the value.
+                if t == &raw mut ffi::PyBaseObject_Type
+                    || ((*t).tp_flags & ffi::Py_TPFLAGS_HEAPTYPE == 0
+                        && (*t).tp_flags & ffi::Py_TPFLAGS_BASE_EXC_SUBCLASS == 0)
+                {
                     continue;
                 }
                 let mut m = (*t).tp_members;
