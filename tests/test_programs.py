@@ -54,8 +54,13 @@ def _addr(text: str) -> str:
     return _ADDR.sub("0x?", text)
 
 
+# What 3.13 adds to every class body's namespace.
+_CLASS_BODY_EXTRAS = re.compile(r"'__firstlineno__': \d+, |'__static_attributes__': \([^)]*\), ")
+
+
 def _normalise_tree(text: str) -> str:
-    return _renumber_ids(_addr(text).replace(str(PROGRAMS) + os.sep, "<programs>/"))
+    text = _CLASS_BODY_EXTRAS.sub("", _addr(text).replace(str(PROGRAMS) + os.sep, "<programs>/"))
+    return _renumber_ids(text)
 
 
 def _renumber_ids(text: str) -> str:

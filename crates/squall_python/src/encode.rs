@@ -19,9 +19,7 @@
 //!   first, so an unchanged part of a changed container is shared too.
 
 use pyo3::ffi;
-use squall_trace::{
-    CutNode, MapNode, Node, ObjId, ObjectNode, OpaqueNode, SeqKind, SeqNode, ValRef, ValueStore,
-};
+use squall_trace::{CutNode, MapNode, Node, ObjId, ObjectNode, OpaqueNode, SeqKind, SeqNode, ValRef, ValueStore};
 
 use crate::engine::{without_recording, Engine, ThreadRec};
 use crate::identity::IDS;
@@ -170,7 +168,12 @@ pub unsafe fn scalar(rec: &mut ThreadRec, max_string: usize, o: *mut ffi::PyObje
 /// # Safety
 /// GIL held; `o` a valid str.
 #[inline(always)]
-unsafe fn ascii_str(store: &mut ValueStore, cache: &mut EncodeCache, o: *mut ffi::PyObject, max: usize) -> Option<ValRef> {
+unsafe fn ascii_str(
+    store: &mut ValueStore,
+    cache: &mut EncodeCache,
+    o: *mut ffi::PyObject,
+    max: usize,
+) -> Option<ValRef> {
     unsafe {
         if ffi::PyUnicode_IS_COMPACT_ASCII(o) == 0 {
             return None;
@@ -203,7 +206,13 @@ pub unsafe fn encode(eng: &mut Engine, rec: &mut ThreadRec, o: *mut ffi::PyObjec
             return v;
         }
         let mut left = eng.budget.max_items;
-        let mut cx = Cx { budget: &eng.budget, registered: &eng.snapshotters, store: &mut rec.values, cache: &mut rec.enc, left: &mut left };
+        let mut cx = Cx {
+            budget: &eng.budget,
+            registered: &eng.snapshotters,
+            store: &mut rec.values,
+            cache: &mut rec.enc,
+            left: &mut left,
+        };
         cx.enc(o, eng.budget.max_depth)
     }
 }
@@ -258,7 +267,10 @@ impl Cx<'_> {
                 return self.seq(o, SeqKind::List, items, depth, true);
             }
             if flags & ffi::Py_TPFLAGS_TUPLE_SUBCLASS != 0 {
-                let items = Items::Array((*o.cast::<ffi::PyTupleObject>()).ob_item.as_mut_ptr(), ffi::PyTuple_GET_SIZE(o) as usize);
+                let items = Items::Array(
+                    (*o.cast::<ffi::PyTupleObject>()).ob_item.as_mut_ptr(),
+                    ffi::PyTuple_GET_SIZE(o) as usize,
+                );
                 return self.seq(o, SeqKind::Tuple, items, depth, false);
             }
             if flags & ffi::Py_TPFLAGS_DICT_SUBCLASS != 0 {
@@ -409,7 +421,8 @@ impl Cx<'_> {
     unsafe fn bytes(&mut self, o: *mut ffi::PyObject) -> ValRef {
         unsafe {
             let n = ffi::Py_SIZE(o).max(0) as usize;
-            let data = std::slice::from_raw_parts(ffi::PyBytes_AS_STRING(o).cast::<u8>(), n.min(self.budget.max_string));
+            let data =
+                std::slice::from_raw_parts(ffi::PyBytes_AS_STRING(o).cast::<u8>(), n.min(self.budget.max_string));
             let node = if n > self.budget.max_string {
                 Node::BytesCut(Box::new((data.into(), n as u64)))
             } else {
@@ -628,10 +641,16 @@ impl Cx<'_> {
                 Node::Float(ffi::PyFloat_AS_DOUBLE(o))
             } else if flags & ffi::Py_TPFLAGS_BYTES_SUBCLASS != 0 {
                 let n = ffi::Py_SIZE(o).max(0) as usize;
-                Node::Bytes(std::slice::from_raw_parts(ffi::PyBytes_AS_STRING(o).cast::<u8>(), n.min(self.budget.max_string)).into())
+                Node::Bytes(
+                    std::slice::from_raw_parts(ffi::PyBytes_AS_STRING(o).cast::<u8>(), n.min(self.budget.max_string))
+                        .into(),
+                )
             } else {
                 let n = ffi::PyByteArray_GET_SIZE(o) as usize;
-                let data = std::slice::from_raw_parts(ffi::PyByteArray_AS_STRING(o).cast::<u8>(), n.min(self.budget.max_string));
+                let data = std::slice::from_raw_parts(
+                    ffi::PyByteArray_AS_STRING(o).cast::<u8>(),
+                    n.min(self.budget.max_string),
+                );
                 if n > self.budget.max_string {
                     Node::BytesCut(Box::new((data.into(), n as u64)))
                 } else {
@@ -724,9 +743,7 @@ fn same_scalar(a: &Node, b: &Node) -> bool {
     match (a, b) {
         // By bits: NaN is the same NaN, and -0.0 is not 0.0.
         (Node::Float(x), Node::Float(y)) => x.to_bits() == y.to_bits(),
-        (Node::Complex(x), Node::Complex(y)) => {
-            x.0.to_bits() == y.0.to_bits() && x.1.to_bits() == y.1.to_bits()
-        }
+        (Node::Complex(x), Node::Complex(y)) => x.0.to_bits() == y.0.to_bits() && x.1.to_bits() == y.1.to_bits(),
         _ => a == b,
     }
 }

@@ -23,7 +23,6 @@ use std::ptr::null_mut;
 use pyo3::ffi;
 use pyo3::prelude::*;
 
-
 #[global_allocator]
 static ALLOC: bigalloc::BigAlloc = bigalloc::BigAlloc;
 

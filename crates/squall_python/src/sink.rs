@@ -47,7 +47,6 @@ static FLUSHER_RUNNING: AtomicBool = AtomicBool::new(false);
 
 pub const FLUSH_EVERY: Duration = Duration::from_millis(500);
 
-
 fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }

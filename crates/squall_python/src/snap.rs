@@ -37,9 +37,10 @@ fn to_py(py: Python<'_>, values: &Bound<'_, PyModule>, s: &Snap) -> PyResult<Py<
                     match (hashable, kind) {
                         (Ok(set), SeqKind::Set) => set.into_any().unbind(),
                         (Ok(_), _) => PyFrozenSet::new(py, &out)?.into_any().unbind(),
-                        (Err(_), _) => {
-                            values.getattr("SeqSnapshot")?.call1((type_name.as_str(), PyList::new(py, out)?, *id))?.unbind()
-                        }
+                        (Err(_), _) => values
+                            .getattr("SeqSnapshot")?
+                            .call1((type_name.as_str(), PyList::new(py, out)?, *id))?
+                            .unbind(),
                     }
                 }
                 _ => values.getattr("SeqSnapshot")?.call1((type_name.as_str(), PyList::new(py, out)?, *id))?.unbind(),
@@ -73,16 +74,13 @@ fn to_py(py: Python<'_>, values: &Bound<'_, PyModule>, s: &Snap) -> PyResult<Py<
             }
             values.getattr("ObjectSnapshot")?.call1((type_name.as_str(), repr.as_str(), d, *id))?.unbind()
         }
-        Snap::Opaque { type_name, id, repr } => values
-            .getattr("ObjectSnapshot")?
-            .call1((type_name.as_str(), repr.as_str(), PyDict::new(py), *id))?
-            .unbind(),
+        Snap::Opaque { type_name, id, repr } => {
+            values.getattr("ObjectSnapshot")?.call1((type_name.as_str(), repr.as_str(), PyDict::new(py), *id))?.unbind()
+        }
         Snap::Cut { type_name, id, len } => {
             values.getattr("Truncated")?.call1((type_name.as_str(), *len, 0, *id))?.unbind()
         }
         Snap::StrCut { prefix, len } => values.getattr("CutStr")?.call1((prefix.as_str(), *len))?.unbind(),
-        Snap::BytesCut { prefix, len } => {
-            values.getattr("CutBytes")?.call1((PyBytes::new(py, prefix), *len))?.unbind()
-        }
+        Snap::BytesCut { prefix, len } => values.getattr("CutBytes")?.call1((PyBytes::new(py, prefix), *len))?.unbind(),
     })
 }

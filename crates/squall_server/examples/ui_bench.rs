@@ -146,10 +146,18 @@ fn main() {
         }
         println!("STEP (frame with drift, 24 steps at 4 places): worst {worst:.2?}  (target <= 50 ms)");
         let (_, page) = get(&app, &format!("/api/entries?tl=0&offset={}&limit=100", n / 2)).await;
-        let expr = page["items"].as_array().unwrap().iter().find(|e| e["type"] == "expr").map_or(0, |e| e["idx"].as_u64().unwrap());
+        let expr = page["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["type"] == "expr")
+            .map_or(0, |e| e["idx"].as_u64().unwrap());
         for (what, uri) in [
             ("call tree root page", "/api/children?tl=0&limit=100".to_string()),
-            ("call tree children of a mid call", format!("/api/children?tl=0&call={}&limit=100", frame["frame"]["fn_call_idx"])),
+            (
+                "call tree children of a mid call",
+                format!("/api/children?tl=0&call={}&limit=100", frame["frame"]["fn_call_idx"]),
+            ),
             ("loop iterations at a mid expr", format!("/api/loop?tl=0&idx={expr}")),
             ("fn stats", "/api/fn_stats?tl=0".into()),
             ("fn calls page", "/api/fn_calls?tl=0&form=7&limit=50".into()),
@@ -169,11 +177,16 @@ fn main() {
             .body(Body::from(r#"{"tl":0,"kind":"value","text":"[0, 1, 2, 3, 4]","limit":100000}"#))
             .unwrap();
         let res = app.clone().oneshot(req).await.unwrap();
-        let id: serde_json::Value = serde_json::from_slice(&res.into_body().collect().await.unwrap().to_bytes()).unwrap();
+        let id: serde_json::Value =
+            serde_json::from_slice(&res.into_body().collect().await.unwrap().to_bytes()).unwrap();
         loop {
             let (_, p) = get(&app, &format!("/api/search/{}", id["id"])).await;
             if p["done"] == true {
-                println!("value search over all entries: {:.2?} ({} matches)", t.elapsed(), p["matches"].as_array().unwrap().len());
+                println!(
+                    "value search over all entries: {:.2?} ({} matches)",
+                    t.elapsed(),
+                    p["matches"].as_array().unwrap().len()
+                );
                 break;
             }
             tokio::time::sleep(Duration::from_millis(20)).await;

@@ -48,7 +48,9 @@ pub type ApiResult = Result<Value, ApiError>;
 /// A required query parameter.
 pub fn req<T: FromStr>(q: &Q, name: &str) -> Result<T, ApiError> {
     let s = q.get(name).ok_or_else(|| ApiError::bad(format!("missing query parameter `{name}`")))?;
-    s.parse().map_err(|_| ApiError::bad(format!("query parameter `{name}`: cannot read `{s}` as a {}", std::any::type_name::<T>())))
+    s.parse().map_err(|_| {
+        ApiError::bad(format!("query parameter `{name}`: cannot read `{s}` as a {}", std::any::type_name::<T>()))
+    })
 }
 
 /// An optional query parameter (absent or empty is `default`).
@@ -414,7 +416,11 @@ fn parse_path(s: &str) -> Result<Vec<usize>, ApiError> {
     if s.is_empty() {
         return Ok(Vec::new());
     }
-    s.split('.').map(|p| p.parse().map_err(|_| ApiError::bad(format!("bad value path `{s}`: dot-separated child numbers expected")))).collect()
+    s.split('.')
+        .map(|p| {
+            p.parse().map_err(|_| ApiError::bad(format!("bad value path `{s}`: dot-separated child numbers expected")))
+        })
+        .collect()
 }
 
 pub fn value(view: &dyn View, q: &Q) -> ApiResult {
@@ -440,7 +446,9 @@ pub fn value(view: &dyn View, q: &Q) -> ApiResult {
                 return Err(ApiError::bad("this value has no children"));
             }
             let n = val_node(view, tl, v, PREVIEW_MAX);
-            Ok(json!({"v": v.0, "tl": tl, "type": n["type"], "repr": n["preview"], "path": [], "children": [], "children_total": 0, "offset": 0, "more": false}))
+            Ok(
+                json!({"v": v.0, "tl": tl, "type": n["type"], "repr": n["preview"], "path": [], "children": [], "children_total": 0, "offset": 0, "more": false}),
+            )
         }
     }
 }
@@ -495,7 +503,9 @@ pub fn find(view: &dyn View, q: &Q) -> ApiResult {
             }
             let v = e.value();
             let target = match v.decode() {
-                squall_trace::Decoded::Slot(_) if how == "equality" => Some(view.snap(tl, v).map_err(ApiError::not_found)?.into_owned()),
+                squall_trace::Decoded::Slot(_) if how == "equality" => {
+                    Some(view.snap(tl, v).map_err(ApiError::not_found)?.into_owned())
+                }
                 _ => None,
             };
             t.find_entry::<()>(&kinds_val, Some(from), backward, |_, x| {
@@ -553,11 +563,13 @@ pub fn goto(view: &dyn View, q: &Q) -> ApiResult {
     let line: u32 = req(q, "line")?;
     let from: u64 = opt(q, "from", 0)?;
     let forms = view.forms();
-    let form_in_file: Vec<bool> = forms.forms().iter().map(|f| *f.file == *file || f.file.ends_with(&format!("/{file}"))).collect();
+    let form_in_file: Vec<bool> =
+        forms.forms().iter().map(|f| *f.file == *file || f.file.ends_with(&format!("/{file}"))).collect();
     if !form_in_file.iter().any(|&b| b) {
         return Err(ApiError::not_found(format!("no recorded function is in `{file}`")));
     }
-    let site_ok: Vec<bool> = forms.sites().iter().map(|s| s.coord.line == line && form_in_file[s.form as usize]).collect();
+    let site_ok: Vec<bool> =
+        forms.sites().iter().map(|s| s.coord.line == line && form_in_file[s.form as usize]).collect();
     let t = view.timelines()[tl].timeline;
     let found = t
         .find_entry::<()>(&[Kind::Expr, Kind::Bind, Kind::Return, Kind::Call], Some(from), false, |_, e| {

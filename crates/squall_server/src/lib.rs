@@ -42,9 +42,7 @@ pub fn new_token() -> String {
 
 fn token_ok(req: &Request, token: &str) -> bool {
     let given = req.headers().get("x-squall-token").and_then(|h| h.to_str().ok()).map(str::to_string).or_else(|| {
-        req.uri().query().and_then(|q| {
-            q.split('&').find_map(|kv| kv.strip_prefix("token=").map(str::to_string))
-        })
+        req.uri().query().and_then(|q| q.split('&').find_map(|kv| kv.strip_prefix("token=").map(str::to_string)))
     });
     match given {
         // Compare every byte (no early exit on the first difference).
@@ -102,7 +100,8 @@ async fn control(State(st): State<Arc<AppState>>, Path(action): Path<String>, bo
     match res {
         Ok(Ok(Ok(v))) => Json(v).into_response(),
         Ok(Ok(Err(e))) => ApiError::bad(e).into_response(),
-        _ => ApiError(StatusCode::INTERNAL_SERVER_ERROR, "the control action failed inside the server".into()).into_response(),
+        _ => ApiError(StatusCode::INTERNAL_SERVER_ERROR, "the control action failed inside the server".into())
+            .into_response(),
     }
 }
 
@@ -177,7 +176,10 @@ fn asset(body: &'static str, ctype: &'static str) -> Response {
 pub fn router(src: Arc<dyn RecordingSource>, token: String) -> Router {
     let st = Arc::new(AppState { src, token, searches: Mutex::new(HashMap::new()), next_search: AtomicU64::new(1) });
     let api = Router::new()
-        .route("/flows", get(|State(st): State<Arc<AppState>>| async move { run_view(st, |v, live| api::flows(v, live)).await }))
+        .route(
+            "/flows",
+            get(|State(st): State<Arc<AppState>>| async move { run_view(st, |v, live| api::flows(v, live)).await }),
+        )
         .route("/forms", get(|State(st): State<Arc<AppState>>| async move { run_view(st, |v, _| api::forms(v)).await }))
         .route("/entry", q_route!(api::entry))
         .route("/entries", q_route!(api::entries))
@@ -216,7 +218,8 @@ pub struct Server {
 /// Binds `host:port` (port 0: any free one) now, serves `src` on a background thread, and
 /// returns the URL to open (it carries the token).
 pub fn spawn(src: Arc<dyn RecordingSource>, host: &str, port: u16) -> Result<Server, String> {
-    let listener = std::net::TcpListener::bind((host, port)).map_err(|e| format!("cannot listen on {host}:{port}: {e}"))?;
+    let listener =
+        std::net::TcpListener::bind((host, port)).map_err(|e| format!("cannot listen on {host}:{port}: {e}"))?;
     listener.set_nonblocking(true).map_err(|e| e.to_string())?;
     let port = listener.local_addr().map_err(|e| e.to_string())?.port();
     let token = new_token();

@@ -156,7 +156,8 @@ pub fn run(src: &dyn RecordingSource, r: &SearchReq, s: &Search) {
                     ("fn", Kind::Call) => forms_ok.get(e.id() as usize).copied().unwrap_or(false),
                     ("fn", _) => false,
                     (_, Kind::Call | Kind::Resume) => {
-                        let n = if e.kind() == Kind::Resume { 1 } else { forms.form(e.id()).map_or(0, |f| f.params.len()) };
+                        let n =
+                            if e.kind() == Kind::Resume { 1 } else { forms.form(e.id()).map_or(0, |f| f.params.len()) };
                         t.call_args(k, n).into_iter().any(value_ok)
                     }
                     _ => value_ok(e.value()),

@@ -95,7 +95,12 @@ impl View for FileSource {
         self.rec
             .timelines
             .iter()
-            .map(|t| TlInfo { flow: t.meta.flow, thread_id: t.meta.thread_id, name: &t.meta.name, timeline: &t.timeline })
+            .map(|t| TlInfo {
+                flow: t.meta.flow,
+                thread_id: t.meta.thread_id,
+                name: &t.meta.name,
+                timeline: &t.timeline,
+            })
             .collect()
     }
 

@@ -16,7 +16,9 @@ pub fn val_node(view: &dyn View, tl: usize, v: ValRef, max: usize) -> Value {
     match v.decode() {
         Decoded::Int(i) => json!({"v": v.0, "type": "int", "preview": i.to_string(), "expandable": false}),
         Decoded::None => json!({"v": v.0, "type": "NoneType", "preview": "None", "expandable": false}),
-        Decoded::Bool(b) => json!({"v": v.0, "type": "bool", "preview": if b { "True" } else { "False" }, "expandable": false}),
+        Decoded::Bool(b) => {
+            json!({"v": v.0, "type": "bool", "preview": if b { "True" } else { "False" }, "expandable": false})
+        }
         Decoded::Absent => json!({"v": null, "type": "absent", "preview": "<absent>", "expandable": false}),
         Decoded::Slot(_) => match view.snap(tl, v) {
             Ok(s) => {
@@ -93,7 +95,8 @@ pub struct ExpandOpts {
 pub fn expand(snap: &Snap, path: &[usize], o: &ExpandOpts) -> Result<Value, String> {
     let mut s = snap;
     for (depth, &i) in path.iter().enumerate() {
-        s = child(s, i).ok_or_else(|| format!("path element {depth} ({i}) names no child of this {}", s.type_name()))?;
+        s = child(s, i)
+            .ok_or_else(|| format!("path element {depth} ({i}) names no child of this {}", s.type_name()))?;
     }
     let n = children_count(s);
     let start = o.offset.min(n);
@@ -116,7 +119,8 @@ pub fn expand(snap: &Snap, path: &[usize], o: &ExpandOpts) -> Result<Value, Stri
         .collect();
     let mut text = String::new();
     pprint(&mut text, s, o.print_level, o.print_length, 0, 200_000);
-    let truncated = (children_count(s) as u64) < total_len(s).unwrap_or(0) && !matches!(s, Snap::Str(_) | Snap::Bytes(_) | Snap::Object { .. });
+    let truncated = (children_count(s) as u64) < total_len(s).unwrap_or(0)
+        && !matches!(s, Snap::Str(_) | Snap::Bytes(_) | Snap::Object { .. });
     Ok(json!({
         "type": s.type_name(),
         "len": total_len(s),
@@ -229,7 +233,8 @@ mod tests {
 
     #[test]
     fn print_level_and_length() {
-        let v = list(vec![Snap::Int(1), list(vec![Snap::Int(2), list(vec![Snap::Int(3)])]), Snap::Int(4), Snap::Int(5)]);
+        let v =
+            list(vec![Snap::Int(1), list(vec![Snap::Int(2), list(vec![Snap::Int(3)])]), Snap::Int(4), Snap::Int(5)]);
         let mut s = String::new();
         pprint(&mut s, &v, 2, 3, 0, 1000);
         assert_eq!(s, "[1, [2, [...]], 4, ...]");

@@ -33,21 +33,38 @@ fn recording(src_file: &str) -> Recording {
     let main = forms.add_form(form("main", 1, &[])).unwrap();
     let f = forms.add_form(form("f", 7, &["x"])).unwrap();
     let g = forms.add_form(form("g", 10, &["a", "b"])).unwrap();
-    let bind_i = forms.add_site(Site { form: main, kind: SiteKind::Bind, coord: coord(2, 8, 9), symbol: Some("i".into()) }).unwrap();
-    let expr_fi = forms.add_site(Site { form: main, kind: SiteKind::Expr, coord: coord(3, 8, 12), symbol: None }).unwrap();
-    let ret_main = forms.add_site(Site { form: main, kind: SiteKind::Return, coord: coord(5, 4, 12), symbol: None }).unwrap();
+    let bind_i = forms
+        .add_site(Site { form: main, kind: SiteKind::Bind, coord: coord(2, 8, 9), symbol: Some("i".into()) })
+        .unwrap();
+    let expr_fi =
+        forms.add_site(Site { form: main, kind: SiteKind::Expr, coord: coord(3, 8, 12), symbol: None }).unwrap();
+    let ret_main =
+        forms.add_site(Site { form: main, kind: SiteKind::Return, coord: coord(5, 4, 12), symbol: None }).unwrap();
     let ret_f = forms.add_site(Site { form: f, kind: SiteKind::Return, coord: coord(8, 4, 16), symbol: None }).unwrap();
-    let expr_g = forms.add_site(Site { form: g, kind: SiteKind::Expr, coord: coord(11, 10, 30), symbol: None }).unwrap();
+    let expr_g =
+        forms.add_site(Site { form: g, kind: SiteKind::Expr, coord: coord(11, 10, 30), symbol: None }).unwrap();
     let l = Limits::default();
     let mut values = vec![
-        Snap::Seq { kind: SeqKind::List, type_name: "list".into(), id: 0, items: (0..30).map(Snap::Int).collect(), len: 30 },
+        Snap::Seq {
+            kind: SeqKind::List,
+            type_name: "list".into(),
+            id: 0,
+            items: (0..30).map(Snap::Int).collect(),
+            len: 30,
+        },
         Snap::Object {
             type_name: "ValueError".into(),
             id: 0,
             repr: "ValueError('bad b')".into(),
             attrs: vec![(
                 "args".into(),
-                Snap::Seq { kind: SeqKind::Tuple, type_name: "tuple".into(), id: 0, items: vec![Snap::Str("bad b".into())], len: 1 },
+                Snap::Seq {
+                    kind: SeqKind::Tuple,
+                    type_name: "tuple".into(),
+                    id: 0,
+                    items: vec![Snap::Str("bad b".into())],
+                    len: 1,
+                },
             )],
         },
         Snap::Str("hello world".into()),
@@ -96,7 +113,13 @@ fn app() -> (axum::Router, tempfile::TempDir) {
     (router(Arc::new(src), TOKEN.into()), dir)
 }
 
-async fn call(app: &axum::Router, method: &str, uri: &str, token: Option<&str>, body: Option<Value>) -> (StatusCode, Value) {
+async fn call(
+    app: &axum::Router,
+    method: &str,
+    uri: &str,
+    token: Option<&str>,
+    body: Option<Value>,
+) -> (StatusCode, Value) {
     let mut req = Request::builder().method(method).uri(uri);
     if let Some(t) = token {
         req = req.header("x-squall-token", t);
@@ -177,7 +200,8 @@ async fn bad_requests_are_4xx_with_a_message() {
         assert_eq!(s, status, "{uri}: {v}");
         assert!(v["error"].as_str().unwrap().contains(msg), "{uri}: {v}");
     }
-    let (s, v) = call(&app, "POST", "/api/search", Some(TOKEN), Some(json!({"tl": 0, "kind": "regex", "text": "x"}))).await;
+    let (s, v) =
+        call(&app, "POST", "/api/search", Some(TOKEN), Some(json!({"tl": 0, "kind": "regex", "text": "x"}))).await;
     assert_eq!(s, StatusCode::BAD_REQUEST);
     assert!(v["error"].as_str().unwrap().contains("kind"));
 }
@@ -253,8 +277,11 @@ async fn power_stepping_loops_goto_source() {
 #[tokio::test]
 async fn search_with_progress() {
     let (app, _d) = app();
-    for (kind, text, want) in [("fn", "DEMO.F", vec![2, 6, 10]), ("value", "hello", vec![14]), ("value", "bad b", vec![15])] {
-        let (s, v) = call(&app, "POST", "/api/search", Some(TOKEN), Some(json!({"tl": 0, "kind": kind, "text": text}))).await;
+    for (kind, text, want) in
+        [("fn", "DEMO.F", vec![2, 6, 10]), ("value", "hello", vec![14]), ("value", "bad b", vec![15])]
+    {
+        let (s, v) =
+            call(&app, "POST", "/api/search", Some(TOKEN), Some(json!({"tl": 0, "kind": kind, "text": text}))).await;
         assert_eq!(s, StatusCode::OK, "{v}");
         let id = v["id"].as_u64().unwrap();
         let mut res = Value::Null;
@@ -332,7 +359,8 @@ async fn multi_thread_timeline_follows_switch_marks() {
     assert_eq!(p["items"][0]["pos"], 3);
     // Only functions: calls, returns, unwinds.
     let f = get(&app, "/api/order?flow=0&fns=1&limit=1000").await;
-    let types: HashSet<String> = f["items"].as_array().unwrap().iter().map(|i| i["type"].as_str().unwrap().to_string()).collect();
+    let types: HashSet<String> =
+        f["items"].as_array().unwrap().iter().map(|i| i["type"].as_str().unwrap().to_string()).collect();
     assert!(types.iter().all(|t| t.starts_with("fn-")), "{types:?}");
     assert_eq!(f["total"].as_u64().unwrap() as usize, f["items"].as_array().unwrap().len());
     let fo = order_of(&f);
@@ -422,13 +450,29 @@ async fn control_route_calls_the_live_source() {
 async fn code_bookmarks_listed() {
     let mut forms = Forms::new();
     let main = forms
-        .add_form(Form { ns: "demo".into(), name: "main".into(), file: "demo.py".into(), line: 1, params: vec![], kind: FormKind::Function })
+        .add_form(Form {
+            ns: "demo".into(),
+            name: "main".into(),
+            file: "demo.py".into(),
+            line: 1,
+            params: vec![],
+            kind: FormKind::Function,
+        })
         .unwrap();
     let bm = forms
-        .add_form(Form { ns: "squall".into(), name: "bookmark".into(), file: "<squall>".into(), line: 0, params: vec![Arc::from("note")], kind: FormKind::Function })
+        .add_form(Form {
+            ns: "squall".into(),
+            name: "bookmark".into(),
+            file: "<squall>".into(),
+            line: 0,
+            params: vec![Arc::from("note")],
+            kind: FormKind::Function,
+        })
         .unwrap();
-    let ret_bm = forms.add_site(Site { form: bm, kind: SiteKind::Return, coord: coord(0, 0, 0), symbol: None }).unwrap();
-    let ret_main = forms.add_site(Site { form: main, kind: SiteKind::Return, coord: coord(2, 4, 10), symbol: None }).unwrap();
+    let ret_bm =
+        forms.add_site(Site { form: bm, kind: SiteKind::Return, coord: coord(0, 0, 0), symbol: None }).unwrap();
+    let ret_main =
+        forms.add_site(Site { form: main, kind: SiteKind::Return, coord: coord(2, 4, 10), symbol: None }).unwrap();
     let l = Limits::default();
     let mut t = Timeline::new();
     t.call(main, &[], &l);

@@ -7,8 +7,8 @@ use std::path::Path;
 use serde_json::{json, Map, Value};
 use squall_trace::{display_name, Decoded, Entry, Kind, ValRef, NONE};
 
-use squall_trace::printer::preview_ref;
 use crate::{LoadedTimeline, Progress, Recording, StoreError};
+use squall_trace::printer::preview_ref;
 
 /// Characters kept of each value preview in exports.
 const PREVIEW: usize = 120;

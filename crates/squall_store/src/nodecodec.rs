@@ -3,9 +3,7 @@
 //! A node's child values are written relative to the node itself: a slot as its distance back
 //! (children always come before their parents), an inline integer zigzagged, a constant by code.
 
-use squall_trace::{
-    CutNode, Decoded, MapNode, Node, ObjectNode, OpaqueNode, SeqKind, SeqNode, ValRef,
-};
+use squall_trace::{CutNode, Decoded, MapNode, Node, ObjectNode, OpaqueNode, SeqKind, SeqNode, ValRef};
 
 use crate::wire::{put_str, put_uv, unzigzag, zigzag, Bad, Rd};
 

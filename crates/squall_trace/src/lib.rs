@@ -20,8 +20,8 @@ pub use forms::{Coord, Form, FormKind, Forms, Site, SiteKind};
 pub use limits::{LimitHit, Limits};
 pub use queries::{display_name, merge_call_stats, total_order, CallStat, Drift, FrameRef, Segment};
 pub use snapshot::{SeqKind, Snap};
-pub use timeline::{Recorded, Timeline};
 pub use store::{
     BadStore, CutNode, ExpandBudget, MapNode, NameId, Node, ObjId, ObjectNode, OpaqueNode, SeqNode, ValueStore,
 };
+pub use timeline::{Recorded, Timeline};
 pub use value::{Decoded, ValRef, MAX_SLOT};

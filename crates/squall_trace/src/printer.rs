@@ -8,7 +8,7 @@ use crate::snapshot::{SeqKind, Snap};
 use crate::store::{ExpandBudget, ValueStore};
 use crate::value::{Decoded, ValRef};
 
-/// A Python-repr-like preview of `snap`, at most about `max` characters (longer ones end in `…`).
+/// A Python-repr-like preview of `snap`, at most `max` bytes (longer ones end in `…`).
 /// Truncated containers (fewer items than `len`) end in `...`.
 pub fn preview(snap: &Snap, max: usize) -> String {
     let mut s = String::new();
@@ -33,7 +33,8 @@ pub fn preview_ref(v: ValRef, values: &ValueStore, max: usize) -> String {
     }
 }
 
-/// The repr of a recorded object: `Type#id(attr=value, ...)` (the type's last dotted part).
+/// The repr of a recorded object: `Type#id(attr=value, ...)` (the type's last dotted part), at
+/// most about 200 characters (longer ones end in `…`).
 pub fn object_repr(type_name: &str, id: u64, attrs: &[(String, Snap)]) -> String {
     const MAX: usize = 200;
     let mut out = String::new();
@@ -44,15 +45,14 @@ pub fn object_repr(type_name: &str, id: u64, attrs: &[(String, Snap)]) -> String
             out.push_str(", ");
         }
         if out.len() > MAX {
-            out.push_str("...");
             break;
         }
         out.push_str(k);
         out.push('=');
-        write_snap(&mut out, v, MAX);
+        write_snap(&mut out, v, MAX + 1);
     }
     out.push(')');
-    cut(out, MAX + 40)
+    cut(out, MAX)
 }
 
 /// The repr of an object known by its name only: `<function f#3>`, `<class 'mod.C'>`, `<Lock#9>`.
@@ -89,13 +89,20 @@ fn short_type(out: &mut String, type_name: &str, id: u64) {
     }
 }
 
-fn cut(s: String, max: usize) -> String {
-    if s.chars().count() <= max {
+/// `s` if it is at most `max` bytes long, else its first `max - 1` bytes or fewer (whole
+/// characters) and `…`. The writers stop once past their budget (`max + 1` bytes), so whatever
+/// they left out is always marked.
+fn cut(mut s: String, max: usize) -> String {
+    if s.len() <= max {
         return s;
     }
-    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
-    out.push('…');
-    out
+    let mut end = max.saturating_sub(1);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s.truncate(end);
+    s.push('…');
+    s
 }
 
 fn float(out: &mut String, f: f64) {
@@ -237,5 +244,41 @@ fn write_snap(out: &mut String, s: &Snap, budget: usize) {
             write_snap(out, &Snap::Bytes(prefix.clone()), budget);
             let _ = write!(out, "...[{len} bytes]");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn map(entries: Vec<(Snap, Snap)>) -> Snap {
+        let len = entries.len() as u64;
+        Snap::Map { type_name: "dict".into(), entries, len, id: 0 }
+    }
+
+    #[test]
+    fn a_budget_stop_inside_a_map_is_marked() {
+        let long = |k: &str| (Snap::Str(k.repeat(60)), Snap::Int(1));
+        let m = map(vec![long("a"), long("b"), long("c"), (Snap::Str("__doc__".into()), Snap::None)]);
+        let text = preview(&m, 80);
+        assert!(text.ends_with('…'), "{text}");
+        assert!(text.len() <= 80 + '…'.len_utf8(), "{text}");
+        let repr = object_repr("m.Builder", 2, &[("namespace".into(), m)]);
+        assert!(repr.ends_with('…'), "{repr}");
+        assert!(!repr.contains("}"), "the map is cut inside, never closed as if whole: {repr}");
+    }
+
+    #[test]
+    fn a_short_value_is_whole() {
+        let m = map(vec![(Snap::Str("a".into()), Snap::Int(1))]);
+        assert_eq!(preview(&m, 80), "{'a': 1}");
+        assert_eq!(object_repr("m.P", 3, &[("x".into(), Snap::Int(1))]), "P#3(x=1)");
+    }
+
+    #[test]
+    fn non_ascii_text_is_cut_at_a_character() {
+        let text = preview(&Snap::Str("é".repeat(100)), 41);
+        assert!(text.ends_with('…'), "{text}");
+        assert!(text.len() <= 41 + '…'.len_utf8());
     }
 }

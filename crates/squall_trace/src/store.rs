@@ -324,7 +324,11 @@ impl ValueStore {
             Decoded::Slot(s) => s,
         };
         let Some(node) = self.nodes.get(slot as usize) else {
-            return Snap::Opaque { type_name: "<missing>".into(), id: 0, repr: format!("<value #{slot} not recorded>") };
+            return Snap::Opaque {
+                type_name: "<missing>".into(),
+                id: 0,
+                repr: format!("<value #{slot} not recorded>"),
+            };
         };
         *left = left.saturating_sub(1);
         let cut = depth == 0 || *left == 0;
@@ -358,8 +362,11 @@ impl ValueStore {
             },
             Node::Object(n) if cut => Snap::Cut { type_name: self.name(n.ty).into(), id: n.obj, len: 0 },
             Node::Object(n) => {
-                let mut attrs: Vec<(String, Snap)> =
-                    n.attrs.iter().map(|&(k, v)| (self.name(k).to_string(), self.snap_at(v, depth - 1, left))).collect();
+                let mut attrs: Vec<(String, Snap)> = n
+                    .attrs
+                    .iter()
+                    .map(|&(k, v)| (self.name(k).to_string(), self.snap_at(v, depth - 1, left)))
+                    .collect();
                 let type_name = self.name(n.ty).to_string();
                 // A version 1 file kept the program's repr as an attribute.
                 if let Some(i) = attrs.iter().position(|(k, v)| k == LEGACY_REPR && matches!(v, Snap::Str(_))) {

@@ -305,7 +305,12 @@ fn exprs_and_bindings_land_in_their_frame_and_bindings_take_the_latest_value() {
 #[test]
 fn evicted_entries_keep_idxs_absolute_and_stats_whole() {
     let tl0 = sample();
-    let (_, sites) = forms(&[("main", FormKind::Function), ("a", FormKind::Function), ("b", FormKind::Function), ("c", FormKind::Function)]);
+    let (_, sites) = forms(&[
+        ("main", FormKind::Function),
+        ("a", FormKind::Function),
+        ("b", FormKind::Function),
+        ("c", FormKind::Function),
+    ]);
     let mut tl = Timeline::from_parts(tl0.entries().to_vec(), tl0.args().to_vec());
     // a new call opened before the eviction and closed after it
     tl.call(1, &[int(7), int(8)], &NO_LIMITS);
