@@ -446,9 +446,13 @@ impl Cx<'_> {
         }
     }
 
+    /// `o`'s identity; 0 (none) for objects whose deaths the recorder cannot see: an identity
+    /// found by address could be a freed object's.
     unsafe fn identity(&mut self, o: *mut ffi::PyObject) -> ObjId {
         unsafe {
-            crate::deaths::hook_type(ffi::Py_TYPE(o));
+            if !crate::deaths::watched(ffi::Py_TYPE(o)) {
+                return 0;
+            }
             IDS.get().of(o)
         }
     }

@@ -4,8 +4,8 @@
 //! lives, finds the same id by its address. The map holds addresses only (no reference, no
 //! weakref: the program sees nothing of it). An address reused by a later object must not give
 //! that object the dead one's id: `deaths.rs` hooks the deallocation of the types the recorder
-//! has seen and forgets the address there. Until a type is hooked (or where it cannot be), an
-//! address found with another type than before is a new object too.
+//! gives identities to and forgets the address there; objects of types it cannot hook get no
+//! identity. An address found with another type than before is a new object too.
 
 use pyo3::ffi;
 use squall_trace::ObjId;
