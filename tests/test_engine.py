@@ -4,6 +4,7 @@ Code under test is instrumented with the rewriter and executed here; recording i
 without the import hook so pytest's own imports stay untouched.
 """
 
+import sys
 import threading
 import warnings
 
@@ -402,3 +403,65 @@ def test_classes_are_recorded_without_keeping_them_alive(rec):
     gc.collect()
     assert alive() is None
     assert repr(values.deref_val_id(call["fn_args_ref"])[0]) == repr(shown)
+
+
+def test_a_class_renamed_between_calls_is_recorded_by_its_new_name(rec):
+    # The encoder caches heap types' names by address and tp_version_tag: a rename must show.
+    ns = rec("def ident(x):\n    return x\n")
+
+    class Old:
+        pass
+
+    o = Old()
+    o.a = 1
+    ns["ident"](o)
+    Old.__qualname__ = "Renamed"
+    Old.__module__ = "elsewhere"
+    ns["ident"](o)
+    first, second = calls_of("ident")
+    assert values.deref_val_id(first["fn_args_ref"])[0].type_name.endswith("Old")
+    assert values.deref_val_id(second["fn_args_ref"])[0].type_name == "elsewhere.Renamed"
+
+
+def test_attribute_names_are_recorded_as_they_are_at_each_call(rec):
+    # Attribute names are cached by their str's address, checked against the text.
+    ns = rec("def ident(x):\n    return x\n")
+
+    class Thing:
+        pass
+
+    names = ["".join(["alpha", str(i)]) for i in range(50)]
+    for i, name in enumerate(names):
+        t = Thing()
+        setattr(t, name, i)
+        ns["ident"](t)
+        del t
+    calls = calls_of("ident")
+    assert [getattr(values.deref_val_id(c["fn_args_ref"])[0], n, None) for c, n in zip(calls, names)] == list(range(50))
+
+
+@pytest.mark.skipif(sys.version_info[:2] not in ((3, 11), (3, 12)),
+                    reason="inline values without a dict until __dict__ is asked for: 3.11, 3.12")
+def test_recording_an_object_does_not_make_its_instance_dict(rec):
+    # 3.11/3.12 keep a plain object's attributes inline; asking for its dict pointer would make
+    # the dict (the program's attribute loads deoptimize, the object grows). gc.get_referents
+    # shows the dict if there is one, the attribute values themselves if not.
+    import gc
+
+    ns = rec("def ident(x):\n    return x\n")
+
+    class Point:
+        def __init__(self):
+            self.x = 1.5
+            self.y = "why"
+            self.z = [1]
+
+    p = Point()
+    del p.y
+    p.w = 4.5
+    ns["ident"](p)
+    assert not any(type(r) is dict for r in gc.get_referents(p))
+    (call,) = calls_of("ident")
+    snap = values.deref_val_id(call["fn_args_ref"])[0]
+    assert (snap.x, snap.z, snap.w, hasattr(snap, "y")) == (1.5, [1], 4.5, False)
+    assert values.val_pprint(call["fn_args_ref"]).index("x") < values.val_pprint(call["fn_args_ref"]).index("w")

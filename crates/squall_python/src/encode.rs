@@ -74,20 +74,45 @@ impl LastNodes {
 
 /// What a timeline keeps besides its store to encode fast: the last node per address, and
 /// scratch space reused by every encoding.
-#[derive(Default)]
 pub struct EncodeCache {
     last: LastNodes,
     /// Types' qualified names as interned in the store, for static types (which never die).
     static_types: foldhash::HashMap<usize, u32>,
+    /// Heap types' names by address and `tp_version_tag`: a tag is never reused, and a change to
+    /// the type (`__qualname__`, `__module__`) clears it (`PyType_Modified`), so an entry with
+    /// the type's current nonzero tag is its current name (building the name looked `__module__`
+    /// up in the type's dict and allocated twice, for every object recorded).
+    heap_types: foldhash::HashMap<usize, (u32, u32)>,
+    /// Attribute names by the address of their str: the interned id, checked against the text
+    /// (a str dying and another taking its address is then a miss, not a wrong name).
+    attr_names: Box<[(usize, u32)]>,
     stack: Vec<ValRef>,
     pairs: Vec<(ValRef, ValRef)>,
     attrs: Vec<(u32, ValRef)>,
     text: String,
 }
 
+const ATTR_SLOTS: usize = 1 << 10;
+
+impl Default for EncodeCache {
+    fn default() -> Self {
+        EncodeCache {
+            last: LastNodes::default(),
+            static_types: Default::default(),
+            heap_types: Default::default(),
+            attr_names: vec![(0, 0); ATTR_SLOTS].into_boxed_slice(),
+            stack: Vec::new(),
+            pairs: Vec::new(),
+            attrs: Vec::new(),
+            text: String::new(),
+        }
+    }
+}
+
 impl EncodeCache {
     pub fn bytes(&self) -> u64 {
         (self.last.bytes() + self.static_types.capacity() * 16 + self.stack.capacity() * 4) as u64
+            + (self.heap_types.capacity() * 16 + self.attr_names.len() * 16) as u64
             + (self.pairs.capacity() * 8 + self.attrs.capacity() * 8 + self.text.capacity()) as u64
     }
 }
@@ -98,6 +123,89 @@ unsafe extern "C" {
     fn _PyObject_GetDictPtr(o: *mut ffi::PyObject) -> *mut *mut ffi::PyObject;
     fn _PyLong_NumBits(o: *mut ffi::PyObject) -> usize;
     static mut PyMethod_Type: ffi::PyTypeObject;
+}
+
+/// The head of a `PyDictKeysObject` (3.11, 3.12: pycore_dict.h); its index table follows,
+/// `1 << dk_log2_index_bytes` bytes, then the entries.
+#[cfg(all(Py_3_11, not(Py_3_13)))]
+#[repr(C)]
+struct DictKeys {
+    dk_refcnt: isize,
+    dk_log2_size: u8,
+    dk_log2_index_bytes: u8,
+    dk_kind: u8,
+    dk_version: u32,
+    dk_usable: isize,
+    dk_nentries: isize,
+}
+
+/// Managed-dict object `o`'s inline values and its type's shared keys (3.11, 3.12), when its
+/// attributes are there: not when its dict was made, or the type's cached keys are missing or
+/// not split (pycore_object.h: the values pointer before the object; pycore_dict.h).
+///
+/// # Safety
+/// GIL held; `o` a valid object of type `tp` with `Py_TPFLAGS_MANAGED_DICT`.
+#[cfg(all(Py_3_11, not(Py_3_13)))]
+unsafe fn inline_values(
+    o: *mut ffi::PyObject,
+    tp: *mut ffi::PyTypeObject,
+) -> Option<(*mut *mut ffi::PyObject, *const DictKeys)> {
+    unsafe {
+        if (*tp).tp_flags & ffi::Py_TPFLAGS_HEAPTYPE == 0 {
+            return None;
+        }
+        #[cfg(not(Py_3_12))]
+        let values = *o.cast::<*mut *mut ffi::PyObject>().sub(4);
+        #[cfg(Py_3_12)]
+        let values = {
+            let tagged = *o.cast::<usize>().sub(3);
+            if tagged & 1 == 0 {
+                return None;
+            }
+            (tagged + 1) as *mut *mut ffi::PyObject
+        };
+        if values.is_null() {
+            return None;
+        }
+        let keys = (*tp.cast::<ffi::PyHeapTypeObject>()).ht_cached_keys.cast::<DictKeys>();
+        if keys.is_null() || (*keys).dk_kind != 2 {
+            return None;
+        }
+        Some((values, keys))
+    }
+}
+
+/// The `i`-th attribute, in the order the object's dict would give (the order bytes before the
+/// values, `_PyDictValues_AddToInsertionOrder`), of an object with [`inline_values`]: `None`
+/// past the last one or when its values are gone, `Some(None)` for an empty slot. Reads the
+/// layout afresh on each call.
+///
+/// # Safety
+/// As [`inline_values`].
+#[cfg(all(Py_3_11, not(Py_3_13)))]
+unsafe fn inline_attr(
+    o: *mut ffi::PyObject,
+    tp: *mut ffi::PyTypeObject,
+    i: usize,
+) -> Option<Option<(*mut ffi::PyObject, *mut ffi::PyObject)>> {
+    unsafe {
+        let (values, keys) = inline_values(o, tp)?;
+        let order = values.cast::<u8>();
+        if i >= usize::from(*order.sub(2)) {
+            return None;
+        }
+        let ix = usize::from(*order.sub(3 + i));
+        if ix >= (*keys).dk_nentries.max(0) as usize {
+            return Some(None);
+        }
+        let entries = keys
+            .cast::<u8>()
+            .add(std::mem::size_of::<DictKeys>() + (1usize << (*keys).dk_log2_index_bytes))
+            .cast::<[*mut ffi::PyObject; 2]>();
+        let k = (*entries.add(ix))[0];
+        let v = *values.add(ix);
+        Some((!k.is_null() && !v.is_null()).then_some((k, v)))
+    }
 }
 
 /// A bound method's layout (`PyMethodObject`, the same in 3.9-3.13): its function first.
@@ -442,7 +550,40 @@ impl Cx<'_> {
                 self.cache.static_types.insert(tp as usize, id);
                 return id;
             }
-            self.store.intern(&qualified_name(tp))
+            let tag = (*tp).tp_version_tag;
+            if tag != 0 {
+                if let Some(&(t, id)) = self.cache.heap_types.get(&(tp as usize)) {
+                    if t == tag {
+                        return id;
+                    }
+                }
+            }
+            let id = self.store.intern(&qualified_name(tp));
+            if tag != 0 {
+                self.cache.heap_types.insert(tp as usize, (tag, id));
+            }
+            id
+        }
+    }
+
+    /// The interned id of attribute name `k` (a str).
+    unsafe fn attr_name(&mut self, k: *mut ffi::PyObject) -> u32 {
+        unsafe {
+            if ffi::PyUnicode_IS_COMPACT_ASCII(k) == 0 {
+                return self.store.intern(&str_field(k));
+            }
+            let n = ffi::PyUnicode_GET_LENGTH(k).max(0) as usize;
+            let text =
+                std::str::from_utf8_unchecked(std::slice::from_raw_parts(ffi::PyUnicode_DATA(k).cast::<u8>(), n));
+            let addr = k as usize;
+            let slot = ((addr >> 4) ^ (addr >> 14)) & (ATTR_SLOTS - 1);
+            let (a, id) = self.cache.attr_names[slot];
+            if a == addr && self.store.name(id) == text {
+                return id;
+            }
+            let id = self.store.intern(text);
+            self.cache.attr_names[slot] = (addr, id);
+            id
         }
     }
 
@@ -574,7 +715,32 @@ impl Cx<'_> {
                 }
             }
             self.members(o, tp, depth);
-            let dict_ptr = if (*tp).tp_dictoffset != 0 || (*tp).tp_flags & (1 << 4) != 0 {
+            // 3.11 and 3.12 keep a managed-dict object's attributes in inline values until its
+            // `__dict__` is asked for; `_PyObject_GetDictPtr` would make that dict (the program's
+            // attribute loads then take a slower path, and every object recorded grows by it).
+            // They are read where they are, in the order the dict would give.
+            #[cfg(all(Py_3_11, not(Py_3_13)))]
+            let inline = (*tp).tp_flags & ffi::Py_TPFLAGS_MANAGED_DICT != 0 && inline_values(o, tp).is_some();
+            #[cfg(not(all(Py_3_11, not(Py_3_13))))]
+            let inline = false;
+            #[cfg(all(Py_3_11, not(Py_3_13)))]
+            if inline {
+                let mut i = 0;
+                while self.cache.attrs.len() - base < self.budget.max_length && *self.left > 0 {
+                    let Some(slot) = inline_attr(o, tp, i) else { break };
+                    i += 1;
+                    let Some((k, v)) = slot else { continue };
+                    if ffi::PyUnicode_Check(k) == 0 {
+                        continue;
+                    }
+                    let ve = self.enc(v, depth - 1);
+                    let ke = self.attr_name(k);
+                    self.cache.attrs.push((ke, ve));
+                }
+            }
+            let dict_ptr = if inline {
+                std::ptr::null_mut()
+            } else if (*tp).tp_dictoffset != 0 || (*tp).tp_flags & (1 << 4) != 0 {
                 let p = _PyObject_GetDictPtr(o);
                 if !ffi::PyErr_Occurred().is_null() {
                     ffi::PyErr_Clear();
@@ -593,9 +759,8 @@ impl Cx<'_> {
                     if ffi::PyUnicode_Check(k) == 0 {
                         continue;
                     }
-                    let name = str_field(k);
                     let ve = self.enc(v, depth - 1);
-                    let ke = self.store.intern(&name);
+                    let ke = self.attr_name(k);
                     self.cache.attrs.push((ke, ve));
                 }
             }
