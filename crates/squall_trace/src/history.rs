@@ -6,7 +6,8 @@
 //! slot named by earlier entries. Hence, with `reach(i)` = one past the highest slot named by
 //! entries up to `i` (a running maximum, so it never decreases), node `n` was created by the
 //! first entry `i` with `reach(i) > n`. Nothing beyond the entries and the store is needed, so
-//! files of every version answer the same (version 1 stores map entry slots by `entry_ref`).
+//! files answer as the live recording does. Version 1 files (values numbered per entry, see
+//! `ValueStore::entry_ref`) have no node a value ref can name: they answer no states.
 
 use crate::entry::Kind;
 use crate::forms::Forms;
@@ -86,7 +87,7 @@ fn is_state(n: &Node, obj: ObjId) -> bool {
 
 /// Every distinct recorded state of object `obj` in this timeline, oldest first.
 pub fn history(store: &ValueStore, entries: &NodeEntries, obj: ObjId) -> Vec<State> {
-    if obj == 0 {
+    if obj == 0 || store.legacy_len() > 0 {
         return Vec::new();
     }
     store
@@ -102,7 +103,7 @@ pub fn history(store: &ValueStore, entries: &NodeEntries, obj: ObjId) -> Vec<Sta
 /// reach of `idx` to `floor` (a slot known to be a state of `obj`, e.g. the bound value: the
 /// search never goes below it). `None`: no newer state than `floor`.
 pub fn latest_state(store: &ValueStore, entries: &NodeEntries, obj: ObjId, idx: u32, floor: u32) -> Option<State> {
-    if obj == 0 {
+    if obj == 0 || store.legacy_len() > 0 {
         return None;
     }
     let top = entries.reach_at(idx).min(store.len() as u32);
