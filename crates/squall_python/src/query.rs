@@ -422,7 +422,7 @@ pub mod q {
             return Ok(());
         }
         let Ok(at) = u32::try_from(idx) else { return Ok(()) };
-        let entries = NodeEntries::new(rec.tl, b.forms(), store);
+        let entries = NodeEntries::upto(rec.tl, b.forms(), store, at as usize + 1);
         for d in binds {
             if d.get_item("visible_after")?.and_then(|v| v.extract::<u64>().ok()).is_none_or(|v| v > idx) {
                 continue;

@@ -237,7 +237,7 @@ pub fn frame(view: &dyn View, q: &Q) -> ApiResult {
             if let (Some(store), squall_trace::Decoded::Slot(slot)) = (store, value.decode()) {
                 let obj = store.node(slot).map_or(0, squall_trace::Node::obj);
                 if obj != 0 {
-                    let ne = node_entries.get_or_insert_with(|| squall_trace::NodeEntries::new(t, forms, store));
+                    let ne = node_entries.get_or_insert_with(|| squall_trace::NodeEntries::upto(t, forms, store, idx as usize + 1));
                     if let Some(s) = squall_trace::latest_state(store, ne, obj, idx, slot) {
                         value = ValRef(s.slot);
                         state_idx = s.idx;

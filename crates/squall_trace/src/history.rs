@@ -35,15 +35,22 @@ pub struct NodeEntries {
 
 impl NodeEntries {
     pub fn new(tl: &Timeline, forms: &Forms, store: &ValueStore) -> NodeEntries {
+        NodeEntries::upto(tl, forms, store, tl.len())
+    }
+
+    /// The index of entries before `end` only: enough for `latest_state` at any idx below `end`
+    /// (what `bindings` needs, at a cost proportional to the idx, not to the timeline).
+    pub fn upto(tl: &Timeline, forms: &Forms, store: &ValueStore, end: usize) -> NodeEntries {
         let first = tl.first_idx();
-        let mut reach = Vec::with_capacity(tl.len() - first);
+        let end = end.clamp(first, tl.len());
+        let mut reach = Vec::with_capacity(end - first);
         let mut top = 0u32;
         let see = |v: ValRef, top: &mut u32| {
             if let Decoded::Slot(s) = store.entry_ref(v).decode() {
                 *top = (*top).max(s.saturating_add(1));
             }
         };
-        for (k, e) in tl.entries().iter().enumerate() {
+        for (k, e) in tl.entries()[..end - first].iter().enumerate() {
             match e.kind() {
                 Kind::Call => {
                     let n = forms.form(e.id()).map_or(0, |f| f.params.len());
