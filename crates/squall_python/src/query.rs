@@ -451,8 +451,7 @@ pub mod q {
         let Some((_, views)) = b.flows().into_iter().find(|(f, _)| *f == flow_id) else {
             return Err(PyKeyError::new_err(format!("flow {flow_id} was not recorded (see all_flows())")));
         };
-        let views: Vec<TlView<'_>> =
-            views.into_iter().filter(|v| thread_id.is_none_or(|t| t == v.thread_id)).collect();
+        let views: Vec<TlView<'_>> = views.into_iter().filter(|v| thread_id.is_none_or(|t| t == v.thread_id)).collect();
         if let (Some(t), true) = (thread_id, views.is_empty()) {
             return Err(PyKeyError::new_err(format!("thread {t} has no timeline in flow {flow_id} (see all_flows())")));
         }
@@ -472,7 +471,10 @@ pub mod q {
                 d.set_item("thread_id", view.thread_id)?;
                 d.set_item("idx", m.state.idx)?;
                 d.set_item("value_ref", value_ref(view, ValRef(m.state.slot)))?;
-                d.set_item("preview", squall_trace::printer::preview_ref(ValRef(m.state.slot), refs[m.timeline].1, 200))?;
+                d.set_item(
+                    "preview",
+                    squall_trace::printer::preview_ref(ValRef(m.state.slot), refs[m.timeline].1, 200),
+                )?;
                 Ok(d)
             })
             .collect()

@@ -237,7 +237,8 @@ pub fn frame(view: &dyn View, q: &Q) -> ApiResult {
             if let (Some(store), squall_trace::Decoded::Slot(slot)) = (store, value.decode()) {
                 let obj = store.node(slot).map_or(0, squall_trace::Node::obj);
                 if obj != 0 {
-                    let ne = node_entries.get_or_insert_with(|| squall_trace::NodeEntries::upto(t, forms, store, idx as usize + 1));
+                    let ne = node_entries
+                        .get_or_insert_with(|| squall_trace::NodeEntries::upto(t, forms, store, idx as usize + 1));
                     if let Some(s) = squall_trace::latest_state(store, ne, obj, idx, slot) {
                         value = ValRef(s.slot);
                         state_idx = s.idx;
@@ -814,5 +815,7 @@ pub fn history(view: &dyn View, q: &Q) -> ApiResult {
             json!({"tl": tl, "idx": m.state.idx, "value": val_node(view, tl, ValRef(m.state.slot), PREVIEW_MAX)})
         })
         .collect();
-    Ok(json!({"obj": obj, "flow": flow, "states": states.len(), "left_out": states.len() - shown.len(), "history": shown}))
+    Ok(
+        json!({"obj": obj, "flow": flow, "states": states.len(), "left_out": states.len() - shown.len(), "history": shown}),
+    )
 }

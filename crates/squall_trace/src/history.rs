@@ -136,9 +136,9 @@ pub fn history_merged(timelines: &[(&Timeline, &ValueStore, &NodeEntries)], obj:
     let mut out: Vec<(usize, u32, MergedState)> = Vec::new();
     for (t, (_, store, entries)) in timelines.iter().enumerate() {
         for state in history(store, entries, obj) {
-            let pos = state.idx.and_then(|i| {
-                segments.iter().position(|s| s.timeline == t && s.from <= i && i < s.to).map(|p| p + 1)
-            });
+            let pos = state
+                .idx
+                .and_then(|i| segments.iter().position(|s| s.timeline == t && s.from <= i && i < s.to).map(|p| p + 1));
             out.push((pos.unwrap_or(0), state.idx.unwrap_or(0), MergedState { timeline: t, state }));
         }
     }
