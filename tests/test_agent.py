@@ -163,7 +163,7 @@ def test_threads_by_name_or_id(rec_path):
 # --- MCP ------------------------------------------------------------------------------------------
 
 TOOLS = {"summary", "calls", "call", "exceptions", "stack", "frequencies", "search", "window", "source",
-         "bindings"}
+         "bindings", "history"}
 
 
 def test_mcp_server_with_the_official_client(rec_path):
@@ -196,6 +196,7 @@ def test_mcp_server_with_the_official_client(rec_path):
                     ("exceptions", {}), ("stack", {"idx": 542}), ("frequencies", {"limit": 3}),
                     ("search", {"text": "JP", "limit": 2}), ("window", {"idx": 542, "before": 2, "after": 2}),
                     ("source", {"idx": 542}), ("bindings", {"idx": 542, "thread": "MainThread"}),
+                    ("history", {"obj_id": 1, "limit": 2}),
                 ]:
                     err, text = await ask(name, **args)
                     assert not err, (name, text)

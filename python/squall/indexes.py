@@ -39,6 +39,7 @@ __all__ = [
     "all_flows",
     "all_threads",
     "bindings",
+    "history",
     "callstack_node_childs",
     "callstack_root_node",
     "exceptions",
@@ -298,8 +299,17 @@ class Queries:
     def bindings(self, flow_id: int, thread_id: int, idx: int) -> List[dict]:
         """The locals visible at ``idx`` in its frame: the parameters, then for each symbol bound up
         to ``idx`` its latest binding (loops included): dicts with ``symbol``, ``value_ref``,
-        ``coord``, ``visible_after`` (the idx from which the binding holds)."""
+        ``coord``, ``visible_after`` (the idx from which the binding holds). A value with an
+        identity (list, dict, object) is shown in its newest state recorded in this thread at or
+        before ``idx``, not as it was bound; ``state_idx`` then says which entry recorded it."""
         return list(self._b.bindings(flow_id, thread_id, idx))
+
+    def history(self, obj_id: int, flow_id: int = 0, thread_id: Optional[int] = None) -> List[dict]:
+        """Every distinct recorded state of the object with recorded identity ``obj_id``, oldest
+        first: dicts with ``thread_id``, ``idx`` (the entry that first recorded that state; None
+        when that entry is not held), ``value_ref`` and ``preview``. All threads of the flow are
+        merged in the order their entries were recorded, unless ``thread_id`` picks one."""
+        return list(self._b.history(flow_id, obj_id, thread_id))
 
     def find_expr_entry(self, 
         flow_id: int = 0,
@@ -370,6 +380,7 @@ fn_call_stats = _live.fn_call_stats
 find_fn_call_entry = _live.find_fn_call_entry
 exceptions = _live.exceptions
 bindings = _live.bindings
+history = _live.history
 find_expr_entry = _live.find_expr_entry
 goto_line = _live.goto_line
 

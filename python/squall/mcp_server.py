@@ -152,6 +152,14 @@ def build_server(rec: Any) -> Any:
         then each name's latest binding up to idx, with value previews and the line that bound it."""
         return agent.bindings(rec, idx, flow=flow, thread=thread)
 
+    @tool
+    def history(obj_id: int, thread: Thread = None, flow: Optional[int] = None, limit: int = 50) -> dict:
+        """Every recorded state of one object (obj_id: the N of `#N` in a value preview), oldest
+        first, each with the thread and idx that first recorded it and its preview; all threads
+        merged in recorded order unless `thread` is given. At most `limit` states (the first
+        limit-1 and the last): `states` is how many there are, `left_out` how many are not shown."""
+        return agent.history(rec, obj_id, flow=flow, thread=thread, limit=min(max(limit, 1), 200))
+
     return server
 
 

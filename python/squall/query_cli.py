@@ -11,7 +11,7 @@ from typing import Any, Callable, Dict, List
 
 PROG = "squall"
 
-SUBCOMMANDS = ("summary", "calls", "call", "exceptions", "frequencies", "stack", "window", "bindings",
+SUBCOMMANDS = ("summary", "calls", "call", "exceptions", "frequencies", "stack", "window", "bindings", "history",
                "source", "search")
 
 
@@ -53,6 +53,10 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--before", type=int, default=10)
     p.add_argument("--after", type=int, default=10)
     new("bindings", "the locals of the frame at an idx, as they were then", idx=True)
+    p = new("history", "every recorded state of one object (the N of #N in a preview), oldest first, with "
+                       "the idx that recorded it (all threads unless --thread)")
+    p.add_argument("obj_id", type=int, help="the object's recorded identity: 12 for list#12")
+    p.add_argument("--limit", type=int, default=50, help="at most N states (default 50: the first N-1 and the last)")
     p = new("source", "the source lines of what an idx recorded", idx=True)
     p.add_argument("--context", type=int, default=3, help="lines either side (default 3)")
     p = new("search", "values (args, results, locals, expressions) whose preview contains TEXT")
@@ -82,6 +86,8 @@ def answer(rec: Any, opts: Any) -> Dict[str, Any]:
         return agent.window(rec, opts.idx, flow=flow, thread=thread, before=opts.before, after=opts.after)
     if kind == "bindings":
         return agent.bindings(rec, opts.idx, flow=flow, thread=thread)
+    if kind == "history":
+        return agent.history(rec, opts.obj_id, flow=flow, thread=thread, limit=opts.limit)
     if kind == "source":
         return agent.source(rec, opts.idx, flow=flow, thread=thread, context=opts.context)
     if kind == "search":
@@ -227,7 +233,19 @@ def _bindings(d: dict) -> List[str]:
     out = [f"locals of {d['fn']} (call idx {d['fn_call_idx']}) at idx {d['idx']} thread {_thread(d)}:"]
     for b in d["bindings"]:
         at = f"  (line {b['line']})" if b["line"] is not None else ""
-        out.append(f"  {b['symbol']} = {b['value']}{at}")
+        state = f"  (as of idx {b['state_idx']})" if b.get("state_idx") is not None else ""
+        out.append(f"  {b['symbol']} = {b['value']}{at}{state}")
+    return out
+
+
+def _history(d: dict) -> List[str]:
+    where = "all threads, in recorded order" if d["thread_id"] is None else f"thread {d['thread_id']}"
+    out = [f"{d['states']} recorded state(s) of object #{d['obj_id']} in flow {d['flow_id']} ({where}):"]
+    for i, h in enumerate(d["history"]):
+        if d["left_out"] and i == len(d["history"]) - 1:
+            out.append(f"  ... {d['left_out']} state(s) left out (--limit)")
+        idx = "?" if h["idx"] is None else h["idx"]
+        out.append(f"  idx {idx:>6} thread {_thread(h)}  {h['value']}")
     return out
 
 
@@ -248,6 +266,7 @@ def _search(d: dict) -> List[str]:
 _RENDER: Dict[str, Callable[[dict], List[str]]] = {
     "summary": _summary, "calls": _calls, "call": _one_call, "exceptions": _exceptions,
     "frequencies": _frequencies, "stack": _stack, "window": _window, "bindings": _bindings,
+    "history": _history,
     "source": _source, "search": _search,
 }
 

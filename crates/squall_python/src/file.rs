@@ -6,7 +6,7 @@ use pyo3::exceptions::{PyKeyError, PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use squall_store::{Recording, StoreError};
-use squall_trace::{ExpandBudget, Forms, ValRef};
+use squall_trace::{ExpandBudget, Forms, ValRef, ValueStore};
 
 use crate::query::{deref_value, q, Backend, TlView};
 use crate::snap::to_python;
@@ -52,6 +52,10 @@ impl Backend for FileRecording {
             )));
         }
         to_python(py, &t.values.to_snap(ValRef(slot), ExpandBudget::FULL))
+    }
+
+    fn store(&self, view: &TlView<'_>) -> Option<&ValueStore> {
+        Some(&self.rec.timelines.get(view.number as usize)?.values)
     }
 }
 
@@ -210,6 +214,17 @@ impl FileRecording {
         backward: bool,
     ) -> PyResult<Option<Bound<'py, PyDict>>> {
         q::find_fn_call_entry(py, self, flow_id, thread_id, fn_ns, fn_name, args_pred, from_idx, backward)
+    }
+    /// Every recorded state of object `obj_id`, oldest first (all threads merged unless `thread_id`).
+    #[pyo3(signature = (flow_id, obj_id, thread_id=None))]
+    fn history<'py>(
+        &self,
+        py: Python<'py>,
+        flow_id: u32,
+        obj_id: u64,
+        thread_id: Option<u64>,
+    ) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        q::history(py, self, flow_id, obj_id, thread_id)
     }
     fn bindings<'py>(
         &self,

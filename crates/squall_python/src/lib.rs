@@ -183,6 +183,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(query::forms, m)?)?;
     m.add_function(wrap_pyfunction!(query::idxs_of_type, m)?)?;
     m.add_function(wrap_pyfunction!(query::bindings, m)?)?;
+    m.add_function(wrap_pyfunction!(query::history, m)?)?;
     m.add_function(wrap_pyfunction!(query::total_order_timeline, m)?)?;
     m.add_function(wrap_pyfunction!(query::find_expr_entry, m)?)?;
     m.add_function(wrap_pyfunction!(query::object_id, m)?)?;

@@ -5,7 +5,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 use squall_trace::{merge_call_stats, Decoded, Drift, Entry, Kind, TraceError, ValRef};
 
-use squall_trace::{Forms, Timeline};
+use squall_trace::{Forms, NodeEntries, Timeline, ValueStore};
 
 use crate::engine::{Engine, ENGINE};
 
@@ -29,6 +29,8 @@ pub trait Backend {
     fn by_number(&self, number: u32) -> Result<TlView<'_>, PyErr>;
     /// The Python object for value-table slot `slot` of timeline `view`.
     fn slot_value(&self, py: Python<'_>, view: &TlView<'_>, slot: u32) -> PyResult<Py<PyAny>>;
+    /// The value store of timeline `view`.
+    fn store(&self, view: &TlView<'_>) -> Option<&ValueStore>;
 
     fn view(&self, flow: u32, thread_id: u64) -> Option<TlView<'_>> {
         self.flows().into_iter().find(|(f, _)| *f == flow)?.1.into_iter().find(|v| v.thread_id == thread_id)
@@ -198,6 +200,10 @@ impl Backend for Engine {
         }
         crate::snap::to_python(py, &rec.values.to_snap(ValRef(slot), squall_trace::ExpandBudget::FULL))
     }
+
+    fn store(&self, view: &TlView<'_>) -> Option<&ValueStore> {
+        Some(&self.recs.get(view.number as usize)?.as_deref()?.values)
+    }
 }
 
 impl Engine {
@@ -343,6 +349,7 @@ pub mod q {
                 exprs.push(e);
             }
         }
+        latest_states(b, &rec, idx, &binds)?;
         d.set_item("bindings", binds)?;
         d.set_item("expr_executions", exprs)?;
         Ok(d)
@@ -396,7 +403,81 @@ pub mod q {
             out.retain(|p| p.get_item("symbol").ok().flatten().and_then(|s| s.extract::<String>().ok()) != sym);
             out.push(e);
         }
+        latest_states(b, &rec, idx, &out)?;
         Ok(out)
+    }
+
+    /// Points each binding visible at `idx` whose value has an identity at that object's newest
+    /// state recorded in this timeline at or before `idx` (not its state when bound), and says
+    /// from which entry that state is (`state_idx`, set only when it is not the binding's own).
+    fn latest_states<B: Backend + ?Sized>(
+        b: &B,
+        rec: &TlView<'_>,
+        idx: u64,
+        binds: &[Bound<'_, PyDict>],
+    ) -> PyResult<()> {
+        let Some(store) = b.store(rec) else { return Ok(()) };
+        // Version 1 files numbered values per entry: a node slot is not a value ref there.
+        if store.legacy_len() > 0 || binds.is_empty() {
+            return Ok(());
+        }
+        let Ok(at) = u32::try_from(idx) else { return Ok(()) };
+        let entries = NodeEntries::upto(rec.tl, b.forms(), store, at as usize + 1);
+        for d in binds {
+            if d.get_item("visible_after")?.and_then(|v| v.extract::<u64>().ok()).is_none_or(|v| v > idx) {
+                continue;
+            }
+            let Some(r) = d.get_item("value_ref")?.and_then(|v| v.extract::<u64>().ok()) else { continue };
+            let Decoded::Slot(slot) = ValRef((r & 0xFFFF_FFFF) as u32).decode() else { continue };
+            let obj = store.node(slot).map_or(0, squall_trace::Node::obj);
+            if let Some(state) = squall_trace::latest_state(store, &entries, obj, at, slot) {
+                d.set_item("value_ref", value_ref(rec, ValRef(state.slot)))?;
+                d.set_item("state_idx", state.idx)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Every recorded state of object `obj` in flow `flow_id` (one thread's, or all threads'
+    /// merged in the order they were recorded), oldest first: thread, entry idx that first
+    /// recorded it, value ref.
+    pub fn history<'py, B: Backend + ?Sized>(
+        py: Python<'py>,
+        b: &B,
+        flow_id: u32,
+        obj: u64,
+        thread_id: Option<u64>,
+    ) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        let Some((_, views)) = b.flows().into_iter().find(|(f, _)| *f == flow_id) else {
+            return Err(PyKeyError::new_err(format!("flow {flow_id} was not recorded (see all_flows())")));
+        };
+        let views: Vec<TlView<'_>> = views.into_iter().filter(|v| thread_id.is_none_or(|t| t == v.thread_id)).collect();
+        if let (Some(t), true) = (thread_id, views.is_empty()) {
+            return Err(PyKeyError::new_err(format!("thread {t} has no timeline in flow {flow_id} (see all_flows())")));
+        }
+        let parts: Vec<(&Timeline, &ValueStore, NodeEntries)> = views
+            .iter()
+            .filter_map(|v| {
+                let store = b.store(v)?;
+                Some((v.tl, store, NodeEntries::new(v.tl, b.forms(), store)))
+            })
+            .collect();
+        let refs: Vec<(&Timeline, &ValueStore, &NodeEntries)> = parts.iter().map(|p| (p.0, p.1, &p.2)).collect();
+        squall_trace::history_merged(&refs, obj)
+            .into_iter()
+            .map(|m| {
+                let view = &views[m.timeline];
+                let d = PyDict::new(py);
+                d.set_item("thread_id", view.thread_id)?;
+                d.set_item("idx", m.state.idx)?;
+                d.set_item("value_ref", value_ref(view, ValRef(m.state.slot)))?;
+                d.set_item(
+                    "preview",
+                    squall_trace::printer::preview_ref(ValRef(m.state.slot), refs[m.timeline].1, 200),
+                )?;
+                Ok(d)
+            })
+            .collect()
     }
 
     /// The first expr (or, with `any_kind`, any entry) from `from_idx` matching every filter
@@ -749,6 +830,13 @@ pub fn forms(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
 #[pyfunction]
 pub fn idxs_of_type(flow_id: u32, thread_id: u64, entry_type: &str) -> PyResult<Vec<u32>> {
     q::idxs_of_type(eng(), flow_id, thread_id, entry_type)
+}
+
+/// Every recorded state of object `obj_id`, oldest first (all threads merged unless `thread_id`).
+#[pyfunction]
+#[pyo3(signature = (flow_id, obj_id, thread_id=None))]
+pub fn history(py: Python<'_>, flow_id: u32, obj_id: u64, thread_id: Option<u64>) -> PyResult<Vec<Bound<'_, PyDict>>> {
+    q::history(py, eng(), flow_id, obj_id, thread_id)
 }
 
 #[pyfunction]

@@ -223,16 +223,34 @@ pub fn frame(view: &dyn View, q: &Q) -> ApiResult {
         Some(r) => entry_json(view, tl, r)?,
         None => Value::Null,
     };
+    // A bound value with an identity is shown in its newest state recorded up to idx
+    // (`state_idx`: the entry that recorded it, when not the binding's own).
+    let store = view.values(tl).filter(|s| s.legacy_len() == 0);
+    let mut node_entries = None;
     let bindings: Vec<Value> = t
         .bindings_at(forms, u64::from(idx))?
         .into_iter()
         .filter_map(|i| {
             let e = t.get(i as usize)?;
+            let mut value = e.value();
+            let mut state_idx = None;
+            if let (Some(store), squall_trace::Decoded::Slot(slot)) = (store, value.decode()) {
+                let obj = store.node(slot).map_or(0, squall_trace::Node::obj);
+                if obj != 0 {
+                    let ne = node_entries
+                        .get_or_insert_with(|| squall_trace::NodeEntries::upto(t, forms, store, idx as usize + 1));
+                    if let Some(s) = squall_trace::latest_state(store, ne, obj, idx, slot) {
+                        value = ValRef(s.slot);
+                        state_idx = s.idx;
+                    }
+                }
+            }
             Some(json!({
                 "idx": i,
                 "symbol": forms.site(e.id()).and_then(|s| s.symbol.as_deref()),
                 "coord": coord_json(forms, e.id()),
-                "value": val_node(view, tl, e.value(), PREVIEW_MAX),
+                "value": val_node(view, tl, value, PREVIEW_MAX),
+                "state_idx": state_idx,
             }))
         })
         .collect();
@@ -761,4 +779,43 @@ pub fn code_bookmarks(view: &dyn View, q: &Q) -> ApiResult {
         }
     }
     Ok(json!({"total": total, "items": out}))
+}
+
+/// `/api/history?obj=N[&flow=F][&limit=L]`: every recorded state of object `obj` in one flow,
+/// oldest first, the flow's threads merged in recorded order: each with its timeline, the idx
+/// that first recorded it and its value; at most `limit` (default 200), `left_out` says how
+/// many more there are.
+pub fn history(view: &dyn View, q: &Q) -> ApiResult {
+    let obj: u64 = req(q, "obj")?;
+    let tls = view.timelines();
+    let flow: u32 = match q.get("flow").map(String::as_str) {
+        None | Some("") => tls.first().map_or(0, |t| t.flow),
+        Some(_) => req(q, "flow")?,
+    };
+    let mine: Vec<usize> = tls.iter().enumerate().filter(|(_, t)| t.flow == flow).map(|(i, _)| i).collect();
+    if mine.is_empty() {
+        return Err(ApiError::not_found(format!("no flow {flow} in this recording (see /api/flows)")));
+    }
+    let limit: usize = opt(q, "limit", 200)?.clamp(1, 1000);
+    let parts: Vec<(usize, &squall_trace::ValueStore, squall_trace::NodeEntries)> = mine
+        .iter()
+        .filter_map(|&i| {
+            let store = view.values(i)?;
+            Some((i, store, squall_trace::NodeEntries::new(tls[i].timeline, view.forms(), store)))
+        })
+        .collect();
+    let refs: Vec<(&squall_trace::Timeline, &squall_trace::ValueStore, &squall_trace::NodeEntries)> =
+        parts.iter().map(|p| (tls[p.0].timeline, p.1, &p.2)).collect();
+    let states = squall_trace::history_merged(&refs, obj);
+    let shown: Vec<Value> = states
+        .iter()
+        .take(limit)
+        .map(|m| {
+            let tl = parts[m.timeline].0;
+            json!({"tl": tl, "idx": m.state.idx, "value": val_node(view, tl, ValRef(m.state.slot), PREVIEW_MAX)})
+        })
+        .collect();
+    Ok(
+        json!({"obj": obj, "flow": flow, "states": states.len(), "left_out": states.len() - shown.len(), "history": shown}),
+    )
 }

@@ -195,6 +195,7 @@ pub fn router(src: Arc<dyn RecordingSource>, token: String) -> Router {
         .route("/loop", q_route!(api::loops))
         .route("/goto", q_route!(api::goto))
         .route("/order", q_route!(api::order))
+        .route("/history", q_route!(api::history))
         .route("/control/{action}", axum::routing::post(control))
         .route("/search", axum::routing::post(search_start))
         .route("/search/{id}", get(search_poll).delete(search_cancel))

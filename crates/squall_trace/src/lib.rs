@@ -6,6 +6,7 @@
 mod entry;
 mod error;
 mod forms;
+pub mod history;
 mod limits;
 pub mod printer;
 mod queries;
@@ -17,6 +18,7 @@ mod value;
 pub use entry::{Entry, Kind, MAX_ID, NONE};
 pub use error::TraceError;
 pub use forms::{Coord, Form, FormKind, Forms, Site, SiteKind};
+pub use history::{history, history_merged, latest_state, MergedState, NodeEntries, State};
 pub use limits::{LimitHit, Limits};
 pub use queries::{display_name, merge_call_stats, total_order, CallStat, Drift, FrameRef, Segment};
 pub use snapshot::{SeqKind, Snap};
