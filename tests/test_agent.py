@@ -163,7 +163,7 @@ def test_threads_by_name_or_id(rec_path):
 # --- MCP ------------------------------------------------------------------------------------------
 
 TOOLS = {"summary", "calls", "call", "exceptions", "stack", "frequencies", "search", "window", "source",
-         "bindings"}
+         "bindings", "writes"}
 
 
 def test_mcp_server_with_the_official_client(rec_path):
@@ -201,6 +201,9 @@ def test_mcp_server_with_the_official_client(rec_path):
                     assert not err, (name, text)
                     assert len(text) < 20_000, name
                     answers[name] = json.loads(text)
+                w = await s.call_tool("writes", {"name": "total", "limit": 1})  # `name` is ask()'s own
+                assert not (w.isError if hasattr(w, "isError") else w.is_error), w.content[0].text
+                answers["writes"] = json.loads(w.content[0].text)
                 err, text = await ask("call", idx=99999)
                 assert err and "out of range" in text
                 return answers
@@ -209,6 +212,7 @@ def test_mcp_server_with_the_official_client(rec_path):
     assert a["summary"]["exception_count"] == 2
     assert a["calls"]["total"] == 5 and a["calls"]["shown"] == 2
     assert a["call"]["fn"] == "billing.processing.process_invoice"
+    assert a["writes"]["shown"] == 1 and a["writes"]["left_out"] == a["writes"]["total"] - 1 > 0
     assert a["exceptions"]["exceptions"][0]["exception"] == "KeyError: 'no tax rate for JP'"
     assert a["stack"]["frames"][0]["fn"] == "billing.pricing.tax_for"
     assert a["frequencies"]["frequencies"][0]["fn"] == "billing.pricing.tier_discount"

@@ -177,3 +177,18 @@ def test_writes_query_live_and_file_say_where_price_changed(tmp_path):
     # bounded: a limit says what it left out
     one = squall.load(out).writes(type_name="Item", attr_or_key="price", limit=1)
     assert (one["shown"], one["total"], one["left_out"]) == (1, 3, 2)
+
+
+def test_cli_writes_query_names_lines_old_and_new(tmp_path):
+    out = tmp_path / "prices.sqrec"
+    program = ROOT / "tests" / "value_programs" / "price_changes.py"
+    subprocess.run([SQUALL, "run", "-q", "-o", str(out), str(program)], check=True, capture_output=True, timeout=120)
+    r = subprocess.run([SQUALL, "query", str(out), "writes", "price", "--type", "Item", "--limit", "2"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0] == "3 write(s); showing 2; 1 left out (--limit)"
+    assert ".price: unknown (not recorded before) -> 200  in __main__.Item.__init__ at " in lines[1]
+    assert lines[2].endswith("price_changes.py:12") and ".price: 200 -> 180  in __main__.apply_discount" in lines[2]
+    r = subprocess.run([SQUALL, "query", str(out), "writes"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1 and "writes needs a name, --type or --obj" in r.stderr
