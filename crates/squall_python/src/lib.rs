@@ -126,13 +126,38 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     add_fast(m, c"resume", c"resume(form_id, sent) -> sent: a resumable frame resumes.", record::resume)?;
     add_fast(m, c"expr", c"expr(site_id, value) -> value: a sub-expression's value.", record::expr)?;
     add_fast(m, c"bind", c"bind(site_id, value) -> value: a local binding.", record::bind)?;
-    add_fast(m, c"wattr", c"wattr(site_id, value, obj, name) -> value: obj.name = value, recorded.", write_entry::write_attr)?;
-    add_fast(m, c"witem", c"witem(site_id, value, obj, key) -> value: obj[key] = value, recorded.", write_entry::write_item)?;
+    add_fast(
+        m,
+        c"wattr",
+        c"wattr(site_id, value, obj, name) -> value: obj.name = value, recorded.",
+        write_entry::write_attr,
+    )?;
+    add_fast(
+        m,
+        c"witem",
+        c"witem(site_id, value, obj, key) -> value: obj[key] = value, recorded.",
+        write_entry::write_item,
+    )?;
     add_fast(m, c"wdelattr", c"wdelattr(site_id, obj, name) -> None: del obj.name, recorded.", write_entry::del_attr)?;
     add_fast(m, c"wdelitem", c"wdelitem(site_id, obj, key) -> None: del obj[key], recorded.", write_entry::del_item)?;
-    add_fast(m, c"waugattr", c"waugattr(site_id, obj, name, op, operand) -> None: obj.name op= operand, recorded.", write_entry::aug_attr)?;
-    add_fast(m, c"waugitem", c"waugitem(site_id, obj, key, op, operand) -> None: obj[key] op= operand, recorded.", write_entry::aug_item)?;
-    add_fast(m, c"wsetattr", c"wsetattr(site_id, obj, name, value) -> None: setattr(obj, name, value), recorded.", write_entry::set_attr)?;
+    add_fast(
+        m,
+        c"waugattr",
+        c"waugattr(site_id, obj, name, op, operand) -> None: obj.name op= operand, recorded.",
+        write_entry::aug_attr,
+    )?;
+    add_fast(
+        m,
+        c"waugitem",
+        c"waugitem(site_id, obj, key, op, operand) -> None: obj[key] op= operand, recorded.",
+        write_entry::aug_item,
+    )?;
+    add_fast(
+        m,
+        c"wsetattr",
+        c"wsetattr(site_id, obj, name, value) -> None: setattr(obj, name, value), recorded.",
+        write_entry::set_attr,
+    )?;
     m.add_function(wrap_pyfunction!(bound_entry, m)?)?;
     awaiting::register(m)?;
     loop_iter::register(m)?;

@@ -188,7 +188,11 @@ pub unsafe extern "C" fn aug_attr(_m: *mut ffi::PyObject, args: Args, nargs: ffi
             record_write(site, obj, std::ptr::null_mut(), new);
         }
         ffi::Py_DECREF(new);
-        if r < 0 { std::ptr::null_mut() } else { new_none() }
+        if r < 0 {
+            std::ptr::null_mut()
+        } else {
+            new_none()
+        }
     }
 }
 
@@ -214,7 +218,11 @@ pub unsafe extern "C" fn aug_item(_m: *mut ffi::PyObject, args: Args, nargs: ffi
             record_write(site, obj, key, new);
         }
         ffi::Py_DECREF(new);
-        if r < 0 { std::ptr::null_mut() } else { new_none() }
+        if r < 0 {
+            std::ptr::null_mut()
+        } else {
+            new_none()
+        }
     }
 }
 

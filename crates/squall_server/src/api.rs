@@ -169,7 +169,8 @@ pub fn entry_json(view: &dyn View, tl: usize, idx: u32) -> Result<Value, ApiErro
             d["site_id"] = json!(e.id());
             d["symbol"] = json!(forms.site(e.id()).and_then(|s| s.symbol.as_deref()));
             d["obj_id"] = json!(t.write_record(idx as usize).map(|r| r.0));
-            d["value"] = if e.value() == ValRef::ABSENT { Value::Null } else { val_node(view, tl, e.value(), PREVIEW_MAX) };
+            d["value"] =
+                if e.value() == ValRef::ABSENT { Value::Null } else { val_node(view, tl, e.value(), PREVIEW_MAX) };
         }
     }
     Ok(d)

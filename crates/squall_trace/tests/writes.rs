@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use squall_trace::{
-    writes, Coord, Form, FormKind, Forms, Limits, Node, ObjectNode, OldValue, Site, SiteKind, Snap, Timeline,
-    ValRef, ValueStore, WriteFilter,
+    writes, Coord, Form, FormKind, Forms, Limits, Node, ObjectNode, OldValue, Site, SiteKind, Snap, Timeline, ValRef,
+    ValueStore, WriteFilter,
 };
 
 const NO_LIMITS: Limits = Limits { thread_trace_limit: None, fn_call_limit: None, memory_limit: None };
@@ -25,7 +25,8 @@ fn setup() -> (Forms, u32, u32) {
     };
     forms.add_form(form).unwrap();
     let at = |line| Coord { line, col: 4, end_line: line, end_col: 14 };
-    let price = forms.add_site(Site { form: 0, kind: SiteKind::Write, coord: at(2), symbol: Some("price".into()) }).unwrap();
+    let price =
+        forms.add_site(Site { form: 0, kind: SiteKind::Write, coord: at(2), symbol: Some("price".into()) }).unwrap();
     let item = forms.add_site(Site { form: 0, kind: SiteKind::Write, coord: at(3), symbol: None }).unwrap();
     (forms, price, item)
 }
@@ -37,7 +38,8 @@ fn each_write_names_its_site_and_the_value_before_it() {
     let ty = store.intern("shop.Item");
     let attr = store.intern("price");
     // Item #7 recorded (as a call argument) with price 200 before any write.
-    let state = store.push(Node::Object(Box::new(ObjectNode { ty, obj: 7, attrs: Box::new([(attr, int(200))]) }))).unwrap();
+    let state =
+        store.push(Node::Object(Box::new(ObjectNode { ty, obj: 7, attrs: Box::new([(attr, int(200))]) }))).unwrap();
     let mut tl = Timeline::new();
     tl.call(0, &[state], &NO_LIMITS);
     let len = store.len() as u32;
@@ -66,5 +68,8 @@ fn each_write_names_its_site_and_the_value_before_it() {
     // Items: keyed by their recorded key; nothing recorded before: unknown.
     let items = writes(&tl, &forms, &store, &WriteFilter { obj: Some(9), ..WriteFilter::default() });
     assert_eq!(items.len(), 1);
-    assert_eq!((items[0].name.clone(), items[0].is_attr, items[0].old.clone()), (Snap::Int(0), false, OldValue::Unknown));
+    assert_eq!(
+        (items[0].name.clone(), items[0].is_attr, items[0].old.clone()),
+        (Snap::Int(0), false, OldValue::Unknown)
+    );
 }
