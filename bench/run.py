@@ -23,6 +23,7 @@ WORKLOADS = [
     # name, call, target ratio (calls mode), target ratio (full mode)
     ("fib(25)", "fib(25)", 2.0, 2.5),
     ("loop/dict", "loop_dict(200_000)", 1.2, 1.6),
+    ("writes", "write_loop(200_000)", 1.2, 1.6),
 ]
 MODES = ("calls", "full")
 NS_TARGET = 15.0  # ns per recorded event

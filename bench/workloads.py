@@ -30,3 +30,19 @@ def loop_dict(n):
         if i % 3:
             squares += i * i
     return len(total), squares
+
+
+class Point:
+    def __init__(self):
+        self.x = 0
+
+
+def write_loop(n):
+    # write-heavy: an attribute store, an item store and an augmented attribute store per step
+    p = Point()
+    slots = {}
+    for i in range(n):
+        p.x = i
+        slots[i & 63] = i
+        p.x += 1
+    return p.x, len(slots)

@@ -73,13 +73,13 @@ CASES = {
     "summary": ["summary"],
     "calls": ["calls", "process_invoice", "--limit", "3"],
     "calls_method": ["calls", "Invoice.add", "--limit", "2", "--offset", "1"],
-    "call": ["call", 415],
+    "call": ["call", 430],
     "exceptions": ["exceptions"],
     "frequencies": ["frequencies", "--limit", "5"],
-    "stack": ["stack", 542],
-    "window": ["window", 542, "--before", "6", "--after", "3"],
-    "bindings": ["bindings", 542],
-    "source": ["source", 542],
+    "stack": ["stack", 557],
+    "window": ["window", 557, "--before", "6", "--after", "3"],
+    "bindings": ["bindings", 557],
+    "source": ["source", 557],
     "search": ["search", "JP", "--limit", "4"],
 }
 
@@ -163,7 +163,7 @@ def test_threads_by_name_or_id(rec_path):
 # --- MCP ------------------------------------------------------------------------------------------
 
 TOOLS = {"summary", "calls", "call", "exceptions", "stack", "frequencies", "search", "window", "source",
-         "bindings", "history"}
+         "bindings", "history", "writes"}
 
 
 def test_mcp_server_with_the_official_client(rec_path):
@@ -192,16 +192,19 @@ def test_mcp_server_with_the_official_client(rec_path):
 
                 answers = {}
                 for name, args in [
-                    ("summary", {}), ("calls", {"fn": "process_invoice", "limit": 2}), ("call", {"idx": 415}),
-                    ("exceptions", {}), ("stack", {"idx": 542}), ("frequencies", {"limit": 3}),
-                    ("search", {"text": "JP", "limit": 2}), ("window", {"idx": 542, "before": 2, "after": 2}),
-                    ("source", {"idx": 542}), ("bindings", {"idx": 542, "thread": "MainThread"}),
+                    ("summary", {}), ("calls", {"fn": "process_invoice", "limit": 2}), ("call", {"idx": 430}),
+                    ("exceptions", {}), ("stack", {"idx": 557}), ("frequencies", {"limit": 3}),
+                    ("search", {"text": "JP", "limit": 2}), ("window", {"idx": 557, "before": 2, "after": 2}),
+                    ("source", {"idx": 557}), ("bindings", {"idx": 557, "thread": "MainThread"}),
                     ("history", {"obj_id": 1, "limit": 2}),
                 ]:
                     err, text = await ask(name, **args)
                     assert not err, (name, text)
                     assert len(text) < 20_000, name
                     answers[name] = json.loads(text)
+                w = await s.call_tool("writes", {"name": "total", "limit": 1})  # `name` is ask()'s own
+                assert not (w.isError if hasattr(w, "isError") else w.is_error), w.content[0].text
+                answers["writes"] = json.loads(w.content[0].text)
                 err, text = await ask("call", idx=99999)
                 assert err and "out of range" in text
                 return answers
@@ -210,11 +213,12 @@ def test_mcp_server_with_the_official_client(rec_path):
     assert a["summary"]["exception_count"] == 2
     assert a["calls"]["total"] == 5 and a["calls"]["shown"] == 2
     assert a["call"]["fn"] == "billing.processing.process_invoice"
+    assert a["writes"]["shown"] == 1 and a["writes"]["left_out"] == a["writes"]["total"] - 1 > 0
     assert a["exceptions"]["exceptions"][0]["exception"] == "KeyError: 'no tax rate for JP'"
     assert a["stack"]["frames"][0]["fn"] == "billing.pricing.tax_for"
     assert a["frequencies"]["frequencies"][0]["fn"] == "billing.pricing.tier_discount"
     assert a["search"]["shown"] == 2
-    assert [e["idx"] for e in a["window"]["entries"]] == [540, 541, 542, 543, 544]
+    assert [e["idx"] for e in a["window"]["entries"]] == [555, 556, 557, 558, 559]
     assert any(line.startswith("> 53 |") for line in a["source"]["lines"])
     assert [b["symbol"] for b in a["bindings"]["bindings"]] == ["amount", "country", "rate"]
 

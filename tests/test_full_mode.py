@@ -750,7 +750,7 @@ def _fused_vs_statement(tmp_path, monkeypatch, src, *a):
         res, ent, lines = run(tmp_path, src, "main", *a)  # also: same outcome as plain Python
         # every entry, every field; values by their repr; the module's own ids left out
         norm = [{k: (_addrless(_engine.deref(v)) if k.endswith("_ref") and v is not None else v)
-                 for k, v in e.items() if k not in ("fn_ns", "form_id")} for e in ent]
+                 for k, v in e.items() if k not in ("fn_ns", "form_id", "obj_id")} for e in ent]
         got[fuse] = (res, ent, norm)
     assert _addrless(got[True][0]) == _addrless(got[False][0])
     assert got[True][2] == got[False][2]
@@ -926,7 +926,7 @@ def test_bound_entry_points_record_what_the_plain_ones_record(tmp_path, monkeypa
         assert ("_sq_call_" in text_) == bound and ("_sq_call(" in text_) != bound
         res, ent, _ = run(tmp_path, BOUND, "main", mode=mode)
         norm = [{k: (_addrless(_engine.deref(v)) if k.endswith("_ref") and v is not None else v)
-                 for k, v in e.items() if k not in ("fn_ns", "form_id")} for e in ent]
+                 for k, v in e.items() if k not in ("fn_ns", "form_id", "obj_id")} for e in ent]
         got[bound] = (res, norm)
     assert got[True] == got[False]
     assert got[True][0] == ("ok", (23, [0, 1]))

@@ -29,8 +29,8 @@ PROGRAM = HERE / "history_programs" / "mutate.py"
 #: What every frontend must show: per local, (preview, the idx its shown state is from or None).
 LOCALS_AT_DONE = {
     "basket": ("[1, 2, 3]", 5),
-    "prices": ("{'pen': 1, 'ink': 2}", 8),
-    "cart": ("Cart#(total=9)", 13),
+    "prices": ("{'pen': 1, 'ink': 2}", 9),
+    "cart": ("Cart#(total=9)", 16),
     "done": ("True", None),
 }
 
@@ -93,7 +93,7 @@ def _pv(q, b: dict) -> str:
 def test_bindings_show_the_latest_state_and_its_idx(q):
     tid = _main_thread(q)
     at = _done_idx(q, tid)
-    assert at == 15
+    assert at == 18
     got = {b["symbol"]: (_pv(q, b), b.get("state_idx")) for b in q.bindings(0, tid, at)}
     assert got == LOCALS_AT_DONE
     # Before the list changed and was recorded again, it shows as bound.
@@ -103,13 +103,13 @@ def test_bindings_show_the_latest_state_and_its_idx(q):
 
 def test_frame_data_shows_the_latest_state(q):
     tid = _main_thread(q)
-    fd = q._b.frame_data(0, tid, 15)
+    fd = q._b.frame_data(0, tid, 18)
     got = {b["symbol"]: (_pv(q, b), b.get("state_idx")) for b in fd["bindings"]}
     assert got == LOCALS_AT_DONE
 
 
 def _obj_id(q, tid: int, symbol: str) -> int:
-    (b,) = [b for b in q.bindings(0, tid, 15) if b["symbol"] == symbol]
+    (b,) = [b for b in q.bindings(0, tid, 18) if b["symbol"] == symbol]
     return q._b.deref(b["value_ref"]).obj_id if symbol == "cart" else _id_of_container(q, b)
 
 
@@ -128,8 +128,8 @@ def test_history_lists_states_in_order(q):
             for sym in ("basket", "prices", "cart")}
     assert hist == {
         "basket": [(1, "[1, 2]"), (5, "[1, 2, 3]")],
-        "prices": [(7, "{'pen': 1}"), (8, "{'pen': 1, 'ink': 2}")],
-        "cart": [(10, "<Cart#>"), (12, "Cart#(total=0)"), (13, "Cart#(total=9)")],
+        "prices": [(7, "{'pen': 1}"), (9, "{'pen': 1, 'ink': 2}")],
+        "cart": [(11, "<Cart#>"), (14, "Cart#(total=0)"), (16, "Cart#(total=9)")],
     }
     assert q.history(_obj_id(q, tid, "basket"), flow_id=0, thread_id=tid) == q.history(_obj_id(q, tid, "basket"))
     assert q.history(0) == []
@@ -139,12 +139,12 @@ def test_live_and_file_answer_the_same(live, saved):
     rec = squall.load(saved)
     for q in (live, rec):
         tid = _main_thread(q)
-        q.answer = [(b["symbol"], _pv(q, b), b.get("state_idx")) for b in q.bindings(0, tid, 15)]
+        q.answer = [(b["symbol"], _pv(q, b), b.get("state_idx")) for b in q.bindings(0, tid, 18)]
     assert live.answer == rec.answer
 
 
 def test_query_text(saved):
-    r = _run([SQUALL, "query", saved, "bindings", "15"])
+    r = _run([SQUALL, "query", saved, "bindings", "18"])
     assert r.returncode == 0, r.stderr
     assert "  basket = [1, 2, 3]  (line 14)  (as of idx 5)" in r.stdout
     assert "  done = True  (line 24)\n" in r.stdout

@@ -32,6 +32,7 @@ SITE_YIELD: int  # 1: `yield x` (the frame suspends; it resumes with a new fn-ca
 SITE_AWAIT: int  # 2: `await x` / `yield from x` (suspends around the delegation)
 SITE_EXPR: int  # 3: a sub-expression whose value is recorded (full mode)
 SITE_BIND: int  # 4: a binding of `symbol` (full mode)
+SITE_WRITE: int  # 5: an attribute write of `symbol`, or an item write / setattr (no symbol) (full mode)
 
 # --- registration (done by the instrumenter, at rewrite time) -------------------------------
 
@@ -81,6 +82,29 @@ def expr(site_id: int, value: Any) -> Any:
 def bind(site_id: int, value: Any) -> Any:
     """The symbol of binding site ``site_id`` is bound to ``value``: pushes a bind entry;
     returns ``value`` (``x = bind(SITE, v)``)."""
+
+# Writes (full mode): each does the program's store itself (CPython's own PyObject_SetAttr /
+# SetItem / DelAttr / DelItem, exceptions propagate unchanged), then pushes a write entry.
+def wattr(site_id: int, value: Any, obj: Any, name: str) -> Any:
+    """``obj.name = value``; returns ``value`` (chained targets nest)."""
+
+def witem(site_id: int, value: Any, obj: Any, key: Any) -> Any:
+    """``obj[key] = value``; returns ``value``."""
+
+def wdelattr(site_id: int, obj: Any, name: str) -> None:
+    """``del obj.name``."""
+
+def wdelitem(site_id: int, obj: Any, key: Any) -> None:
+    """``del obj[key]``."""
+
+def waugattr(site_id: int, obj: Any, name: str, op: int, operand: Any) -> None:
+    """``obj.name op= operand`` (``op``: index into rewrite.AUG_OPS)."""
+
+def waugitem(site_id: int, obj: Any, key: Any, op: int, operand: Any) -> None:
+    """``obj[key] op= operand``."""
+
+def wsetattr(site_id: int, obj: Any, name: Any, value: Any) -> None:
+    """``setattr(obj, name, value)``."""
 
 def bound_entry(entry: str, id: int) -> Callable[..., Any]:
     """``entry`` ("call", "ret", "expr" or "bind") bound to one form (call) or site: the result
@@ -151,6 +175,14 @@ def callstack_node_childs(
     flow_id: int, thread_id: int, idx: Optional[int]
 ) -> list[int]: ...
 def fn_call_stats(flow_id: int, thread_id: Optional[int]) -> list[dict[str, Any]]: ...
+def writes(
+    flow_id: int,
+    thread_id: Optional[int] = None,
+    obj_id: Optional[int] = None,
+    attr_or_key: Any = None,
+    type_name: Optional[str] = None,
+    limit: Optional[int] = None,
+) -> dict[str, Any]: ...
 def find_fn_call_entry(
     flow_id: int,
     thread_id: int,
@@ -222,6 +254,15 @@ class FileRecording:
         self, flow_id: int, thread_id: int, idx: Optional[int], offset: int = 0, limit: Optional[int] = None
     ) -> list[int]: ...
     def fn_call_stats(self, flow_id: int, thread_id: Optional[int] = None) -> list[dict[str, Any]]: ...
+    def writes(
+        self,
+        flow_id: int,
+        thread_id: Optional[int] = None,
+        obj_id: Optional[int] = None,
+        attr_or_key: Any = None,
+        type_name: Optional[str] = None,
+        limit: Optional[int] = None,
+    ) -> dict[str, Any]: ...
     def find_fn_call_entry(
         self,
         flow_id: int,

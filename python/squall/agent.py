@@ -428,6 +428,41 @@ def exceptions(q: Queries, flow: Optional[int] = None, thread: ThreadRef = None,
     return {"total": len(found), "shown": len(out), "exceptions": out}
 
 
+def writes(q: Queries, name: Optional[str] = None, type_name: Optional[str] = None, obj_id: Optional[int] = None,
+           flow: Optional[int] = None, thread: ThreadRef = None, limit: int = 20) -> dict:
+    """Where attributes or items were changed (writes in instrumented code), oldest first: by
+    attribute name or key ``name``, of objects of recorded type ``type_name`` and/or the object
+    ``obj_id``; each with its thread, idx, function, file and line, the value before (``old``,
+    and ``old_from``: "previous write" (``old_idx``), "recorded state" or "unknown (not recorded
+    before)") and after (``new``; ``deleted`` for a del)."""
+    if name is None and type_name is None and obj_id is None:
+        raise AgentError("writes needs a name, --type or --obj: e.g. `writes price --type Item`")
+    c = _Ctx(q)
+    fid = c.flow(flow)
+    tid = None if thread is None else c.thread(fid, thread)
+    key: Any = name
+    if isinstance(name, str) and name.lstrip("-").isdigit():
+        key = int(name)  # an int key, as `writes 0 --obj 12` asks for item 0
+    found = q.writes(obj_id=obj_id, attr_or_key=key, type_name=type_name, flow_id=fid, thread_id=tid, limit=limit)
+    out = []
+    for w in found["writes"]:
+        out.append({
+            **c.where(fid, w["thread_id"]),
+            "idx": w["idx"],
+            "fn": w["fn"],
+            "file": w["file"],
+            "line": w["line"],
+            "obj_id": w["obj_id"],
+            "name": w["name"] if w["kind"] == "attr" else preview(w["name"]),
+            "kind": w["kind"],
+            "old": preview(w["old"]) if w["old_ref"] is not None else None,
+            "old_from": w["old_from"],
+            "old_idx": w["old_idx"],
+            "new": None if w["deleted"] else preview(w["new"]),
+            "deleted": w["deleted"],
+        })
+    return {"total": found["total"], "shown": len(out), "left_out": found["left_out"], "writes": out}
+
 def stack(q: Queries, idx: int, flow: Optional[int] = None, thread: ThreadRef = None,
           print_level: int = 2, print_length: int = 5) -> dict:
     """The call stack at ``idx``, innermost frame first: each frame's call ``idx``, function,

@@ -50,6 +50,7 @@ __all__ = [
     "frame_data",
     "get_referenced_maps_timeline",
     "goto_line",
+    "writes",
     "stack_for_frame",
     "timeline_count",
     "timeline_entry",
@@ -363,6 +364,35 @@ class Queries:
                 return e
         return None
 
+    def writes(
+        self,
+        obj_id: Optional[int] = None,
+        attr_or_key: Any = None,
+        type_name: Optional[str] = None,
+        flow_id: int = 0,
+        thread_id: Optional[int] = None,
+        limit: int = 200,
+    ) -> dict:
+        """Where attributes and items were changed (writes in instrumented code): to the object
+        ``obj_id`` (an identity, as values' ``obj_id``), and/or of any object whose recorded
+        type is ``type_name`` (``"Item"`` or ``"mod.Item"``), only ``attr_or_key`` (a name or an
+        int key) if given. ``{"writes": [...], "total", "shown", "left_out"}``, at most ``limit``
+        writes, oldest first per thread; each has ``idx``, ``thread_id``, ``obj_id``, ``name``,
+        ``kind`` ("attr"/"item"), ``fn``, ``file``, ``line``, ``coord``, ``deleted``, ``new``,
+        ``old`` and ``old_from``: "previous write" (``old_idx`` is its idx), "recorded state"
+        (the object's last state recorded before the write) or "unknown (not recorded before)"."""
+        self._warn_if_nothing_recorded()
+        if obj_id is None and type_name is None and attr_or_key is None:
+            raise ValueError(
+                "writes() needs obj_id, type_name or attr_or_key: say which object's or type's "
+                "writes to list, e.g. writes(type_name='Item', attr_or_key='price')"
+            )
+        out = dict(self._b.writes(flow_id, thread_id, obj_id, attr_or_key, type_name, limit))
+        for w in out["writes"]:
+            w["new"] = self.deref_val_id(w["new_ref"])
+            w["old"] = self.deref_val_id(w["old_ref"])
+        return out
+
 
 _live = Queries(_engine)
 
@@ -383,6 +413,7 @@ bindings = _live.bindings
 history = _live.history
 find_expr_entry = _live.find_expr_entry
 goto_line = _live.goto_line
+writes = _live.writes
 
 
 def _same_exception(a: Any, b: Any) -> bool:

@@ -112,6 +112,16 @@ def build_server(rec: Any) -> Any:
         return agent.exceptions(rec, flow=flow, thread=thread, limit=limit)
 
     @tool
+    def writes(name: Optional[str] = None, type_name: Optional[str] = None, obj_id: Optional[int] = None,
+               thread: Thread = None, flow: Optional[int] = None, limit: int = 20) -> dict:
+        """Where an attribute or item was changed (writes in instrumented code), oldest first: by
+        attribute `name` (or key), of objects of recorded `type_name` (e.g. "Item") and/or the
+        object `obj_id`. Each: idx, thread, function, file and line, `old` (with `old_from`:
+        "previous write", "recorded state" or "unknown (not recorded before)") and `new`. At most
+        `limit`; `left_out` says how many more there are."""
+        return agent.writes(rec, name, type_name=type_name, obj_id=obj_id, flow=flow, thread=thread, limit=limit)
+
+    @tool
     def stack(idx: int, thread: Thread = None, flow: Optional[int] = None) -> dict:
         """The call stack at an idx, innermost frame first: each frame's call idx, function, file,
         def line and argument previews."""

@@ -12,7 +12,7 @@ from typing import Any, Callable, Dict, List
 PROG = "squall"
 
 SUBCOMMANDS = ("summary", "calls", "call", "exceptions", "frequencies", "stack", "window", "bindings", "history",
-               "source", "search")
+               "source", "search", "writes")
 
 
 def add_parser(sub: Any) -> None:
@@ -63,6 +63,11 @@ def add_parser(sub: Any) -> None:
     p.add_argument("text")
     p.add_argument("--limit", type=int, default=20)
     p.add_argument("--case-sensitive", action="store_true")
+    p = new("writes", "where an attribute or item was changed: by which line, from what to what")
+    p.add_argument("name", nargs="?", default=None, help="attribute name or key (an int key as digits)")
+    p.add_argument("--type", dest="type_name", default=None, help="only objects of this recorded type (Item, mod.Item)")
+    p.add_argument("--obj", type=int, default=None, help="only the object with this identity (a value's #N)")
+    p.add_argument("--limit", type=int, default=20, help="at most N writes (default 20)")
 
 
 def answer(rec: Any, opts: Any) -> Dict[str, Any]:
@@ -93,6 +98,9 @@ def answer(rec: Any, opts: Any) -> Dict[str, Any]:
     if kind == "search":
         return agent.search(rec, opts.text, flow=flow, thread=thread, limit=opts.limit,
                             ignore_case=not opts.case_sensitive)
+    if kind == "writes":
+        return agent.writes(rec, opts.name, type_name=opts.type_name, obj_id=opts.obj, flow=flow, thread=thread,
+                            limit=opts.limit)
     raise ValueError(f"unknown query {kind!r}")
 
 
@@ -263,11 +271,22 @@ def _search(d: dict) -> List[str]:
     return out
 
 
+def _writes(d: dict) -> List[str]:
+    left = f"; {d['left_out']} left out (--limit)" if d["left_out"] else ""
+    out = [f"{d['total']} write(s); showing {d['shown']}{left}"]
+    for w in d["writes"]:
+        old = w["old"] if w["old"] is not None else w["old_from"]
+        new = "<deleted>" if w["deleted"] else w["new"]
+        target = f"#{w['obj_id']}.{w['name']}" if w["kind"] == "attr" else f"#{w['obj_id']}[{w['name']}]"
+        out.append(f"idx {w['idx']} thread {_thread(w)}  {target}: {old} -> {new}  in {w['fn']} at {_where(w)}")
+    return out
+
+
 _RENDER: Dict[str, Callable[[dict], List[str]]] = {
     "summary": _summary, "calls": _calls, "call": _one_call, "exceptions": _exceptions,
     "frequencies": _frequencies, "stack": _stack, "window": _window, "bindings": _bindings,
     "history": _history,
-    "source": _source, "search": _search,
+    "source": _source, "search": _search, "writes": _writes,
 }
 
 

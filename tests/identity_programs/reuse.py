@@ -31,8 +31,11 @@ class Listy(list):
     pass
 
 
+ONE = Plain()
+
+
 def method_of(n):
-    return Plain().method
+    return ONE.method
 
 
 KINDS = {

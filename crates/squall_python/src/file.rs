@@ -42,6 +42,10 @@ impl Backend for FileRecording {
         self.view_of(number).ok_or_else(|| PyKeyError::new_err("it was not made by this recording"))
     }
 
+    fn store_of(&self, number: u32) -> Option<&squall_trace::ValueStore> {
+        self.rec.timelines.get(number as usize).map(|t| &t.values)
+    }
+
     fn slot_value(&self, py: Python<'_>, view: &TlView<'_>, slot: u32) -> PyResult<Py<PyAny>> {
         let t = &self.rec.timelines[view.number as usize];
         if t.values.entry_ref(ValRef(slot)).0 as usize >= t.values.len() {
@@ -252,6 +256,22 @@ impl FileRecording {
     ) -> PyResult<Option<Bound<'py, PyDict>>> {
         q::find_expr_entry(py, self, flow_id, thread_id, coord, file, line, value_pred, from_idx, backward, any_kind)
     }
+    /// See `squall._engine.writes`: the same query over this file.
+    #[pyo3(signature = (flow_id, thread_id=None, obj_id=None, attr_or_key=None, type_name=None, limit=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn writes<'py>(
+        &self,
+        py: Python<'py>,
+        flow_id: u32,
+        thread_id: Option<u64>,
+        obj_id: Option<u64>,
+        attr_or_key: Option<Bound<'py, PyAny>>,
+        type_name: Option<&str>,
+        limit: Option<usize>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        crate::writes::writes(py, self, flow_id, thread_id, obj_id, attr_or_key.as_ref(), type_name, limit)
+    }
+
     #[pyo3(signature = (flow_id, start=0, limit=1000))]
     fn total_order_timeline<'py>(
         &self,

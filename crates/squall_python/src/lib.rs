@@ -16,6 +16,8 @@ mod record;
 mod sink;
 mod snap;
 mod ui;
+mod write_entry;
+mod writes;
 
 use std::ffi::CStr;
 use std::ptr::null_mut;
@@ -124,6 +126,38 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     add_fast(m, c"resume", c"resume(form_id, sent) -> sent: a resumable frame resumes.", record::resume)?;
     add_fast(m, c"expr", c"expr(site_id, value) -> value: a sub-expression's value.", record::expr)?;
     add_fast(m, c"bind", c"bind(site_id, value) -> value: a local binding.", record::bind)?;
+    add_fast(
+        m,
+        c"wattr",
+        c"wattr(site_id, value, obj, name) -> value: obj.name = value, recorded.",
+        write_entry::write_attr,
+    )?;
+    add_fast(
+        m,
+        c"witem",
+        c"witem(site_id, value, obj, key) -> value: obj[key] = value, recorded.",
+        write_entry::write_item,
+    )?;
+    add_fast(m, c"wdelattr", c"wdelattr(site_id, obj, name) -> None: del obj.name, recorded.", write_entry::del_attr)?;
+    add_fast(m, c"wdelitem", c"wdelitem(site_id, obj, key) -> None: del obj[key], recorded.", write_entry::del_item)?;
+    add_fast(
+        m,
+        c"waugattr",
+        c"waugattr(site_id, obj, name, op, operand) -> None: obj.name op= operand, recorded.",
+        write_entry::aug_attr,
+    )?;
+    add_fast(
+        m,
+        c"waugitem",
+        c"waugitem(site_id, obj, key, op, operand) -> None: obj[key] op= operand, recorded.",
+        write_entry::aug_item,
+    )?;
+    add_fast(
+        m,
+        c"wsetattr",
+        c"wsetattr(site_id, obj, name, value) -> None: setattr(obj, name, value), recorded.",
+        write_entry::set_attr,
+    )?;
     m.add_function(wrap_pyfunction!(bound_entry, m)?)?;
     awaiting::register(m)?;
     loop_iter::register(m)?;
@@ -139,6 +173,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SITE_AWAIT", 2)?;
     m.add("SITE_EXPR", 3)?;
     m.add("SITE_BIND", 4)?;
+    m.add("SITE_WRITE", 5)?;
 
     let py = m.py();
     if crate::engine::deque_type().is_null() {
@@ -178,6 +213,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(query::stack_for_frame, m)?)?;
     m.add_function(wrap_pyfunction!(query::callstack_node_childs, m)?)?;
     m.add_function(wrap_pyfunction!(query::fn_call_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(writes::live_writes, m)?)?;
     m.add_function(wrap_pyfunction!(query::find_fn_call_entry, m)?)?;
     m.add_function(wrap_pyfunction!(query::deref, m)?)?;
     m.add_function(wrap_pyfunction!(query::forms, m)?)?;

@@ -31,6 +31,8 @@ pub trait Backend {
     fn slot_value(&self, py: Python<'_>, view: &TlView<'_>, slot: u32) -> PyResult<Py<PyAny>>;
     /// The value store of timeline `view`.
     fn store(&self, view: &TlView<'_>) -> Option<&ValueStore>;
+    /// The value store of timeline `number` (queries that read recorded states: writes).
+    fn store_of(&self, number: u32) -> Option<&squall_trace::ValueStore>;
 
     fn view(&self, flow: u32, thread_id: u64) -> Option<TlView<'_>> {
         self.flows().into_iter().find(|(f, _)| *f == flow)?.1.into_iter().find(|v| v.thread_id == thread_id)
@@ -136,6 +138,7 @@ pub fn entry_dict<'py, B: Backend + ?Sized>(
             d.set_item("visible_after", idx)?;
             d.set_item("form_id", site.map(|s| s.form))?;
         }
+        Kind::Write => crate::writes::write_fields(py, b, rec, idx, e, &d)?,
     }
     Ok(d)
 }
@@ -187,6 +190,10 @@ impl Backend for Engine {
             }
             None => Err(PyKeyError::new_err("it was not made by this process's recorder")),
         }
+    }
+
+    fn store_of(&self, number: u32) -> Option<&squall_trace::ValueStore> {
+        self.recs.get(number as usize).and_then(|r| r.as_deref()).map(|r| &r.values)
     }
 
     fn slot_value(&self, py: Python<'_>, view: &TlView<'_>, slot: u32) -> PyResult<Py<PyAny>> {

@@ -91,7 +91,7 @@ fn entry_form(view: &dyn View, tl: usize, e: &Entry) -> u32 {
     let forms = view.forms();
     match e.kind() {
         Kind::Call | Kind::Resume | Kind::Unwind => e.id(),
-        Kind::Return | Kind::Expr | Kind::Bind => forms.site_owner(e.id()).map_or_else(
+        Kind::Return | Kind::Expr | Kind::Bind | Kind::Write => forms.site_owner(e.id()).map_or_else(
             || view.timelines()[tl].timeline.get(e.fn_call_idx() as usize).map_or(0, |c| c.id()),
             |(f, _)| f,
         ),
@@ -162,6 +162,15 @@ pub fn entry_json(view: &dyn View, tl: usize, idx: u32) -> Result<Value, ApiErro
             d["site_id"] = json!(e.id());
             d["symbol"] = json!(forms.site(e.id()).and_then(|s| s.symbol.as_deref()));
             d["value"] = val_node(view, tl, e.value(), PREVIEW_MAX);
+        }
+        Kind::Write => {
+            d["fn_call_idx"] = json!(e.fn_call_idx());
+            d["coord"] = coord_json(forms, e.id());
+            d["site_id"] = json!(e.id());
+            d["symbol"] = json!(forms.site(e.id()).and_then(|s| s.symbol.as_deref()));
+            d["obj_id"] = json!(t.write_record(idx as usize).map(|r| r.0));
+            d["value"] =
+                if e.value() == ValRef::ABSENT { Value::Null } else { val_node(view, tl, e.value(), PREVIEW_MAX) };
         }
     }
     Ok(d)

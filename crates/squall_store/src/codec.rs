@@ -153,7 +153,7 @@ pub(crate) fn encode_entries(
 pub(crate) struct EntriesPart {
     /// Largest form id named by a call, resume or unwind (+1; 0 if none).
     pub forms_needed: u64,
-    /// Largest site id named by a return, expr or bind (+1; 0 if none).
+    /// Largest site id named by a return, expr, bind or write (+1; 0 if none).
     pub sites_needed: u64,
     /// References (`a` words) to entries before this chunk: (entry idx, referenced idx). The
     /// reader checks that they name calls; references inside the chunk are checked here.
@@ -194,10 +194,11 @@ pub(crate) fn decode_entries(body: &[u8]) -> Result<EntriesPart, Bad> {
         let kind_bits = code as u32 & 15;
         let id = (code as u32) >> 4;
         let head = id | (kind_bits << 28);
-        // Kinds 0, 1 (call, resume) and 3 (unwind) name forms; 2, 4, 5 sites; others are unknown.
+        // Kinds 0, 1 (call, resume) and 3 (unwind) name forms; 2, 4, 5 and 6 (write, version 3)
+        // sites; others are unknown.
         match kind_bits {
             0 | 1 | 3 => forms_needed = forms_needed.max(u64::from(id) + 1),
-            2 | 4 | 5 => sites_needed = sites_needed.max(u64::from(id) + 1),
+            2 | 4 | 5 | 6 => sites_needed = sites_needed.max(u64::from(id) + 1),
             _ => return Err(Bad("unknown entry kind")),
         }
         let is_call = kind_bits <= 1;

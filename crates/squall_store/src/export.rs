@@ -22,11 +22,11 @@ fn report(progress: &mut Option<Progress>, done: u64, total: u64, last: &mut u64
     }
 }
 
-/// The form of an entry: calls, resumes and unwinds name it; returns, expressions and bindings
+/// The form of an entry: calls, resumes and unwinds name it; returns, expressions, bindings and writes
 /// name a site of it.
 fn form_of(rec: &Recording, e: &Entry) -> u32 {
     match e.kind() {
-        Kind::Return | Kind::Expr | Kind::Bind => rec.forms.site_owner(e.id()).map_or(NONE, |(f, _)| f),
+        Kind::Return | Kind::Expr | Kind::Bind | Kind::Write => rec.forms.site_owner(e.id()).map_or(NONE, |(f, _)| f),
         Kind::Call | Kind::Resume | Kind::Unwind => e.id(),
     }
 }

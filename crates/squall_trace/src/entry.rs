@@ -8,12 +8,19 @@
 //! | `Unwind`   | form id            | fn-call idx    | throwable value          | unused              |
 //! | `Expr`     | site id            | fn-call idx    | the expression's value   | unused              |
 //! | `Bind`     | site id            | fn-call idx    | the bound value          | unused              |
+//! | `Write`    | site id            | fn-call idx    | the new value (`ABSENT`: del) | write record (below) |
 //!
 //! A call's `c` holds its arguments according to the form's parameter count: nothing for 0, the
 //! value itself for 1, an offset into the timeline's args arena for 2 or more (the arena then holds
 //! exactly that many values). A `Resume` (`fn-resume`) opens a frame like a call: it starts a new
 //! segment of a generator or coroutine frame after a suspension. Keeping it a separate type keeps
 //! "how often was f called" the same whether counted from entries or from `fn_call_stats`.
+//!
+//! A `Write` (`obj.a = v`, `obj[k] = v`, `del`, augmented forms, in instrumented code) keeps in
+//! `c` an offset into the args arena, which holds `WRITE_WORDS` words there: the target's
+//! identity (`ObjId`, low then high word), the key (`ABSENT` for an attribute: the site's symbol
+//! names it), and the value store's length when the write happened (the target's states recorded
+//! before the write are the nodes below it: "from what" is a query, never read at write time).
 
 use crate::value::ValRef;
 
@@ -36,7 +43,12 @@ pub enum Kind {
     Expr = 4,
     /// A local binding (full mode), at a site naming the symbol.
     Bind = 5,
+    /// An attribute or item write or delete (full mode), at a site with its source range.
+    Write = 6,
 }
+
+/// Args-arena words a `Write` entry's record takes (see the module doc).
+pub const WRITE_WORDS: usize = 4;
 
 impl Kind {
     fn from_bits(bits: u32) -> Option<Kind> {
@@ -47,6 +59,7 @@ impl Kind {
             3 => Kind::Unwind,
             4 => Kind::Expr,
             5 => Kind::Bind,
+            6 => Kind::Write,
             _ => return None,
         })
     }
@@ -61,9 +74,9 @@ impl Kind {
         matches!(self, Kind::Return | Kind::Unwind)
     }
 
-    /// True for expression values and bindings: events inside a frame.
+    /// True for expression values, bindings and writes: events inside a frame.
     pub fn is_event(self) -> bool {
-        matches!(self, Kind::Expr | Kind::Bind)
+        matches!(self, Kind::Expr | Kind::Bind | Kind::Write)
     }
 
     /// The FlowStorm entry type name.
@@ -75,6 +88,7 @@ impl Kind {
             Kind::Unwind => "fn-unwind",
             Kind::Expr => "expr",
             Kind::Bind => "bind",
+            Kind::Write => "write",
         }
     }
 }

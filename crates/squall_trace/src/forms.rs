@@ -54,6 +54,8 @@ pub enum SiteKind {
     Await = 2,
     Expr = 3,
     Bind = 4,
+    /// An attribute or item write (its symbol: the attribute's name; none for items).
+    Write = 5,
 }
 
 impl SiteKind {
@@ -64,6 +66,7 @@ impl SiteKind {
             2 => SiteKind::Await,
             3 => SiteKind::Expr,
             4 => SiteKind::Bind,
+            5 => SiteKind::Write,
             other => return Err(TraceError::BadKind { what: "site", code: other }),
         })
     }
@@ -75,6 +78,7 @@ impl SiteKind {
             SiteKind::Await => "await",
             SiteKind::Expr => "expr",
             SiteKind::Bind => "bind",
+            SiteKind::Write => "write",
         }
     }
 }

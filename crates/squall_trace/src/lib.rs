@@ -14,8 +14,9 @@ mod snapshot;
 mod store;
 mod timeline;
 mod value;
+mod writes;
 
-pub use entry::{Entry, Kind, MAX_ID, NONE};
+pub use entry::{Entry, Kind, MAX_ID, NONE, WRITE_WORDS};
 pub use error::TraceError;
 pub use forms::{Coord, Form, FormKind, Forms, Site, SiteKind};
 pub use history::{history, history_merged, latest_state, MergedState, NodeEntries, State};
@@ -27,3 +28,4 @@ pub use store::{
 };
 pub use timeline::{Recorded, Timeline};
 pub use value::{Decoded, ValRef, MAX_SLOT};
+pub use writes::{writes, OldValue, WriteFact, WriteFilter};

@@ -81,7 +81,7 @@ impl Timeline {
                         }
                     }
                 }
-                Kind::Expr | Kind::Bind => {}
+                Kind::Expr | Kind::Bind | Kind::Write => {}
             }
         }
         Timeline { entries, args, calls, ..Timeline::default() }
@@ -402,8 +402,45 @@ impl Timeline {
         Recorded::Written
     }
 
-    /// An expression value or a binding (`kind` `Expr` or `Bind`, `site` its site) inside the
-    /// innermost open frame of `form`.
+    /// A write at `site` inside the innermost open frame of `form` (see `Entry`: the target's
+    /// identity `obj`, the `key` (`ABSENT` for an attribute), the new `value` (`ABSENT` for a
+    /// delete), the value store's length `store_len` when it happened).
+    #[allow(clippy::too_many_arguments)]
+    pub fn write(
+        &mut self,
+        site: u32,
+        form: u32,
+        resumable: bool,
+        obj: crate::ObjId,
+        key: ValRef,
+        value: ValRef,
+        store_len: u32,
+        limits: &Limits,
+    ) -> Recorded {
+        let at = self.args_base + self.args.len() as u32;
+        let r = self.event(Kind::Write, site, form, resumable, value, limits);
+        if r == Recorded::Written {
+            self.args.extend([obj as u32, (obj >> 32) as u32, key.0, store_len]);
+            if let Some(e) = self.entries.last_mut() {
+                e.c = at;
+            }
+        }
+        r
+    }
+
+    /// The write record of the `Write` entry at `idx`: (target identity, key, store length).
+    pub fn write_record(&self, idx: usize) -> Option<(crate::ObjId, ValRef, u32)> {
+        let e = self.get(idx)?;
+        if e.kind() != Kind::Write {
+            return None;
+        }
+        let start = (e.c as usize).checked_sub(self.args_base as usize)?;
+        let w = self.args.get(start..start + crate::entry::WRITE_WORDS)?;
+        Some((u64::from(w[0]) | (u64::from(w[1]) << 32), ValRef(w[2]), w[3]))
+    }
+
+    /// An expression value, a binding or a write (`kind` `Expr`, `Bind` or `Write`, `site` its
+    /// site) inside the innermost open frame of `form`.
     pub fn event(
         &mut self,
         kind: Kind,

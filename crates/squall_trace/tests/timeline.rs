@@ -49,10 +49,10 @@ fn render(tl: &Timeline) -> String {
                 depth += 1;
                 s
             }
-            Kind::Expr | Kind::Bind => format!(
+            Kind::Expr | Kind::Bind | Kind::Write => format!(
                 "{}{} site={} in={} value={:?}",
                 "  ".repeat(depth),
-                if e.kind() == Kind::Expr { "expr" } else { "bind" },
+                e.kind().type_name(),
                 e.id(),
                 e.fn_call_idx(),
                 e.value().decode()

@@ -41,6 +41,7 @@ stand next to, so tracebacks keep their files and lines.
 """
 
 import ast
+import operator
 import sys
 import threading
 import types
@@ -62,6 +63,14 @@ ENTRY_NAMES = {
     "loop_iter": "_sq_for",
     "async_for": "_sq_afor",
     "async_with": "_sq_awith",
+    # writes (full mode): the store runs inside the entry point, see crates/squall_python/src/write_entry.rs
+    "wattr": "_sq_wattr",
+    "witem": "_sq_witem",
+    "wdelattr": "_sq_wdelattr",
+    "wdelitem": "_sq_wdelitem",
+    "waugattr": "_sq_waugattr",
+    "waugitem": "_sq_waugitem",
+    "wsetattr": "_sq_wsetattr",
 }
 EXC_NAME = "_sq_exc"
 
@@ -81,6 +90,7 @@ _CONST_DEFAULTS = {
     "SITE_AWAIT": 2,
     "SITE_EXPR": 3,
     "SITE_BIND": 4,
+    "SITE_WRITE": 5,
 }
 
 MODES = ("full", "calls")
@@ -104,6 +114,54 @@ def _unwrapped(_site: Any, _form: Any, obj: Any) -> Any:
 
 def _loop_unwrapped(_site: Any, obj: Any) -> Any:
     return obj
+
+
+# The in-place operators of augmented writes, in the operator codes the engine's `waug*` entry
+# points take (write_entry.rs `inplace`).
+AUG_OPS = (
+    ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow,
+    ast.LShift, ast.RShift, ast.BitAnd, ast.BitOr, ast.BitXor, ast.MatMult,
+)
+_AUG_FNS = (
+    operator.iadd, operator.isub, operator.imul, operator.itruediv, operator.ifloordiv,
+    operator.imod, operator.ipow, operator.ilshift, operator.irshift, operator.iand,
+    operator.ior, operator.ixor, operator.imatmul,
+)
+
+
+def _py_waugattr(_site: Any, obj: Any, name: str, op: int, operand: Any) -> None:
+    setattr(obj, name, _AUG_FNS[op](getattr(obj, name), operand))
+
+
+def _py_waugitem(_site: Any, obj: Any, key: Any, op: int, operand: Any) -> None:
+    obj[key] = _AUG_FNS[op](obj[key], operand)
+
+
+def _py_wattr(_site: Any, value: Any, obj: Any, name: str) -> Any:
+    setattr(obj, name, value)
+    return value
+
+
+def _py_witem(_site: Any, value: Any, obj: Any, key: Any) -> Any:
+    obj[key] = value
+    return value
+
+
+def _py_wdelitem(_site: Any, obj: Any, key: Any) -> None:
+    del obj[key]
+
+
+# What a write entry point does for an engine without its own (the store must happen: unlike
+# the recording-only entry points, these cannot be ignored).
+_WRITE_FALLBACKS = {
+    "wattr": _py_wattr,
+    "witem": _py_witem,
+    "wdelattr": lambda _site, obj, name: delattr(obj, name),
+    "wdelitem": _py_wdelitem,
+    "waugattr": _py_waugattr,
+    "waugitem": _py_waugitem,
+    "wsetattr": lambda _site, obj, name, value: setattr(obj, name, value),
+}
 
 
 def _real_engine_fn(k: str) -> Any:
@@ -139,6 +197,8 @@ def _entry_point(eng: Any, k: str) -> Any:
         if suspend is None or resume is None:
             return _unwrapped
         return lambda site, form, obj: real(site, form, obj, suspend, resume)
+    if k in _WRITE_FALLBACKS:
+        return _WRITE_FALLBACKS[k]
     return _ignore
 
 
@@ -838,6 +898,38 @@ class _Full:
             out.append(ast.copy_location(ast.Expr(value=call), n))
         return out
 
+    # -- writes (`obj.a = v`, `obj[k] = v`, `del`, augmented, `setattr(o, n, v)`): the store
+    # happens inside the write entry point, which gets the operands as arguments in the order
+    # Python evaluates them, each evaluated once.
+    def _writable(self, t: Any) -> bool:
+        """``t`` is an attribute or item target whose write can go through an entry point: not
+        a slice (its key would need building), not a private ``__name`` (the compiler mangles
+        those, a string constant would not be)."""
+        if not self._on():
+            return False
+        if isinstance(t, ast.Attribute):
+            return not (t.attr.startswith("__") and not t.attr.endswith("__"))
+        if isinstance(t, ast.Subscript):
+            s = t.slice
+            return not isinstance(s, ast.Slice) and not (
+                isinstance(s, ast.Tuple) and any(isinstance(x, ast.Slice) for x in s.elts)
+            )
+        return False
+
+    def _write_site(self, t: Any) -> ast.Constant:
+        symbol = t.attr if isinstance(t, ast.Attribute) else None
+        site = self.ctx.register_site(self.form, self.ctx.SITE_WRITE, t, symbol=symbol)  # type: ignore
+        return _const(site, t)
+
+    def _write_call(self, t: Any, value: ast.expr) -> ast.Call:
+        """``_sq_wattr(SITE, value, obj, "a")`` / ``_sq_witem(SITE, value, obj, key)``: the
+        value first (already evaluated by Python before any target), then the target's parts."""
+        self._target(t)
+        site = self._write_site(t)
+        if isinstance(t, ast.Attribute):
+            return _entry_call("wattr", [site, value, t.value, _const(t.attr, t)], t)
+        return _entry_call("witem", [site, value, t.value, t.slice], t)
+
     def _scoped(self, form: Optional[int], locals_: frozenset, fn: Any) -> Any:
         saved = (self.form, self.locals, self.lazy)
         self.form, self.locals, self.lazy = form, locals_, 0
@@ -909,6 +1001,17 @@ class _Full:
             for k in node.keywords:
                 k.value = self.e(k.value, wrap=k.arg is None)
             return node, False
+        if (
+            isinstance(f, ast.Name) and f.id == "setattr" and f.id not in self.locals
+            and not self.ctx.setattr_rebound and self._on()
+            and len(node.args) == 3 and not node.keywords
+            and not any(isinstance(a, ast.Starred) for a in node.args)
+        ):
+            # `setattr(o, n, v)` -> `_sq_wsetattr(S, o, n, v)`: same operands, same order, the
+            # same store (PyObject_SetAttr) and the same None back.
+            site = self.ctx.register_site(self.form, self.ctx.SITE_WRITE, node)  # type: ignore
+            args = [self.e(a) for a in node.args]
+            return _entry_call("wsetattr", [_const(site, node)] + args, node), False
         if isinstance(f, ast.Attribute):  # a method call: the receiver, never `obj.meth`
             f.value = self.e(f.value)
         elif not isinstance(f, ast.Name):  # a plain callee name is not recorded (the call is)
@@ -1086,6 +1189,15 @@ class _Full:
         return node
 
     def s_Assign(self, node: ast.Assign) -> Any:
+        if all(self._writable(t) for t in node.targets):
+            # `a.x = b[i] = v` -> `_sq_witem(S2, _sq_wattr(S1, v, a, "x"), b, i)`: Python stores
+            # the targets left to right, each evaluated just before its store, as nested here.
+            # (A mix with names or tuples is left as it is: a name target stored between two
+            # writes could change what the next target evaluates to, as in `x = x.next = v`.)
+            value = self.e(node.value)
+            for t in node.targets:
+                value = self._write_call(t, value)
+            return ast.copy_location(ast.Expr(value=value), node)
         pure = all(_pure_binding(t) for t in node.targets)
         node.value = self.e(node.value, wrap=not pure)
         if len(node.targets) == 1 and self._fusable(node.targets[0]):
@@ -1100,6 +1212,25 @@ class _Full:
         return [node] + self._binds(names)
 
     def s_AugAssign(self, node: ast.AugAssign) -> Any:
+        if (
+            self._writable(node.target)
+            and isinstance(node.value, (ast.Constant, ast.Name))
+            and type(node.op) in AUG_OPS
+        ):
+            # `obj.a += v` -> `_sq_waugattr(S, obj, "a", OP, v)`: the entry point loads, applies
+            # the in-place operator and stores, as the bytecode does. Python evaluates `v` after
+            # the load; only a constant or a name is taken here, whose evaluation has no effect
+            # to reorder (a name unbound at that point raises NameError before, not after, the
+            # load). Other operands keep the plain statement (not recorded as a write).
+            t = self._target(node.target)
+            site = self._write_site(t)
+            op = _const(AUG_OPS.index(type(node.op)), t)
+            value = self.e(node.value)
+            if isinstance(t, ast.Attribute):
+                call = _entry_call("waugattr", [site, t.value, _const(t.attr, t), op, value], t)
+            else:
+                call = _entry_call("waugitem", [site, t.value, t.slice, op, value], t)
+            return ast.copy_location(ast.Expr(value=call), node)
         # `x += v`: the binding records the new x (the old one is x's previous binding), so the
         # operand itself is not recorded; `self.n += v` / `a[i] += v` record the operand.
         named = isinstance(node.target, ast.Name)
@@ -1182,8 +1313,24 @@ class _Full:
         return node
 
     def s_Delete(self, node: ast.Delete) -> Any:
-        node.targets = [self._target(t) for t in node.targets]
-        return node
+        if not any(self._writable(t) for t in node.targets):
+            node.targets = [self._target(t) for t in node.targets]
+            return node
+        # `del a.x, y, b[i]` deletes left to right, each target evaluated just before: one
+        # statement per target, in order, keeps that (and stops where Python stops on an error).
+        out: List[ast.stmt] = []
+        for t in node.targets:
+            if self._writable(t):
+                self._target(t)
+                site = self._write_site(t)
+                if isinstance(t, ast.Attribute):
+                    call = _entry_call("wdelattr", [site, t.value, _const(t.attr, t)], t)
+                else:
+                    call = _entry_call("wdelitem", [site, t.value, t.slice], t)
+                out.append(ast.copy_location(ast.Expr(value=call), t))
+            else:
+                out.append(ast.copy_location(ast.Delete(targets=[self._target(t)]), t))
+        return out
 
     def s_Import(self, node: Any) -> Any:
         names = [
@@ -1226,7 +1373,25 @@ def _known_functions(tree: ast.AST) -> frozenset:
     return frozenset(c for c in cands if count.get(c, 0) == 1)
 
 
+def _rebinds(tree: ast.AST, name: str) -> bool:
+    """``name`` is bound somewhere in the module (assigned, defined, imported, a parameter):
+    a call to it may not be the builtin's."""
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load):
+            return True
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.name == name:
+            return True
+        if isinstance(n, (ast.Import, ast.ImportFrom)) and any(
+            (a.asname or a.name.split(".")[0]) == name or a.name == "*" for a in n.names
+        ):
+            return True
+        if isinstance(n, ast.arg) and n.arg == name:
+            return True
+    return False
+
+
 def _full_pass(tree: ast.AST, ctx: _Ctx) -> None:
+    ctx.setattr_rebound = _rebinds(tree, "setattr")  # type: ignore[attr-defined]
     f = _Full(ctx, _known_functions(tree))
     tree.body = f.stmts(tree.body)  # type: ignore[attr-defined]
 

@@ -1,0 +1,245 @@
+//! The write entry points: instrumented code's attribute and item stores and deletes go through
+//! them (`obj.a = v` becomes `_sq_wattr(SITE, v, obj, "a")`), so the recorder sees the target,
+//! the name or key and the new value without evaluating anything twice.
+//!
+//! Invariants (DESIGN.md: the recorder never changes what the program does):
+//! - the rewriter passes the operands in the order Python evaluates them (the value, then the
+//!   object, then the key), each evaluated once, as plain arguments;
+//! - the store itself is CPython's own (`PyObject_SetAttr`, `PyObject_SetItem`, `PyObject_DelAttr`
+//!   via a NULL value, `PyObject_DelItem`), what `STORE_ATTR` / `STORE_SUBSCR` / `DELETE_*` call:
+//!   `__setattr__`, `__setitem__`, property setters and descriptors run exactly as without squall,
+//!   and their exceptions propagate unchanged (the entry point returns NULL with them set);
+//! - the write is recorded only after the store succeeded, and recording never raises: nothing
+//!   of the target is read (no `__getattribute__`, no `__getitem__`, no property getters: the old
+//!   value is a query, see `squall_trace::writes`), the value is encoded as every value is.
+
+use std::sync::atomic::Ordering;
+
+use pyo3::ffi;
+use squall_trace::ValRef;
+
+use crate::encode::encode as capture;
+use crate::engine::{current_rec, ENGINE, RECORDING};
+use crate::identity::IDS;
+use crate::ints::id_of as small_id;
+
+type Args = *mut *mut ffi::PyObject;
+
+unsafe fn new_none() -> *mut ffi::PyObject {
+    unsafe {
+        let none = ffi::Py_None();
+        ffi::Py_INCREF(none);
+        none
+    }
+}
+
+/// A malformed call (only the rewriter makes these calls): raise, as a call with the wrong
+/// arguments would, rather than skip the program's store silently.
+#[cold]
+unsafe fn bad_call(what: &std::ffi::CStr) -> *mut ffi::PyObject {
+    unsafe {
+        ffi::PyErr_SetString(ffi::PyExc_TypeError, what.as_ptr());
+        std::ptr::null_mut()
+    }
+}
+
+/// Records a write that has happened: at `site_obj`'s site, to `obj`, under `key` (NULL: an
+/// attribute, which the site names), with `value` (NULL: a delete). Never raises.
+unsafe fn record_write(
+    site_obj: *mut ffi::PyObject,
+    obj: *mut ffi::PyObject,
+    key: *mut ffi::PyObject,
+    value: *mut ffi::PyObject,
+) {
+    if !RECORDING.load(Ordering::Relaxed) {
+        return;
+    }
+    let step = || unsafe {
+        let eng = ENGINE.get();
+        let Some(site_id) = small_id(site_obj) else {
+            eng.dropped += 1;
+            return;
+        };
+        let Some((form, resumable)) = eng.forms.site_owner(site_id) else {
+            eng.dropped += 1;
+            return;
+        };
+        let Some(rec) = current_rec() else { return };
+        let id = IDS.get().of(obj);
+        let key_ref = if key.is_null() { ValRef::ABSENT } else { capture(eng, rec, key) };
+        let new = if value.is_null() { ValRef::ABSENT } else { capture(eng, rec, value) };
+        let store_len = rec.values.len() as u32;
+        let outcome = rec.tl.write(site_id, form, resumable, id, key_ref, new, store_len, &eng.limits);
+        eng.note(rec, outcome);
+    };
+    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(step)).is_err() {
+        // SAFETY: the entry points run with the GIL held.
+        unsafe { ENGINE.get().dropped += 1 };
+    }
+}
+
+/// `wattr(site_id, value, obj, name) -> value`: `obj.name = value`, recorded. The value comes
+/// back so that chained targets (`a.x = b[i] = v`) nest: `witem(S2, wattr(S1, v, a, "x"), b, i)`.
+pub unsafe extern "C" fn write_attr(_m: *mut ffi::PyObject, args: Args, nargs: ffi::Py_ssize_t) -> *mut ffi::PyObject {
+    unsafe {
+        if nargs != 4 {
+            return bad_call(c"_sq_wattr(site, value, obj, name) takes 4 arguments");
+        }
+        let (site, value, obj, name) = (*args, *args.add(1), *args.add(2), *args.add(3));
+        if ffi::PyObject_SetAttr(obj, name, value) < 0 {
+            return std::ptr::null_mut();
+        }
+        record_write(site, obj, std::ptr::null_mut(), value);
+        ffi::Py_INCREF(value);
+        value
+    }
+}
+
+/// `witem(site_id, value, obj, key) -> value`: `obj[key] = value`, recorded (see `write_attr`).
+pub unsafe extern "C" fn write_item(_m: *mut ffi::PyObject, args: Args, nargs: ffi::Py_ssize_t) -> *mut ffi::PyObject {
+    unsafe {
+        if nargs != 4 {
+            return bad_call(c"_sq_witem(site, value, obj, key) takes 4 arguments");
+        }
+        let (site, value, obj, key) = (*args, *args.add(1), *args.add(2), *args.add(3));
+        if ffi::PyObject_SetItem(obj, key, value) < 0 {
+            return std::ptr::null_mut();
+        }
+        record_write(site, obj, key, value);
+        ffi::Py_INCREF(value);
+        value
+    }
+}
+
+/// `wdelattr(site_id, obj, name) -> None`: `del obj.name`, recorded.
+pub unsafe extern "C" fn del_attr(_m: *mut ffi::PyObject, args: Args, nargs: ffi::Py_ssize_t) -> *mut ffi::PyObject {
+    unsafe {
+        if nargs != 3 {
+            return bad_call(c"_sq_wdelattr(site, obj, name) takes 3 arguments");
+        }
+        let (site, obj, name) = (*args, *args.add(1), *args.add(2));
+        if ffi::PyObject_SetAttr(obj, name, std::ptr::null_mut()) < 0 {
+            return std::ptr::null_mut();
+        }
+        record_write(site, obj, std::ptr::null_mut(), std::ptr::null_mut());
+        new_none()
+    }
+}
+
+/// `wdelitem(site_id, obj, key) -> None`: `del obj[key]`, recorded.
+pub unsafe extern "C" fn del_item(_m: *mut ffi::PyObject, args: Args, nargs: ffi::Py_ssize_t) -> *mut ffi::PyObject {
+    unsafe {
+        if nargs != 3 {
+            return bad_call(c"_sq_wdelitem(site, obj, key) takes 3 arguments");
+        }
+        let (site, obj, key) = (*args, *args.add(1), *args.add(2));
+        if ffi::PyObject_DelItem(obj, key) < 0 {
+            return std::ptr::null_mut();
+        }
+        record_write(site, obj, key, std::ptr::null_mut());
+        new_none()
+    }
+}
+
+/// CPython's in-place operator for the rewriter's operator code (the order of `AUG_OPS` in
+/// rewrite.py: `+= -= *= /= //= %= **= <<= >>= &= |= ^= @=`).
+unsafe fn inplace(op: *mut ffi::PyObject, a: *mut ffi::PyObject, b: *mut ffi::PyObject) -> *mut ffi::PyObject {
+    unsafe {
+        match small_id(op) {
+            Some(0) => ffi::PyNumber_InPlaceAdd(a, b),
+            Some(1) => ffi::PyNumber_InPlaceSubtract(a, b),
+            Some(2) => ffi::PyNumber_InPlaceMultiply(a, b),
+            Some(3) => ffi::PyNumber_InPlaceTrueDivide(a, b),
+            Some(4) => ffi::PyNumber_InPlaceFloorDivide(a, b),
+            Some(5) => ffi::PyNumber_InPlaceRemainder(a, b),
+            Some(6) => ffi::PyNumber_InPlacePower(a, b, ffi::Py_None()),
+            Some(7) => ffi::PyNumber_InPlaceLshift(a, b),
+            Some(8) => ffi::PyNumber_InPlaceRshift(a, b),
+            Some(9) => ffi::PyNumber_InPlaceAnd(a, b),
+            Some(10) => ffi::PyNumber_InPlaceOr(a, b),
+            Some(11) => ffi::PyNumber_InPlaceXor(a, b),
+            Some(12) => ffi::PyNumber_InPlaceMatrixMultiply(a, b),
+            _ => bad_call(c"_sq_waug*: operator code must be an int in 0..13"),
+        }
+    }
+}
+
+/// `waugattr(site_id, obj, name, op, operand) -> None`: `obj.name op= operand`, recorded. The
+/// rewriter calls it only when `operand` has no effects of its own (a constant or a name), so
+/// that evaluating it before the load of `obj.name` is unobservable; the load, the operator and
+/// the store are the ones Python's own bytecode does (the load is the program's, not squall's).
+pub unsafe extern "C" fn aug_attr(_m: *mut ffi::PyObject, args: Args, nargs: ffi::Py_ssize_t) -> *mut ffi::PyObject {
+    unsafe {
+        if nargs != 5 {
+            return bad_call(c"_sq_waugattr(site, obj, name, op, operand) takes 5 arguments");
+        }
+        let (site, obj, name, op, operand) = (*args, *args.add(1), *args.add(2), *args.add(3), *args.add(4));
+        let old = ffi::PyObject_GetAttr(obj, name);
+        if old.is_null() {
+            return std::ptr::null_mut();
+        }
+        let new = inplace(op, old, operand);
+        ffi::Py_DECREF(old);
+        if new.is_null() {
+            return std::ptr::null_mut();
+        }
+        let r = ffi::PyObject_SetAttr(obj, name, new);
+        if r == 0 {
+            record_write(site, obj, std::ptr::null_mut(), new);
+        }
+        ffi::Py_DECREF(new);
+        if r < 0 {
+            std::ptr::null_mut()
+        } else {
+            new_none()
+        }
+    }
+}
+
+/// `waugitem(site_id, obj, key, op, operand) -> None`: `obj[key] op= operand`, recorded (see
+/// `aug_attr`).
+pub unsafe extern "C" fn aug_item(_m: *mut ffi::PyObject, args: Args, nargs: ffi::Py_ssize_t) -> *mut ffi::PyObject {
+    unsafe {
+        if nargs != 5 {
+            return bad_call(c"_sq_waugitem(site, obj, key, op, operand) takes 5 arguments");
+        }
+        let (site, obj, key, op, operand) = (*args, *args.add(1), *args.add(2), *args.add(3), *args.add(4));
+        let old = ffi::PyObject_GetItem(obj, key);
+        if old.is_null() {
+            return std::ptr::null_mut();
+        }
+        let new = inplace(op, old, operand);
+        ffi::Py_DECREF(old);
+        if new.is_null() {
+            return std::ptr::null_mut();
+        }
+        let r = ffi::PyObject_SetItem(obj, key, new);
+        if r == 0 {
+            record_write(site, obj, key, new);
+        }
+        ffi::Py_DECREF(new);
+        if r < 0 {
+            std::ptr::null_mut()
+        } else {
+            new_none()
+        }
+    }
+}
+
+/// `wsetattr(site_id, obj, name, value) -> None`: a direct `setattr(obj, name, value)` call,
+/// recorded (`PyObject_SetAttr` is what the builtin calls, its TypeError for a non-str name
+/// included).
+pub unsafe extern "C" fn set_attr(_m: *mut ffi::PyObject, args: Args, nargs: ffi::Py_ssize_t) -> *mut ffi::PyObject {
+    unsafe {
+        if nargs != 4 {
+            return bad_call(c"_sq_wsetattr(site, obj, name, value) takes 4 arguments");
+        }
+        let (site, obj, name, value) = (*args, *args.add(1), *args.add(2), *args.add(3));
+        if ffi::PyObject_SetAttr(obj, name, value) < 0 {
+            return std::ptr::null_mut();
+        }
+        // The site names no attribute (the name is dynamic): record it as the key.
+        record_write(site, obj, name, value);
+        new_none()
+    }
+}

@@ -1,0 +1,149 @@
+//! Bindings of the writes query (`squall_trace::writes`) and of write entries' fields: the live
+//! recording and a recording file answer through the same functions.
+
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyTuple};
+use squall_trace::{display_name, writes as core_writes, Entry, OldValue, Snap, ValRef, WriteFilter};
+
+use crate::query::{rec_of, Backend, TlView};
+use crate::snap::to_python;
+
+/// The most writes one answer lists unless asked for more: answers stay small, and say what
+/// they left out.
+pub const DEFAULT_LIMIT: usize = 200;
+
+fn value_ref(rec: &TlView<'_>, v: ValRef) -> Option<u64> {
+    // Same numbering as query.rs's value refs (recording number above bit 33, slot below).
+    (v != ValRef::ABSENT).then(|| (u64::from(rec.number) << 33) | u64::from(v.0))
+}
+
+/// The fields a `write` entry adds to its dict (see `entry_dict`).
+pub fn write_fields<B: Backend + ?Sized>(
+    py: Python<'_>,
+    b: &B,
+    rec: &TlView<'_>,
+    idx: usize,
+    e: &Entry,
+    d: &Bound<'_, PyDict>,
+) -> PyResult<()> {
+    let forms = b.forms();
+    let site = forms.site(e.id());
+    d.set_item("fn_call_idx", e.fn_call_idx())?;
+    d.set_item("coord", site.map(|s| (s.coord.line, s.coord.col, s.coord.end_line, s.coord.end_col)))?;
+    d.set_item("form_id", site.map(|s| s.form))?;
+    d.set_item("symbol", site.and_then(|s| s.symbol.as_deref()))?;
+    d.set_item("value_ref", value_ref(rec, e.value()))?;
+    d.set_item("deleted", e.value() == ValRef::ABSENT)?;
+    let record = rec.tl.write_record(idx);
+    d.set_item("obj_id", record.map(|r| r.0))?;
+    d.set_item("key_ref", record.and_then(|r| value_ref(rec, r.1)))?;
+    let _ = py;
+    Ok(())
+}
+
+/// The name or key a query asks about, as a recorded key compares: a str or an int.
+fn wanted_name(name: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Snap>> {
+    let Some(n) = name else { return Ok(None) };
+    if let Ok(s) = n.extract::<String>() {
+        return Ok(Some(Snap::Str(s)));
+    }
+    if let Ok(i) = n.extract::<i64>() {
+        return Ok(Some(Snap::Int(i)));
+    }
+    Err(pyo3::exceptions::PyTypeError::new_err(format!(
+        "writes(): attr_or_key must be an attribute name (str) or an int key, not {}; \
+         for other keys, list the object's writes (attr_or_key=None) and filter them",
+        n.repr()?
+    )))
+}
+
+/// `writes(flow_id, thread_id=None, obj_id=None, attr_or_key=None, type_name=None, limit=200)`:
+/// `{"writes": [...], "total": n, "left_out": n - shown}`, oldest first per thread.
+#[allow(clippy::too_many_arguments)]
+pub fn writes<'py, B: Backend + ?Sized>(
+    py: Python<'py>,
+    b: &B,
+    flow_id: u32,
+    thread_id: Option<u64>,
+    obj_id: Option<u64>,
+    attr_or_key: Option<&Bound<'py, PyAny>>,
+    type_name: Option<&str>,
+    limit: Option<usize>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let name = wanted_name(attr_or_key)?;
+    let filter = WriteFilter { obj: obj_id, name: name.as_ref(), type_name };
+    let views: Vec<TlView<'_>> = match thread_id {
+        Some(t) => vec![rec_of(b, flow_id, t)?],
+        None => b.flows().into_iter().find(|(f, _)| *f == flow_id).map(|(_, v)| v).unwrap_or_default(),
+    };
+    let limit = limit.unwrap_or(DEFAULT_LIMIT);
+    let forms = b.forms();
+    let list = pyo3::types::PyList::empty(py);
+    let mut total = 0usize;
+    for v in &views {
+        let Some(store) = b.store_of(v.number) else { continue };
+        for w in core_writes(v.tl, forms, store, &filter) {
+            total += 1;
+            if list.len() >= limit {
+                continue;
+            }
+            let d = PyDict::new(py);
+            let site = forms.site(w.site);
+            d.set_item("idx", w.idx)?;
+            d.set_item("thread_id", v.thread_id)?;
+            d.set_item("obj_id", w.obj)?;
+            d.set_item("name", to_python(py, &w.name)?)?;
+            d.set_item("kind", if w.is_attr { "attr" } else { "item" })?;
+            d.set_item("fn", site.map(|s| display_name(forms, s.form)))?;
+            d.set_item("file", site.and_then(|s| forms.form(s.form)).map(|f| f.file.to_string()))?;
+            d.set_item("line", site.map(|s| s.coord.line))?;
+            d.set_item(
+                "coord",
+                site.map(|s| PyTuple::new(py, [s.coord.line, s.coord.col, s.coord.end_line, s.coord.end_col]))
+                    .transpose()?,
+            )?;
+            d.set_item("deleted", w.new.is_none())?;
+            d.set_item("new_ref", w.new.and_then(|n| value_ref(v, n)))?;
+            match w.old {
+                OldValue::PreviousWrite { idx, value } => {
+                    d.set_item("old_from", "previous write")?;
+                    d.set_item("old_idx", idx)?;
+                    d.set_item("old_ref", value.and_then(|n| value_ref(v, n)))?;
+                }
+                OldValue::RecordedState { value } => {
+                    d.set_item("old_from", "recorded state")?;
+                    d.set_item("old_idx", py.None())?;
+                    d.set_item("old_ref", value_ref(v, value))?;
+                }
+                OldValue::Unknown => {
+                    d.set_item("old_from", "unknown (not recorded before)")?;
+                    d.set_item("old_idx", py.None())?;
+                    d.set_item("old_ref", py.None())?;
+                }
+            }
+            list.append(d)?;
+        }
+    }
+    let out = PyDict::new(py);
+    out.set_item("shown", list.len())?;
+    out.set_item("total", total)?;
+    out.set_item("left_out", total - list.len())?;
+    out.set_item("writes", list)?;
+    Ok(out)
+}
+
+#[pyfunction]
+#[pyo3(name = "writes", signature = (flow_id, thread_id=None, obj_id=None, attr_or_key=None, type_name=None, limit=None))]
+pub fn live_writes<'py>(
+    py: Python<'py>,
+    flow_id: u32,
+    thread_id: Option<u64>,
+    obj_id: Option<u64>,
+    attr_or_key: Option<Bound<'py, PyAny>>,
+    type_name: Option<&str>,
+    limit: Option<usize>,
+) -> PyResult<Bound<'py, PyDict>> {
+    // SAFETY: queries run with the GIL held, as every entry point does.
+    let eng = unsafe { crate::engine::ENGINE.get() };
+    writes(py, &*eng, flow_id, thread_id, obj_id, attr_or_key.as_ref(), type_name, limit)
+}

@@ -1,0 +1,194 @@
+"""Writes (issue 11 item 4): attribute and item stores, deletes, augmented forms and direct
+setattr calls in instrumented code are write entries; the program runs as without squall; the
+writes query says where a field changed, from what to what, live and from a file alike."""
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import squall
+from squall import indexes
+from squall._instrument import rewrite
+
+from test_full_mode import run
+
+ROOT = Path(__file__).resolve().parent.parent
+SQUALL = str(Path(sys.executable).parent / "squall")
+
+
+def rewritten(src: str) -> str:
+    return rewrite.instrumented_source_text(textwrap.dedent(src), "w.py", "w", mode="full")
+
+
+def test_each_write_form_goes_through_its_entry_point():
+    text = rewritten("""
+    def f(o, d, a, k, v):
+        o.x = v
+        d[k] = v
+        o.y = d[k] = v
+        del o.x
+        del d[k], a[0]
+        o.n += 1
+        d[k] -= v
+        setattr(o, "z", v)
+        a[1:2] = [v]
+        o.__p = v
+        o.m += len(a)
+    """)
+    assert "_sq_wattr(" in text and ", o, 'x')" in text
+    assert "_sq_witem(" in text and ", d, k)" in text
+    chained = [line for line in text.splitlines() if "'y'" in line][0]
+    assert chained.strip().startswith("_sq_witem(") and "_sq_wattr(" in chained  # left target stored first
+    assert "_sq_wdelattr(" in text and ", o, 'x')" in text
+    assert "_sq_wdelitem(" in text and text.index(", d, k)") < text.index(", a, 0)")
+    assert "_sq_waugattr(" in text and ", o, 'n', 0, 1)" in text
+    assert "_sq_waugitem(" in text and ", d, k, 1, v)" in text
+    assert "_sq_wsetattr(" in text and ", o, 'z', v)" in text
+    # left as plain statements: slices, private names (mangled by the compiler), an augmented
+    # operand with effects of its own (Python evaluates it after the load)
+    assert "a[1:2] = " in text and "o.__p = " in text and "o.m += " in text
+
+
+def test_module_level_and_class_bodies_are_left_alone():
+    text = rewritten("""
+    import types
+    o = types.SimpleNamespace()
+    o.x = 1
+    """)
+    assert "_sq_w" not in text
+
+
+def test_setattr_that_is_not_the_builtin_is_a_plain_call():
+    text = rewritten("""
+    def setattr(o, n, v):
+        pass
+    def f(o):
+        setattr(o, "a", 1)
+    """)
+    assert "_sq_wsetattr" not in text
+
+
+BEHAVIOUR = """
+log = []
+
+def note(tag, value):
+    log.append(tag)
+    return value
+
+class Loud:
+    def __setattr__(self, name, value):
+        log.append(("setattr", name, value))
+        object.__setattr__(self, name, value)
+    def __setitem__(self, key, value):
+        log.append(("setitem", key, value))
+    def __delitem__(self, key):
+        log.append(("delitem", key))
+    def __getitem__(self, key):
+        log.append(("getitem", key))
+        return 10
+
+class Refuses:
+    def __setattr__(self, name, value):
+        raise AttributeError(f"read-only: {name}")
+
+class Prop:
+    def __init__(self):
+        self._p = 0
+    @property
+    def p(self):
+        log.append("get p")
+        return self._p
+    @p.setter
+    def p(self, v):
+        log.append(("set p", v))
+        self._p = v * 2
+
+def main():
+    l, r = Loud(), Refuses()
+    note("obj", l).a = note("value", 1)
+    note("obj", l)[note("key", "k")] = note("value", 2)
+    note("a", l).b = note("b", l)["c"] = note("value", 3)
+    l["k"] += 5
+    del note("obj", l)[note("key", "k")]
+    setattr(note("obj", l), note("name", "c"), note("value", 4))
+    p = Prop()
+    p.p = 5
+    p.p += 1
+    errors = []
+    try:
+        r.x = 1
+    except AttributeError as e:
+        errors.append(str(e))
+    try:
+        {}["missing"] += 1
+    except KeyError as e:
+        errors.append(repr(e))
+    try:
+        del l.nope
+    except AttributeError as e:
+        errors.append(type(e).__name__)
+    try:
+        setattr(l, 3, 4)
+    except TypeError as e:
+        errors.append(str(e))
+    return log, errors, p._p, vars(l)
+"""
+
+
+def test_the_program_runs_as_without_squall(tmp_path):
+    # `run` checks the outcome (result or exception, traceback included) equals plain Python's
+    got, entries, _ = run(tmp_path, BEHAVIOUR)
+    writes = [e for e in entries if e["type"] == "write"]
+    # main's 9 successful stores (the chained one is 2) and Prop's 3 (`self._p = ...` in
+    # __init__ and twice in the setter, each recorded before the `p.p` store that ran it: a write
+    # is recorded once its store returned); none of the refused ones
+    assert len(writes) == 12
+    assert [w["symbol"] for w in writes if w["symbol"]] == ["a", "b", "_p", "_p", "p", "_p", "p"]
+
+
+def test_writes_query_live_and_file_say_where_price_changed(tmp_path):
+    out = tmp_path / "prices.sqrec"
+    program = ROOT / "tests" / "value_programs" / "price_changes.py"
+    r = subprocess.run([SQUALL, "run", "-q", "-o", str(out), str(program)], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "90"
+    f = squall.load(out).writes(type_name="Item", attr_or_key="price")
+    rows = [(w["fn"], w["line"], w["old"], w["new"], w["old_from"]) for w in f["writes"]]
+    assert rows == [
+        ("__main__.Item.__init__", 8, None, 200, "unknown (not recorded before)"),
+        ("__main__.apply_discount", 12, 200, 180, "previous write"),
+        ("__main__.apply_discount", 12, 180, 90, "previous write"),
+    ]
+    assert (f["total"], f["left_out"]) == (3, 0)
+    # the same program recorded live in this process gives the same answer
+    code = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(f"""
+        import json, sys
+        from squall import cli, indexes
+        cli.main(["run", "--no-summary", "-q", "--no-save", {str(program)!r}])
+        w = indexes.writes(type_name="Item", attr_or_key="price")
+        print(json.dumps([(x["fn"], x["line"], x["old"], x["new"], x["old_from"]) for x in w["writes"]]))
+        """)], capture_output=True, text=True, timeout=120, env=dict(os.environ))
+    assert code.returncode == 0, code.stderr
+    import json
+    assert [tuple(x) for x in json.loads(code.stdout.strip().splitlines()[-1])] == rows
+    # bounded: a limit says what it left out
+    one = squall.load(out).writes(type_name="Item", attr_or_key="price", limit=1)
+    assert (one["shown"], one["total"], one["left_out"]) == (1, 3, 2)
+
+
+def test_cli_writes_query_names_lines_old_and_new(tmp_path):
+    out = tmp_path / "prices.sqrec"
+    program = ROOT / "tests" / "value_programs" / "price_changes.py"
+    subprocess.run([SQUALL, "run", "-q", "-o", str(out), str(program)], check=True, capture_output=True, timeout=120)
+    r = subprocess.run([SQUALL, "query", str(out), "writes", "price", "--type", "Item", "--limit", "2"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0] == "3 write(s); showing 2; 1 left out (--limit)"
+    assert ".price: unknown (not recorded before) -> 200  in __main__.Item.__init__ at " in lines[1]
+    assert lines[2].endswith("price_changes.py:12") and ".price: 200 -> 180  in __main__.apply_discount" in lines[2]
+    r = subprocess.run([SQUALL, "query", str(out), "writes"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1 and "writes needs a name, --type or --obj" in r.stderr
