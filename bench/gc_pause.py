@@ -74,15 +74,15 @@ def main() -> int:
     plain, recorded = load(False), load(True)
     best = {"plain": [1e9, 1e9], "recorded": [1e9, 1e9]}
     for _ in range(args.repeat):
-        f, l = scenario(plain, args.objects)
-        best["plain"] = [min(best["plain"][0], f), min(best["plain"][1], l)]
+        f, last = scenario(plain, args.objects)
+        best["plain"] = [min(best["plain"][0], f), min(best["plain"][1], last)]
         api.clear_recordings()
         api.start_recording(install_hook=False)
-        f, l = scenario(recorded, args.objects)
+        f, last = scenario(recorded, args.objects)
         api.stop_recording()
         alive = api.engine_stats()["objects_alive"]
         api.clear_recordings()
-        best["recorded"] = [min(best["recorded"][0], f), min(best["recorded"][1], l)]
+        best["recorded"] = [min(best["recorded"][0], f), min(best["recorded"][1], last)]
     (pf, pl), (rf, rl) = best["plain"], best["recorded"]
     print(f"gc.collect() with {args.objects:,} recorded objects held and {args.objects:,} dropped "
           f"(best of {args.repeat}); {alive:,} objects held by the recording after it")

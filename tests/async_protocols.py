@@ -10,7 +10,6 @@ import gc
 import os
 import sys
 import traceback
-import types
 
 HERE = __file__
 # Finalization order: shown only in calls mode. Full mode records the async generator itself (the
@@ -201,12 +200,12 @@ async def stop_inside():
 
 
 async def for_agen_raises_stopasync():
-    async for x in stop_inside():
+    async for _x in stop_inside():
         pass
 
 
 async def for_body_raises_stopasync():
-    async for x in agen(2):
+    async for _x in agen(2):
         raise StopAsyncIteration("from the body")
 
 
@@ -226,7 +225,7 @@ async def for_body_raises_plain():
 
 
 async def for_not_async_iterable():
-    async for x in 1:
+    async for _x in 1:
         pass
 
 
@@ -288,49 +287,49 @@ class AnextRaises:
 
 
 async def for_aiter_returns_int():
-    async for x in AiterReturnsInt():
+    async for _x in AiterReturnsInt():
         pass
 
 
 async def for_aiter_raises():
-    async for x in AiterRaises():
+    async for _x in AiterRaises():
         pass
 
 
 async def for_anext_returns_int():
-    async for x in AnextReturnsInt():
+    async for _x in AnextReturnsInt():
         pass
 
 
 async def for_anext_bad_await():
-    async for x in AnextGives(BadAwait):
+    async for _x in AnextGives(BadAwait):
         pass
 
 
 async def for_anext_bad_await_in_handler():
     try:
-        1 / 0
+        1 / 0  # noqa: B018 - raises on purpose
     except ZeroDivisionError:
-        async for x in AnextGives(BadAwait):
+        async for _x in AnextGives(BadAwait):
             pass
 
 
 async def for_anext_junk_await():
-    async for x in AnextGives(JunkAwait):
+    async for _x in AnextGives(JunkAwait):
         pass
 
 
 async def for_anext_coro_await():
     it = AnextGives(CoroAwait)
     try:
-        async for x in it:
+        async for _x in it:
             pass
     finally:
         gc.collect()
 
 
 async def for_anext_raises():
-    async for x in AnextRaises():
+    async for _x in AnextRaises():
         pass
 
 
@@ -726,7 +725,7 @@ async def manual_with():
 
 
 async def manual_nothrow():
-    async for v in NoThrowIter(2):
+    async for _v in NoThrowIter(2):
         pass
 
 

@@ -76,7 +76,7 @@ def test_every_command_in_docs_agents_md(tmp_path):
         elif lang == "json":
             pytest.importorskip("mcp", reason=NO_MCP)
             config = json.loads(body)
-            for name, server in config["mcpServers"].items():
+            for _name, server in config["mcpServers"].items():
                 assert server["command"] == "squall" and server["args"][0] == "mcp"
                 init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
                     "protocolVersion": "2025-06-18", "capabilities": {},

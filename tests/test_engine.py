@@ -9,7 +9,6 @@ import threading
 import warnings
 
 import pytest
-
 import squall
 from squall import _engine, api, indexes, values
 from squall._instrument import rewrite

@@ -2,7 +2,6 @@
 file it was saved to; crashes; `squall info` / `squall export`; bad files."""
 
 import json
-import os
 import signal
 import sqlite3
 import subprocess
@@ -12,7 +11,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 import squall
 from squall import api
 from squall._instrument import rewrite
@@ -158,7 +156,7 @@ def test_run_saves_info_and_exports(tmp_path):
     assert lines[1] == f"program    {script}"
     assert lines[2] == f"argv       {script}"
     assert "status     completed (exit code 0)" in lines
-    assert any(l.strip().startswith("thread") and "MainThread" in l for l in lines)
+    assert any(ln.strip().startswith("thread") and "MainThread" in ln for ln in lines)
     as_json = json.loads(squall_cmd("info", "--json", "out.sqrec", cwd=tmp_path).stdout)
     assert as_json["completed"] is True and as_json["entries"] > 20
 
@@ -180,7 +178,7 @@ def test_default_recording_path_is_printed(tmp_path):
     script = tmp_path / "hello.py"
     script.write_text("def hi():\n    return 1\nhi()\n")
     run = squall_cmd("run", str(script), cwd=tmp_path)
-    saved = [l for l in run.stderr.splitlines() if l.startswith("recording saved to ")]
+    saved = [ln for ln in run.stderr.splitlines() if ln.startswith("recording saved to ")]
     assert len(saved) == 1
     path = Path(saved[0].split("recording saved to ", 1)[1])
     assert path.parent == tmp_path / ".squall" and path.name.startswith("hello-") and path.exists()
@@ -328,7 +326,7 @@ def test_a_long_run_saved_to_a_file_stays_within_the_memory_limit(tmp_path):
         api.start_recording(install_hook=False)
         api.save_to(str(tmp_path / "long.sqrec"))
         peak = 0
-        for batch in range(12):
+        for _batch in range(12):
             for i in range(2000):
                 ns["tick"](i)
             peak = max(peak, api.engine_stats()["bytes"])

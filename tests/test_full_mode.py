@@ -38,7 +38,6 @@ def _outcome(fn, a, file):
         return ("ok", fn(*a))
     except BaseException as e:  # noqa: BLE001
         tb = "".join(traceback.format_exception(type(e), e, e.__traceback__))
-        lines = [ln for ln in tb.splitlines() if 'File "<' not in ln]
         # keep only our file's frames (and their source/caret lines)
         return ("exc", type(e).__name__, str(e), _own_frames(tb, file))
 

@@ -14,10 +14,8 @@ import re
 import sys
 import types
 from pathlib import Path
-from typing import Any, Dict, List
 
 import pytest
-
 import squall
 from squall import api, indexes
 from squall._instrument import rewrite

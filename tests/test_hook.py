@@ -17,7 +17,6 @@ except ImportError:
     sys.path.insert(0, os.path.join(os.path.dirname(HERE), "python"))
 
 from _fake_engine import FakeEngine  # noqa: E402
-
 from squall import config  # noqa: E402
 from squall._instrument import hook, rewrite  # noqa: E402
 

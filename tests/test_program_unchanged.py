@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Dict, List
 
 import pytest
-
 from squall import api, indexes, values
 from squall._instrument import rewrite
 
@@ -59,7 +58,7 @@ def recorded(program: str, *args: str, out: Path, timeout: float = 60, **env: st
     """``squall run --no-summary --mode full -o out program args``."""
     r = run([SQUALL, "run", "--no-summary", "--mode", "full", "-o", out, PROGRAMS / program, *args],
             timeout=timeout, **env)
-    r.stderr = "".join(l for l in r.stderr.splitlines(keepends=True) if not l.startswith("squall: warning: "))
+    r.stderr = "".join(ln for ln in r.stderr.splitlines(keepends=True) if not ln.startswith("squall: warning: "))
     return r
 
 

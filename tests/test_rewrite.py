@@ -1,7 +1,6 @@
 """The rewriter: rewritten code behaves exactly like the original and reports the right events."""
 
 import ast
-import asyncio
 import os
 import sys
 import textwrap
@@ -17,7 +16,6 @@ except ImportError:  # running from a checkout without `maturin develop`
     sys.path.insert(0, os.path.join(os.path.dirname(HERE), "python"))
 
 from _fake_engine import FakeEngine  # noqa: E402
-
 from squall._instrument.rewrite import compile_instrumented, instrument_source  # noqa: E402
 
 FILE = "/tmp/squall_test_mod.py"
@@ -124,7 +122,7 @@ def test_recursion_events_nest():
     rets = [e for e in eng.events if e[0] == "ret" and e[1] == "fib"]
     assert len(calls) == len(rets) == 15
     depth = 0
-    for k, n in ev(eng):
+    for k, _n in ev(eng):
         depth += 1 if k == "call" else -1
         assert depth >= 0
     assert depth == 0

@@ -2,7 +2,6 @@
 URL with a token, 401 without it, the recording readable through the API, the program unharmed."""
 
 import json
-import os
 import re
 import signal
 import subprocess

@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import pytest
-
 import squall
 from squall import api, indexes, values
 from squall._instrument import rewrite

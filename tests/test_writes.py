@@ -8,9 +8,7 @@ import textwrap
 from pathlib import Path
 
 import squall
-from squall import indexes
 from squall._instrument import rewrite
-
 from test_full_mode import run
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -34,7 +34,7 @@ class _Printer(_values._Printer):
     """``pformat``'s printer, except that a snapshot the recorder cut keeps its Truncated marker
     visible (at any depth) even when ``print_length`` hides the items before it."""
 
-    def items(self, v: Any, kind: str, depth: int, active: set) -> "tuple[list, bool]":
+    def items(self, v: Any, kind: str, depth: int, active: set) -> tuple[list, bool]:
         parts, more = super().items(v, kind, depth, active)
         if more and type(v) in (list, tuple, dict):
             last = next(reversed(v)) if isinstance(v, dict) else v[-1]  # a dict's marker is its last key

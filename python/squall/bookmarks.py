@@ -11,10 +11,10 @@ from typing import Any, List, Optional
 
 from squall import _engine
 
-_ids: Optional["tuple[int, int]"] = None
+_ids: Optional[tuple[int, int]] = None
 
 
-def _bookmark_ids() -> "tuple[int, int]":
+def _bookmark_ids() -> tuple[int, int]:
     global _ids
     if _ids is None:
         form = _engine.register_form("squall", "bookmark", "<squall>", 0, ["note"], _engine.FORM_FUNCTION)

@@ -637,7 +637,7 @@ def skipped_user_modules() -> List[Explanation]:
     """Modules imported under the hook that look like your code but were skipped by
     skip / skip_regex / include, with the reason."""
     out = []
-    for name, e in sorted(decisions().items()):
+    for _name, e in sorted(decisions().items()):
         if e.instrumented or e.category not in ("skip", "skip_regex", "include"):
             continue
         if classify_path(e.origin)[0] == "user":

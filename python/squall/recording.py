@@ -49,7 +49,7 @@ class Recording(Queries):
         return f"<squall recording {self.path!r}>"
 
 
-def load(path: Union[str, "os.PathLike[str]"], progress: Optional[bool] = None) -> Recording:
+def load(path: Union[str, os.PathLike[str]], progress: Optional[bool] = None) -> Recording:
     """Opens a recording file written by ``squall run`` (or ``squall.api.save_to``).
 
     A file cut short (the program was killed, crashed or interrupted) opens with everything up

@@ -76,7 +76,7 @@ def _render(title: str, uncaught: Optional[Iterable[BaseException]], saved_to: O
     if not flows:
         w("flows: none recorded (was anything instrumented? see skipped modules below)")
     for flow_id in sorted(flows):
-        infos = _try(lambda: indexes.flow_threads_info(flow_id), []) or []
+        infos = _try(lambda flow_id=flow_id: indexes.flow_threads_info(flow_id), []) or []
         w(f"flow {flow_id}: {len(infos) or len(flows[flow_id])} thread(s)")
         for t in infos:
             entries = t.get("entries", 0) or 0
@@ -93,7 +93,7 @@ def _render(title: str, uncaught: Optional[Iterable[BaseException]], saved_to: O
     # Most-called functions, over all flows and threads.
     counts: dict[str, int] = {}
     for flow_id in sorted(flows):
-        for s in _try(lambda: indexes.fn_call_stats(flow_id), []) or []:
+        for s in _try(lambda flow_id=flow_id: indexes.fn_call_stats(flow_id), []) or []:
             key = _qualified(s.get("fn_ns"), s.get("fn_name"))
             counts[key] = counts.get(key, 0) + (s.get("cnt", 0) or 0)
     if counts:

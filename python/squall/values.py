@@ -68,7 +68,7 @@ class CutStr(str):
 
     length: int
 
-    def __new__(cls, prefix: str, length: int) -> "CutStr":
+    def __new__(cls, prefix: str, length: int) -> CutStr:
         s = super().__new__(cls, prefix)
         s.length = length
         return s
@@ -82,7 +82,7 @@ class CutBytes(bytes):
 
     length: int
 
-    def __new__(cls, prefix: bytes, length: int) -> "CutBytes":
+    def __new__(cls, prefix: bytes, length: int) -> CutBytes:
         s = super().__new__(cls, prefix)
         s.length = length
         return s
@@ -243,7 +243,7 @@ class _Printer:
             return body
         return f"{getattr(v, 'type_name', type(v).__name__)}({body})"
 
-    def items(self, v: Any, kind: str, depth: int, active: set) -> "tuple[list, bool]":
+    def items(self, v: Any, kind: str, depth: int, active: set) -> tuple[list, bool]:
         parts: list = []
         source = v.items() if kind == "dict" else v
         try:

@@ -506,7 +506,8 @@ impl Cx<'_> {
         unsafe {
             let mut overflow = 0;
             let v = ffi::PyLong_AsLongLongAndOverflow(o, &mut overflow);
-            if overflow == 0 && !(v == -1 && !ffi::PyErr_Occurred().is_null()) {
+            let failed = v == -1 && !ffi::PyErr_Occurred().is_null();
+            if overflow == 0 && !failed {
                 return self.store.push(Node::Int(v)).unwrap_or(ValRef::ABSENT);
             }
             ffi::PyErr_Clear();
@@ -550,7 +551,10 @@ impl Cx<'_> {
                 self.cache.static_types.insert(tp as usize, id);
                 return id;
             }
-            let tag = (*tp).tp_version_tag;
+            // Py_TPFLAGS_VALID_VERSION_TAG: before 3.11 `PyType_Modified` clears only the flag,
+            // leaving the old tag in place.
+            let valid = (*tp).tp_flags & (1 << 19) != 0;
+            let tag = if valid { (*tp).tp_version_tag } else { 0 };
             if tag != 0 {
                 if let Some(&(t, id)) = self.cache.heap_types.get(&(tp as usize)) {
                     if t == tag {

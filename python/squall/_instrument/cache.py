@@ -102,7 +102,7 @@ def cached_or_instrument(
     return code
 
 
-def _load(entry: str, start: "tuple[int, int]") -> Optional[types.CodeType]:
+def _load(entry: str, start: tuple[int, int]) -> Optional[types.CodeType]:
     try:
         with open(entry, "rb") as f:
             blob = f.read()
@@ -120,7 +120,7 @@ def _load(entry: str, start: "tuple[int, int]") -> Optional[types.CodeType]:
     return code
 
 
-def _store(entry: str, start: "tuple[int, int]", code: types.CodeType) -> None:
+def _store(entry: str, start: tuple[int, int], code: types.CodeType) -> None:
     forms, sites = _engine.registrations_since(*start)
     try:
         blob = marshal.dumps((start[0], start[1], forms, sites, code))
