@@ -16,7 +16,8 @@ class Builder:
     def __init__(self, cls):
         self.cls = cls
         # Holds the `__dict__` descriptor, which points back at the class.
-        self.namespace = dict(cls.__dict__)
+        # (Without the keys 3.13 adds to every class body: the snapshot is the same on all.)
+        self.namespace = {k: v for k, v in cls.__dict__.items() if k not in ("__firstlineno__", "__static_attributes__")}
         self.finish = self.build
 
     def build(self):

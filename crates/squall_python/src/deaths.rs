@@ -286,8 +286,8 @@ unsafe fn hook_base(h: &mut Hooks, tp: *mut ffi::PyTypeObject) -> bool {
         if orig as usize == dealloc_hook as *const () as usize {
             return false;
         }
-        let is_deque = (*base).tp_flags & ffi::Py_TPFLAGS_HEAPTYPE == 0
-            && std::ffi::CStr::from_ptr((*base).tp_name).to_bytes() == b"collections.deque";
+        // A static type before 3.12, a heap type made from a spec since.
+        let is_deque = std::ffi::CStr::from_ptr((*base).tp_name).to_bytes() == b"collections.deque";
         let kind = match h.known.deallocs.iter().find(|&&(d, _)| d == orig as usize) {
             Some(&(_, k)) => k,
             // deque_dealloc: no trashcan, and `_collections` is only known once seen.

@@ -151,7 +151,8 @@ impl ExpandBudget {
 pub struct ValueStore {
     nodes: Vec<Node>,
     names: Vec<Box<str>>,
-    name_ids: HashMap<Box<str>, NameId>,
+    /// foldhash, not SipHash: every recorded attribute and type name is looked up here.
+    name_ids: HashMap<Box<str>, NameId, foldhash::fast::FixedState>,
     heap_bytes: u64,
     names_bytes: u64,
     /// Files of format version 1 numbered values per entry, not per node: their entries' slot
