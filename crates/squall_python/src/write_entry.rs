@@ -169,42 +169,34 @@ unsafe fn inplace(op: *mut ffi::PyObject, a: *mut ffi::PyObject, b: *mut ffi::Py
 /// that evaluating it before the load of `obj.name` is unobservable; the load, the operator and
 /// the store are the ones Python's own bytecode does (the load is the program's, not squall's).
 pub unsafe extern "C" fn aug_attr(_m: *mut ffi::PyObject, args: Args, nargs: ffi::Py_ssize_t) -> *mut ffi::PyObject {
-    unsafe {
-        if nargs != 5 {
-            return bad_call(c"_sq_waugattr(site, obj, name, op, operand) takes 5 arguments");
-        }
-        let (site, obj, name, op, operand) = (*args, *args.add(1), *args.add(2), *args.add(3), *args.add(4));
-        let old = ffi::PyObject_GetAttr(obj, name);
-        if old.is_null() {
-            return std::ptr::null_mut();
-        }
-        let new = inplace(op, old, operand);
-        ffi::Py_DECREF(old);
-        if new.is_null() {
-            return std::ptr::null_mut();
-        }
-        let r = ffi::PyObject_SetAttr(obj, name, new);
-        if r == 0 {
-            record_write(site, obj, std::ptr::null_mut(), new);
-        }
-        ffi::Py_DECREF(new);
-        if r < 0 {
-            std::ptr::null_mut()
-        } else {
-            new_none()
-        }
-    }
+    let usage = c"_sq_waugattr(site, obj, name, op, operand) takes 5 arguments";
+    unsafe { augmented(args, nargs, usage, ffi::PyObject_GetAttr, ffi::PyObject_SetAttr, false) }
 }
 
 /// `waugitem(site_id, obj, key, op, operand) -> None`: `obj[key] op= operand`, recorded (see
 /// `aug_attr`).
 pub unsafe extern "C" fn aug_item(_m: *mut ffi::PyObject, args: Args, nargs: ffi::Py_ssize_t) -> *mut ffi::PyObject {
+    let usage = c"_sq_waugitem(site, obj, key, op, operand) takes 5 arguments";
+    unsafe { augmented(args, nargs, usage, ffi::PyObject_GetItem, ffi::PyObject_SetItem, true) }
+}
+
+/// The load, in-place operator and store of `obj.name op= operand` / `obj[key] op= operand`
+/// with `get` and `set`; the write is recorded once the store succeeded, with the key when
+/// `item` (an attribute's name is in its site).
+unsafe fn augmented(
+    args: Args,
+    nargs: ffi::Py_ssize_t,
+    usage: &std::ffi::CStr,
+    get: unsafe extern "C" fn(*mut ffi::PyObject, *mut ffi::PyObject) -> *mut ffi::PyObject,
+    set: unsafe extern "C" fn(*mut ffi::PyObject, *mut ffi::PyObject, *mut ffi::PyObject) -> std::ffi::c_int,
+    item: bool,
+) -> *mut ffi::PyObject {
     unsafe {
         if nargs != 5 {
-            return bad_call(c"_sq_waugitem(site, obj, key, op, operand) takes 5 arguments");
+            return bad_call(usage);
         }
         let (site, obj, key, op, operand) = (*args, *args.add(1), *args.add(2), *args.add(3), *args.add(4));
-        let old = ffi::PyObject_GetItem(obj, key);
+        let old = get(obj, key);
         if old.is_null() {
             return std::ptr::null_mut();
         }
@@ -213,9 +205,9 @@ pub unsafe extern "C" fn aug_item(_m: *mut ffi::PyObject, args: Args, nargs: ffi
         if new.is_null() {
             return std::ptr::null_mut();
         }
-        let r = ffi::PyObject_SetItem(obj, key, new);
+        let r = set(obj, key, new);
         if r == 0 {
-            record_write(site, obj, key, new);
+            record_write(site, obj, if item { key } else { std::ptr::null_mut() }, new);
         }
         ffi::Py_DECREF(new);
         if r < 0 {
