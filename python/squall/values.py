@@ -29,6 +29,7 @@ from squall import _engine
 
 __all__ = [
     "CutBytes",
+    "Earlier",
     "CutStr",
     "MapSnapshot",
     "ObjectSnapshot",
@@ -163,6 +164,44 @@ class MapSnapshot(dict):
         return f"{self.type_name}({dict.__repr__(self)})"
 
 
+class Earlier:
+    """An object that was not encoded at this moment (deeper than the recording's
+    ``object_depth``, see :func:`set_snapshot_budget`), standing with the newest state of it
+    recorded *before*: ``value``. It may have changed since, so it is never shown as this
+    moment's. Reading through it (attributes, items, ``len``, iteration) reads ``value``;
+    ``obj_id`` is the object's identity, ``history(obj_id)`` lists its recorded states."""
+
+    __slots__ = ("value", "type_name", "obj_id", "slot")
+
+    def __init__(self, value: Any, type_name: str, obj_id: int, slot: int) -> None:
+        object.__setattr__(self, "value", value)
+        object.__setattr__(self, "type_name", type_name)
+        object.__setattr__(self, "obj_id", obj_id)
+        object.__setattr__(self, "slot", slot)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(object.__getattribute__(self, "value"), name)
+
+    def __getitem__(self, key: Any) -> Any:
+        return self.value[key]
+
+    def __len__(self) -> int:
+        return len(self.value)
+
+    def __iter__(self) -> Any:
+        return iter(self.value)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Earlier):
+            return self.value == other.value
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"(earlier) {safe_repr(self.value)}"
+
+
 def deref_val_id(value_ref: Optional[int]) -> Any:
     """The value a ref names, as it was recorded. ``None`` refs (no value recorded) give None.
 
@@ -288,11 +327,18 @@ def register_snapshot(tp: type, fn: Callable[[Any], Any]) -> None:
 
 
 def set_snapshot_budget(
-    max_depth: int = 5, max_length: int = 100, max_items: int = 1000, max_string: int = 1000
+    max_depth: int = 5,
+    max_length: int = 100,
+    max_items: int = 1000,
+    max_string: int = 1000,
+    object_depth: int = 1,
 ) -> None:
     """How much of a value is encoded when recorded: nesting levels, items per container, nodes
-    per recorded value (all levels together), characters per string (bytes per bytes object)."""
-    _engine.set_snapshot_budget(max_depth, max_length, max_items, max_string)
+    per recorded value (all levels together), characters per string (bytes per bytes object),
+    and ``object_depth``: levels of objects with an identity (containers, instances) encoded
+    afresh. Deeper, an object this timeline already recorded is kept as a reference to it, and
+    shown with its newest earlier state, marked as earlier (:class:`Earlier`)."""
+    _engine.set_snapshot_budget(max_depth, max_length, max_items, max_string, object_depth)
 
 
 def get_snapshot_budget() -> dict:

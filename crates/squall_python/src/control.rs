@@ -123,8 +123,14 @@ pub fn register_snapshot(tp: Bound<'_, PyType>, f: Bound<'_, PyAny>) {
 }
 
 #[pyfunction]
-#[pyo3(signature = (max_depth, max_length, max_items, max_string))]
-pub fn set_snapshot_budget(max_depth: u32, max_length: usize, max_items: usize, max_string: usize) -> PyResult<()> {
+#[pyo3(signature = (max_depth, max_length, max_items, max_string, object_depth=crate::encode::DEFAULT_BUDGET.object_depth))]
+pub fn set_snapshot_budget(
+    max_depth: u32,
+    max_length: usize,
+    max_items: usize,
+    max_string: usize,
+    object_depth: u32,
+) -> PyResult<()> {
     if max_length == 0 || max_items == 0 {
         return Err(PyValueError::new_err(format!(
             "snapshot budget max_length={max_length}, max_items={max_items}: both must be at least 1"
@@ -135,6 +141,7 @@ pub fn set_snapshot_budget(max_depth: u32, max_length: usize, max_items: usize, 
     b.max_length = max_length;
     b.max_items = max_items;
     b.max_string = max_string;
+    b.object_depth = object_depth;
     Ok(())
 }
 
@@ -146,6 +153,7 @@ pub fn get_snapshot_budget(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     d.set_item("max_length", b.max_length)?;
     d.set_item("max_items", b.max_items)?;
     d.set_item("max_string", b.max_string)?;
+    d.set_item("object_depth", b.object_depth)?;
     Ok(d)
 }
 

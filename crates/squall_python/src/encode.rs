@@ -31,40 +31,59 @@ pub struct Budget {
     pub max_items: usize,
     /// Characters of a string (bytes of a bytes object) kept.
     pub max_string: usize,
+    /// Levels of instances (objects other than containers) whose contents are encoded afresh
+    /// (the recorded value is level 1; a container counts as part of the object that holds
+    /// it). Deeper, an object or container this timeline already holds a state of is a
+    /// reference to it (a [`CutNode`] with its identity), shown with that earlier state,
+    /// marked as earlier; one it never saw is encoded (its first state).
+    pub object_depth: u32,
 }
 
-pub const DEFAULT_BUDGET: Budget = Budget { max_depth: 5, max_length: 100, max_items: 1000, max_string: 1000 };
+pub const DEFAULT_BUDGET: Budget =
+    Budget { max_depth: 5, max_length: 100, max_items: 1000, max_string: 1000, object_depth: 1 };
 
 /// The last node made at each address, direct-mapped: bounded memory, one cache line per
 /// lookup (an unbounded map of every address ever recorded cost a random memory access per
 /// recorded string: 26% of a loop's recording time).
 pub struct LastNodes {
     slots: Box<[(usize, ValRef)]>,
+    mask: usize,
 }
 
 const LAST_SLOTS: usize = 1 << 14;
+const CUT_SLOTS: usize = 1 << 12;
 
 impl Default for LastNodes {
     fn default() -> Self {
-        LastNodes { slots: vec![(0, ValRef::ABSENT); LAST_SLOTS].into_boxed_slice() }
+        LastNodes::with_slots(LAST_SLOTS)
     }
 }
 
 impl LastNodes {
+    /// `n` slots (a power of two), allocated at the first insert.
+    fn with_slots(n: usize) -> Self {
+        debug_assert!(n.is_power_of_two());
+        LastNodes { slots: Box::default(), mask: n - 1 }
+    }
+
     #[inline(always)]
-    fn slot(addr: usize) -> usize {
-        ((addr >> 4) ^ (addr >> 18)) & (LAST_SLOTS - 1)
+    fn slot(&self, addr: usize) -> usize {
+        ((addr >> 4) ^ (addr >> 18)) & self.mask
     }
 
     #[inline(always)]
     fn get(&self, addr: usize) -> Option<ValRef> {
-        let (a, v) = self.slots[Self::slot(addr)];
+        let &(a, v) = self.slots.get(self.slot(addr))?;
         (a == addr).then_some(v)
     }
 
     #[inline(always)]
     fn insert(&mut self, addr: usize, v: ValRef) {
-        self.slots[Self::slot(addr)] = (addr, v);
+        if self.slots.is_empty() {
+            self.slots = vec![(0, ValRef::ABSENT); self.mask + 1].into_boxed_slice();
+        }
+        let k = self.slot(addr);
+        self.slots[k] = (addr, v);
     }
 
     fn bytes(&self) -> usize {
@@ -76,6 +95,10 @@ impl LastNodes {
 /// scratch space reused by every encoding.
 pub struct EncodeCache {
     last: LastNodes,
+    types: TypeCache,
+    /// The last reference ([`CutNode`]) made at each address, apart from `last` so that a
+    /// reference never evicts the full state that makes it a reference.
+    cuts: LastNodes,
     /// Types' qualified names as interned in the store, for static types (which never die).
     static_types: foldhash::HashMap<usize, u32>,
     /// Heap types' names by address and `tp_version_tag`: a tag is never reused, and a change to
@@ -85,34 +108,170 @@ pub struct EncodeCache {
     heap_types: foldhash::HashMap<usize, (u32, u32)>,
     /// Attribute names by the address of their str: the interned id, checked against the text
     /// (a str dying and another taking its address is then a miss, not a wrong name).
-    attr_names: Box<[(usize, u32)]>,
+    attr_names: Box<[(usize, ffi::Py_hash_t, u32)]>,
     stack: Vec<ValRef>,
     pairs: Vec<(ValRef, ValRef)>,
     attrs: Vec<(u32, ValRef)>,
     text: String,
+    /// The addresses of the objects with identity being encoded (a cycle is a reference).
+    path: Vec<usize>,
+    /// Per type with members (`TypeInfo::members`): each member's interned name and offset.
+    member_lists: Vec<Box<[(u32, isize)]>>,
 }
 
 const ATTR_SLOTS: usize = 1 << 10;
+
+/// How the encoder reads a type's instances (decided once per type, `classify`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum TypeKind {
+    List,
+    Tuple,
+    Dict,
+    Set,
+    FrozenSet,
+    /// `collections.deque` or a subclass: read through the deque's own iterator.
+    Deque(*mut ffi::PyTypeObject),
+    /// Subclasses of int, str, float, bytes and bytearray: their builtin value and attributes.
+    WithBaseValue,
+    Type,
+    Function,
+    Method,
+    CFunction,
+    Module,
+    Code,
+    Object,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct TypeInfo {
+    kind: TypeKind,
+    name: u32,
+    /// Its objects' deaths are seen (`deaths::watched`): they can have an identity.
+    watched: bool,
+    exception: bool,
+    /// Its object members to read: `EncodeCache::member_lists[members - 1]`; 0: none.
+    members: u32,
+}
+
+/// `TypeInfo` by type, direct-mapped. A static type is the same type for the process's life; a
+/// heap type is checked by its `tp_version_tag` (never reused, cleared by any change to the type
+/// or its bases), and one without a valid tag is not cached.
+struct TypeCache {
+    slots: Box<[(usize, u32, Option<TypeInfo>)]>,
+}
+
+const TYPE_SLOTS: usize = 1 << 9;
+
+impl Default for TypeCache {
+    fn default() -> Self {
+        TypeCache { slots: vec![(0, 0, None); TYPE_SLOTS].into_boxed_slice() }
+    }
+}
+
+impl TypeCache {
+    #[inline(always)]
+    fn slot(tp: *mut ffi::PyTypeObject) -> usize {
+        let a = tp as usize;
+        ((a >> 4) ^ (a >> 13)) & (TYPE_SLOTS - 1)
+    }
+
+    #[inline(always)]
+    fn get(&self, tp: *mut ffi::PyTypeObject, key: u32) -> Option<TypeInfo> {
+        let (a, k, info) = self.slots[Self::slot(tp)];
+        if a == tp as usize && k == key && key != 0 {
+            info
+        } else {
+            None
+        }
+    }
+
+    fn insert(&mut self, tp: *mut ffi::PyTypeObject, key: u32, info: TypeInfo) {
+        self.slots[Self::slot(tp)] = (tp as usize, key, Some(info));
+    }
+}
+
+/// The cache key of a type: `u32::MAX` for a static type, its valid version tag for a heap type,
+/// 0 (not cacheable) for a heap type without one.
+#[inline(always)]
+unsafe fn type_key(tp: *mut ffi::PyTypeObject) -> u32 {
+    unsafe {
+        let flags = (*tp).tp_flags;
+        if flags & ffi::Py_TPFLAGS_HEAPTYPE == 0 {
+            return u32::MAX;
+        }
+        // Py_TPFLAGS_VALID_VERSION_TAG: before 3.11 `PyType_Modified` clears only the flag.
+        if flags & (1 << 19) == 0 {
+            return 0;
+        }
+        (*tp).tp_version_tag
+    }
+}
+
+/// How instances of `tp` are encoded (what `enc` used to find by a chain of checks).
+unsafe fn classify(tp: *mut ffi::PyTypeObject) -> TypeKind {
+    unsafe {
+        let flags = (*tp).tp_flags;
+        let sub = |base: *mut ffi::PyTypeObject| ffi::PyType_IsSubtype(tp, base) != 0;
+        if flags & ffi::Py_TPFLAGS_LIST_SUBCLASS != 0 {
+            TypeKind::List
+        } else if flags & ffi::Py_TPFLAGS_TUPLE_SUBCLASS != 0 {
+            TypeKind::Tuple
+        } else if flags & ffi::Py_TPFLAGS_DICT_SUBCLASS != 0 {
+            TypeKind::Dict
+        } else if sub(&raw mut ffi::PyFrozenSet_Type) {
+            TypeKind::FrozenSet
+        } else if sub(&raw mut ffi::PySet_Type) {
+            TypeKind::Set
+        } else if let Some(d) = deque_base(tp) {
+            TypeKind::Deque(d)
+        } else if flags & ffi::Py_TPFLAGS_UNICODE_SUBCLASS != 0
+            || flags & ffi::Py_TPFLAGS_LONG_SUBCLASS != 0
+            || flags & ffi::Py_TPFLAGS_BYTES_SUBCLASS != 0
+            || sub(&raw mut ffi::PyFloat_Type)
+            || sub(&raw mut ffi::PyByteArray_Type)
+        {
+            TypeKind::WithBaseValue
+        } else if flags & ffi::Py_TPFLAGS_TYPE_SUBCLASS != 0 {
+            TypeKind::Type
+        } else if sub(&raw mut ffi::PyFunction_Type) {
+            TypeKind::Function
+        } else if tp == &raw mut PyMethod_Type {
+            TypeKind::Method
+        } else if sub(&raw mut ffi::PyCFunction_Type) {
+            TypeKind::CFunction
+        } else if sub(&raw mut ffi::PyModule_Type) {
+            TypeKind::Module
+        } else if tp == &raw mut ffi::PyCode_Type {
+            TypeKind::Code
+        } else {
+            TypeKind::Object
+        }
+    }
+}
 
 impl Default for EncodeCache {
     fn default() -> Self {
         EncodeCache {
             last: LastNodes::default(),
+            cuts: LastNodes::with_slots(CUT_SLOTS),
+            types: TypeCache::default(),
             static_types: Default::default(),
             heap_types: Default::default(),
-            attr_names: vec![(0, 0); ATTR_SLOTS].into_boxed_slice(),
+            attr_names: vec![(0, -1, 0); ATTR_SLOTS].into_boxed_slice(),
             stack: Vec::new(),
             pairs: Vec::new(),
             attrs: Vec::new(),
             text: String::new(),
+            member_lists: Vec::new(),
+            path: Vec::new(),
         }
     }
 }
 
 impl EncodeCache {
     pub fn bytes(&self) -> u64 {
-        (self.last.bytes() + self.static_types.capacity() * 16 + self.stack.capacity() * 4) as u64
-            + (self.heap_types.capacity() * 16 + self.attr_names.len() * 16) as u64
+        (self.last.bytes() + self.cuts.bytes() + self.static_types.capacity() * 16 + self.stack.capacity() * 4) as u64
+            + (self.heap_types.capacity() * 16 + self.attr_names.len() * 24) as u64
             + (self.pairs.capacity() * 8 + self.attrs.capacity() * 8 + self.text.capacity()) as u64
     }
 }
@@ -320,6 +479,7 @@ pub unsafe fn encode(eng: &mut Engine, rec: &mut ThreadRec, o: *mut ffi::PyObjec
             store: &mut rec.values,
             cache: &mut rec.enc,
             left: &mut left,
+            obj_left: eng.budget.object_depth.max(1),
         };
         cx.enc(o, eng.budget.max_depth)
     }
@@ -331,6 +491,8 @@ struct Cx<'a> {
     store: &'a mut ValueStore,
     cache: &'a mut EncodeCache,
     left: &'a mut usize,
+    /// Levels of objects with an identity still encoded afresh below this point (`object_depth`).
+    obj_left: u32,
 }
 
 /// Sequence storage read directly.
@@ -349,7 +511,9 @@ impl Cx<'_> {
             let tp = ffi::Py_TYPE(o);
             *self.left = self.left.saturating_sub(1);
             if tp == &raw mut ffi::PyFloat_Type {
-                return self.store.push(Node::Float(ffi::PyFloat_AS_DOUBLE(o))).unwrap_or(ValRef::ABSENT);
+                // Shared with the last node at its address: an object's float field unchanged
+                // keeps the object's node unchanged.
+                return self.shared(o, Node::Float(ffi::PyFloat_AS_DOUBLE(o)));
             }
             if tp == &raw mut ffi::PyUnicode_Type {
                 return self.string(o);
@@ -369,86 +533,100 @@ impl Cx<'_> {
                     return self.registered_encoder(f, o, depth);
                 }
             }
-            let flags = (*tp).tp_flags;
-            if flags & ffi::Py_TPFLAGS_LIST_SUBCLASS != 0 {
-                let items = Items::Array((*o.cast::<ffi::PyListObject>()).ob_item, ffi::PyList_GET_SIZE(o) as usize);
-                return self.seq(o, SeqKind::List, items, depth, true);
-            }
-            if flags & ffi::Py_TPFLAGS_TUPLE_SUBCLASS != 0 {
-                let items = Items::Array(
-                    (*o.cast::<ffi::PyTupleObject>()).ob_item.as_mut_ptr(),
-                    ffi::PyTuple_GET_SIZE(o) as usize,
-                );
-                return self.seq(o, SeqKind::Tuple, items, depth, false);
-            }
-            if flags & ffi::Py_TPFLAGS_DICT_SUBCLASS != 0 {
-                return self.map(o, depth);
-            }
-            if ffi::PyAnySet_Check(o) != 0 {
-                let frozen = ffi::PyFrozenSet_Check(o) != 0;
-                let kind = if frozen { SeqKind::FrozenSet } else { SeqKind::Set };
-                let base = if frozen { &raw mut ffi::PyFrozenSet_Type } else { &raw mut ffi::PySet_Type };
-                return match base_iter(base, o) {
-                    Some(items) => self.seq(o, kind, items, depth, !frozen),
-                    None => self.opaque(o, String::new()),
-                };
-            }
-            if let Some(deque) = deque_base(tp) {
-                return match base_iter(deque, o) {
+            match self.type_info(tp).kind {
+                TypeKind::List => {
+                    let items =
+                        Items::Array((*o.cast::<ffi::PyListObject>()).ob_item, ffi::PyList_GET_SIZE(o) as usize);
+                    self.seq(o, SeqKind::List, items, depth, true)
+                }
+                TypeKind::Tuple => {
+                    let items = Items::Array(
+                        (*o.cast::<ffi::PyTupleObject>()).ob_item.as_mut_ptr(),
+                        ffi::PyTuple_GET_SIZE(o) as usize,
+                    );
+                    self.seq(o, SeqKind::Tuple, items, depth, false)
+                }
+                TypeKind::Dict => self.map(o, depth),
+                TypeKind::Set | TypeKind::FrozenSet => {
+                    let frozen = self.type_info(tp).kind == TypeKind::FrozenSet;
+                    let kind = if frozen { SeqKind::FrozenSet } else { SeqKind::Set };
+                    let base = if frozen { &raw mut ffi::PyFrozenSet_Type } else { &raw mut ffi::PySet_Type };
+                    match base_iter(base, o) {
+                        Some(items) => self.seq(o, kind, items, depth, !frozen),
+                        None => self.opaque(o, String::new()),
+                    }
+                }
+                TypeKind::Deque(deque) => match base_iter(deque, o) {
                     Some(items) => self.seq(o, SeqKind::Other, items, depth, true),
                     None => self.opaque(o, String::new()),
-                };
+                },
+                TypeKind::WithBaseValue => self.object(o, depth, true),
+                TypeKind::Type => self.opaque(o, qualified_name(o.cast())),
+                TypeKind::Function => self.opaque(o, str_field((*o.cast::<ffi::PyFunctionObject>()).func_qualname)),
+                TypeKind::Method => {
+                    let f = (*o.cast::<MethodObject>()).im_func;
+                    let text = if ffi::PyFunction_Check(f) != 0 {
+                        str_field((*f.cast::<ffi::PyFunctionObject>()).func_qualname)
+                    } else {
+                        String::new()
+                    };
+                    self.opaque(o, text)
+                }
+                TypeKind::CFunction => {
+                    let def = (*o.cast::<ffi::PyCFunctionObject>()).m_ml;
+                    let text = if def.is_null() || (*def).ml_name.is_null() {
+                        String::new()
+                    } else {
+                        std::ffi::CStr::from_ptr((*def).ml_name).to_string_lossy().into_owned()
+                    };
+                    self.opaque(o, text)
+                }
+                TypeKind::Module => {
+                    let name = ffi::PyModule_GetNameObject(o);
+                    let text = if name.is_null() {
+                        ffi::PyErr_Clear();
+                        String::new()
+                    } else {
+                        let t = str_field(name);
+                        ffi::Py_DecRef(name);
+                        t
+                    };
+                    self.opaque(o, text)
+                }
+                TypeKind::Code => self.opaque(o, String::new()),
+                TypeKind::Object => self.object(o, depth, false),
             }
-            if flags & ffi::Py_TPFLAGS_UNICODE_SUBCLASS != 0
-                || flags & ffi::Py_TPFLAGS_LONG_SUBCLASS != 0
-                || flags & ffi::Py_TPFLAGS_BYTES_SUBCLASS != 0
-                || ffi::PyFloat_Check(o) != 0
-            {
-                return self.object(o, depth, true);
+        }
+    }
+
+    /// What kind of value `tp`'s instances are, their type's interned name and whether their
+    /// deaths are seen: cached per type (`TypeCache`), so that encoding an object costs one
+    /// lookup instead of a dozen subtype checks and two hash lookups.
+    #[inline]
+    unsafe fn type_info(&mut self, tp: *mut ffi::PyTypeObject) -> TypeInfo {
+        unsafe {
+            let key = type_key(tp);
+            if let Some(info) = self.cache.types.get(tp, key) {
+                return info;
             }
-            if ffi::PyByteArray_Check(o) != 0 {
-                return self.object(o, depth, true);
+            let members = self.member_list(tp);
+            let members = if members.is_empty() {
+                0
+            } else {
+                self.cache.member_lists.push(members.into());
+                self.cache.member_lists.len() as u32
+            };
+            let info = TypeInfo {
+                kind: classify(tp),
+                name: self.type_name_slow(tp),
+                watched: crate::deaths::watched(tp),
+                exception: (*tp).tp_flags & ffi::Py_TPFLAGS_BASE_EXC_SUBCLASS != 0,
+                members,
+            };
+            if key != 0 {
+                self.cache.types.insert(tp, key, info);
             }
-            if flags & ffi::Py_TPFLAGS_TYPE_SUBCLASS != 0 {
-                return self.opaque(o, qualified_name(o.cast()));
-            }
-            if ffi::PyFunction_Check(o) != 0 {
-                return self.opaque(o, str_field((*o.cast::<ffi::PyFunctionObject>()).func_qualname));
-            }
-            if tp == &raw mut PyMethod_Type {
-                let f = (*o.cast::<MethodObject>()).im_func;
-                let text = if ffi::PyFunction_Check(f) != 0 {
-                    str_field((*f.cast::<ffi::PyFunctionObject>()).func_qualname)
-                } else {
-                    String::new()
-                };
-                return self.opaque(o, text);
-            }
-            if ffi::PyCFunction_Check(o) != 0 {
-                let def = (*o.cast::<ffi::PyCFunctionObject>()).m_ml;
-                let text = if def.is_null() || (*def).ml_name.is_null() {
-                    String::new()
-                } else {
-                    std::ffi::CStr::from_ptr((*def).ml_name).to_string_lossy().into_owned()
-                };
-                return self.opaque(o, text);
-            }
-            if ffi::PyModule_Check(o) != 0 {
-                let name = ffi::PyModule_GetNameObject(o);
-                let text = if name.is_null() {
-                    ffi::PyErr_Clear();
-                    String::new()
-                } else {
-                    let t = str_field(name);
-                    ffi::Py_DecRef(name);
-                    t
-                };
-                return self.opaque(o, text);
-            }
-            if ffi::PyCode_Check(o) != 0 {
-                return self.opaque(o, String::new());
-            }
-            self.object(o, depth, false)
+            info
         }
     }
 
@@ -508,7 +686,7 @@ impl Cx<'_> {
             let v = ffi::PyLong_AsLongLongAndOverflow(o, &mut overflow);
             let failed = v == -1 && !ffi::PyErr_Occurred().is_null();
             if overflow == 0 && !failed {
-                return self.store.push(Node::Int(v)).unwrap_or(ValRef::ABSENT);
+                return self.shared(o, Node::Int(v));
             }
             ffi::PyErr_Clear();
             // An exact int's str runs CPython's own conversion (no user code); past the
@@ -541,7 +719,12 @@ impl Cx<'_> {
         }
     }
 
+    #[inline]
     unsafe fn type_name(&mut self, tp: *mut ffi::PyTypeObject) -> u32 {
+        unsafe { self.type_info(tp).name }
+    }
+
+    unsafe fn type_name_slow(&mut self, tp: *mut ffi::PyTypeObject) -> u32 {
         unsafe {
             if (*tp).tp_flags & ffi::Py_TPFLAGS_HEAPTYPE == 0 {
                 if let Some(&id) = self.cache.static_types.get(&(tp as usize)) {
@@ -581,12 +764,15 @@ impl Cx<'_> {
                 std::str::from_utf8_unchecked(std::slice::from_raw_parts(ffi::PyUnicode_DATA(k).cast::<u8>(), n));
             let addr = k as usize;
             let slot = ((addr >> 4) ^ (addr >> 14)) & (ATTR_SLOTS - 1);
-            let (a, id) = self.cache.attr_names[slot];
-            if a == addr && self.store.name(id) == text {
+            // The str's hash tells a str that took a dead name's address from the name (a text
+            // compare here was a tenth of an object's encoding).
+            let hash = (*k.cast::<ffi::PyASCIIObject>()).hash;
+            let (a, h, id) = self.cache.attr_names[slot];
+            if a == addr && h == hash && (hash != -1 || self.store.name(id) == text) {
                 return id;
             }
             let id = self.store.intern(text);
-            self.cache.attr_names[slot] = (addr, id);
+            self.cache.attr_names[slot] = (addr, hash, id);
             id
         }
     }
@@ -595,7 +781,7 @@ impl Cx<'_> {
     /// found by address could be a freed object's.
     unsafe fn identity(&mut self, o: *mut ffi::PyObject) -> ObjId {
         unsafe {
-            if !crate::deaths::watched(ffi::Py_TYPE(o)) {
+            if !self.type_info(ffi::Py_TYPE(o)).watched {
                 return 0;
             }
             IDS.get().of(o)
@@ -611,12 +797,15 @@ impl Cx<'_> {
                 Items::Array(_, n) => (*n as u64, self.cache.stack.len()),
                 Items::Iter(..) => (obj_len(o), self.cache.stack.len()),
             };
-            if depth == 0 {
+            let at_limit =
+                if depth == 0 { Some(CutNode { ty, obj, len }) } else { self.known_at_limit(o, ty, obj, len, false) };
+            if let Some(cut) = at_limit {
                 if let Items::Iter(_, it) = items {
                     ffi::Py_DecRef(it);
                 }
-                return self.keyed(o, Node::Cut(Box::new(CutNode { ty, obj, len })));
+                return self.cut(o, cut);
             }
+            let outer = self.descend(o, obj, false);
             let max = self.budget.max_length;
             match items {
                 Items::Array(p, n) => {
@@ -644,6 +833,7 @@ impl Cx<'_> {
                     }
                 }
             }
+            self.ascend(obj, outer);
             let addr = o as usize;
             let items = &self.cache.stack[base..];
             if let Some(prev) = self.cache.last.get(addr) {
@@ -665,9 +855,12 @@ impl Cx<'_> {
             let obj = self.identity(o);
             let ty = self.type_name(ffi::Py_TYPE(o));
             let len = ffi::PyDict_Size(o).max(0) as u64;
-            if depth == 0 {
-                return self.keyed(o, Node::Cut(Box::new(CutNode { ty, obj, len })));
+            let at_limit =
+                if depth == 0 { Some(CutNode { ty, obj, len }) } else { self.known_at_limit(o, ty, obj, len, false) };
+            if let Some(cut) = at_limit {
+                return self.cut(o, cut);
             }
+            let outer = self.descend(o, obj, false);
             let base = self.cache.pairs.len();
             let (mut pos, mut k, mut v) = (0, std::ptr::null_mut(), std::ptr::null_mut());
             while self.cache.pairs.len() - base < self.budget.max_length
@@ -678,6 +871,7 @@ impl Cx<'_> {
                 let ve = self.enc(v, depth - 1);
                 self.cache.pairs.push((ke, ve));
             }
+            self.ascend(obj, outer);
             let addr = o as usize;
             let entries = &self.cache.pairs[base..];
             if let Some(prev) = self.cache.last.get(addr) {
@@ -699,18 +893,22 @@ impl Cx<'_> {
     unsafe fn object(&mut self, o: *mut ffi::PyObject, depth: u32, has_base_value: bool) -> ValRef {
         unsafe {
             let tp = ffi::Py_TYPE(o);
-            let obj = self.identity(o);
-            let ty = self.type_name(tp);
-            if depth == 0 {
-                return self.keyed(o, Node::Cut(Box::new(CutNode { ty, obj, len: 0 })));
+            let info = self.type_info(tp);
+            let obj = if info.watched { IDS.get().of(o) } else { 0 };
+            let ty = info.name;
+            let at_limit =
+                if depth == 0 { Some(CutNode { ty, obj, len: 0 }) } else { self.known_at_limit(o, ty, obj, 0, true) };
+            if let Some(cut) = at_limit {
+                return self.cut(o, cut);
             }
+            let outer = self.descend(o, obj, true);
             let base = self.cache.attrs.len();
             if has_base_value {
                 let v = self.base_value(o);
                 let k = self.store.intern("value");
                 self.cache.attrs.push((k, v));
             }
-            if ffi::PyExceptionInstance_Check(o) != 0 {
+            if info.exception {
                 let args = (*o.cast::<ffi::PyBaseExceptionObject>()).args;
                 if !args.is_null() {
                     let v = self.enc(args, depth - 1);
@@ -718,7 +916,7 @@ impl Cx<'_> {
                     self.cache.attrs.push((k, v));
                 }
             }
-            self.members(o, tp, depth);
+            self.members(o, info.members, depth);
             // 3.11 and 3.12 keep a managed-dict object's attributes in inline values until its
             // `__dict__` is asked for; `_PyObject_GetDictPtr` would make that dict (the program's
             // attribute loads then take a slower path, and every object recorded grows by it).
@@ -768,7 +966,8 @@ impl Cx<'_> {
                     self.cache.attrs.push((ke, ve));
                 }
             }
-            if self.cache.attrs.len() == base && !has_base_value && ffi::PyExceptionInstance_Check(o) == 0 {
+            self.ascend(obj, outer);
+            if self.cache.attrs.len() == base && !has_base_value && !info.exception {
                 return self.opaque(o, String::new());
             }
             let addr = o as usize;
@@ -834,13 +1033,14 @@ impl Cx<'_> {
         }
     }
 
-    /// Object members (`__slots__` and C struct members) of every type in `tp`'s MRO, read at
-    /// their offsets: what the member descriptors would return, without calling them.
-    unsafe fn members(&mut self, o: *mut ffi::PyObject, tp: *mut ffi::PyTypeObject, depth: u32) {
+    /// Object members (`__slots__` and C struct members) of every type in `tp`'s MRO that are
+    /// the value: their interned names and offsets (what the member descriptors would read).
+    unsafe fn member_list(&mut self, tp: *mut ffi::PyTypeObject) -> Vec<(u32, isize)> {
         unsafe {
+            let mut out = Vec::new();
             let mro = (*tp).tp_mro;
             if mro.is_null() || ffi::PyTuple_Check(mro) == 0 {
-                return;
+                return out;
             }
             for i in 0..ffi::PyTuple_GET_SIZE(mro) {
                 let t = ffi::PyTuple_GET_ITEM(mro, i).cast::<ffi::PyTypeObject>();
@@ -865,15 +1065,26 @@ impl Cx<'_> {
                     if name.starts_with("__") && name.ends_with("__") {
                         continue;
                     }
-                    let p = *(o.cast::<u8>().offset(def.offset).cast::<*mut ffi::PyObject>());
-                    if p.is_null() || *self.left == 0 {
-                        continue;
-                    }
-                    let name = name.into_owned();
-                    let v = self.enc(p, depth - 1);
-                    let k = self.store.intern(&name);
-                    self.cache.attrs.push((k, v));
+                    out.push((self.store.intern(&name), def.offset));
                 }
+            }
+            out
+        }
+    }
+
+    /// Reads object `o`'s members (`member_list` of its type) at their offsets.
+    unsafe fn members(&mut self, o: *mut ffi::PyObject, list: u32, depth: u32) {
+        unsafe {
+            let Some(k) = list.checked_sub(1) else { return };
+            let mut i = 0;
+            while let Some(&(name, offset)) = self.cache.member_lists.get(k as usize).and_then(|l| l.get(i)) {
+                i += 1;
+                let p = *(o.cast::<u8>().offset(offset).cast::<*mut ffi::PyObject>());
+                if p.is_null() || *self.left == 0 {
+                    continue;
+                }
+                let v = self.enc(p, depth - 1);
+                self.cache.attrs.push((name, v));
             }
         }
     }
@@ -883,6 +1094,74 @@ impl Cx<'_> {
             let obj = self.identity(o);
             let ty = self.type_name(ffi::Py_TYPE(o));
             self.keyed(o, Node::Opaque(Box::new(OpaqueNode { ty, obj, text: text.into() })))
+        }
+    }
+
+    /// At the object-depth limit, a reference to instance `o` (identity `obj`) when this
+    /// timeline holds a state of it already; `None`: encode its contents (above the limit, or its first
+    /// state). An earlier state missed in the direct-mapped cache only costs an encoding.
+    fn known_at_limit(
+        &mut self,
+        o: *mut ffi::PyObject,
+        ty: u32,
+        obj: ObjId,
+        len: u64,
+        instance: bool,
+    ) -> Option<CutNode> {
+        if obj == 0 {
+            return None;
+        }
+        // A cycle back to an object being encoded: a reference (shown as that object, once).
+        if self.cache.path.contains(&(o as usize)) {
+            return Some(CutNode { ty, obj, len });
+        }
+        // A container is encoded with the object that holds it (within the depth budget).
+        if self.obj_left > 0 || !instance {
+            return None;
+        }
+        let prev = self.cache.last.get(o as usize)?;
+        // An object recorded while it had no attributes yet (`self` entering `__init__`) has an
+        // empty state: one with contents is worth encoding instead.
+        let known =
+            self.store.node(prev.0).is_some_and(|n| n.obj() == obj && !matches!(n, Node::Cut(_) | Node::Opaque(_)));
+        known.then_some(CutNode { ty, obj, len })
+    }
+
+    /// Entering the contents of object `o` with identity `obj`: `o` on the path, and for an
+    /// instance (not a container: a list held by an object is shown as part of it) one object
+    /// level less below it. Returns the level to restore after (`ascend`).
+    fn descend(&mut self, o: *mut ffi::PyObject, obj: ObjId, instance: bool) -> u32 {
+        let outer = self.obj_left;
+        if obj != 0 {
+            if instance {
+                self.obj_left = outer.saturating_sub(1);
+            }
+            self.cache.path.push(o as usize);
+        }
+        outer
+    }
+
+    fn ascend(&mut self, obj: ObjId, outer: u32) {
+        if obj != 0 {
+            self.cache.path.pop();
+        }
+        self.obj_left = outer;
+    }
+
+    /// A reference node for the object at `o`, shared with the last one made there when equal.
+    fn cut(&mut self, o: *mut ffi::PyObject, cut: CutNode) -> ValRef {
+        let addr = o as usize;
+        if let Some(prev) = self.cache.cuts.get(addr) {
+            if matches!(self.store.node(prev.0), Some(Node::Cut(p)) if **p == cut) {
+                return prev;
+            }
+        }
+        match self.store.push(Node::Cut(Box::new(cut))) {
+            Some(r) => {
+                self.cache.cuts.insert(addr, r);
+                r
+            }
+            None => ValRef::ABSENT,
         }
     }
 

@@ -39,8 +39,16 @@ pub fn val_text(view: &dyn View, tl: usize, v: ValRef, max: usize) -> String {
     }
 }
 
-fn children_count(s: &Snap) -> usize {
+/// The value itself: an earlier state (`Snap::Earlier`) is expanded like the value it holds.
+fn bare(s: &Snap) -> &Snap {
     match s {
+        Snap::Earlier { value, .. } => bare(value),
+        other => other,
+    }
+}
+
+fn children_count(s: &Snap) -> usize {
+    match bare(s) {
         Snap::Seq { items, .. } => items.len(),
         Snap::Map { entries, .. } => entries.len(),
         Snap::Object { attrs, .. } => attrs.len(),
@@ -49,7 +57,7 @@ fn children_count(s: &Snap) -> usize {
 }
 
 fn total_len(s: &Snap) -> Option<u64> {
-    match s {
+    match bare(s) {
         Snap::Seq { len, .. } | Snap::Map { len, .. } | Snap::Cut { len, .. } => Some(*len),
         Snap::Str(v) => Some(v.chars().count() as u64),
         Snap::Bytes(v) => Some(v.len() as u64),
@@ -67,6 +75,11 @@ pub fn snap_node(s: &Snap, max: usize) -> Value {
     if s.id() != 0 {
         n["id"] = json!(s.id());
     }
+    if let Snap::Earlier { slot, .. } = s {
+        // Not recorded at this moment: the newest state recorded before (node `slot`).
+        n["earlier"] = json!(true);
+        n["earlier_slot"] = json!(slot);
+    }
     if let Some(len) = total_len(s) {
         n["len"] = json!(len);
     }
@@ -75,7 +88,7 @@ pub fn snap_node(s: &Snap, max: usize) -> Value {
 
 /// The child `i` of a snapshot: a sequence item, a map entry's value, an attribute's value.
 fn child(s: &Snap, i: usize) -> Option<&Snap> {
-    match s {
+    match bare(s) {
         Snap::Seq { items, .. } => items.get(i),
         Snap::Map { entries, .. } => entries.get(i).map(|(_, v)| v),
         Snap::Object { attrs, .. } => attrs.get(i).map(|(_, v)| v),
@@ -101,6 +114,8 @@ pub fn expand(snap: &Snap, path: &[usize], o: &ExpandOpts) -> Result<Value, Stri
     let n = children_count(s);
     let start = o.offset.min(n);
     let end = start.saturating_add(o.limit).min(n);
+    let earlier = matches!(s, Snap::Earlier { .. });
+    let s = bare(s);
     let children: Vec<Value> = (start..end)
         .map(|i| {
             let (key, c) = match s {
@@ -118,6 +133,9 @@ pub fn expand(snap: &Snap, path: &[usize], o: &ExpandOpts) -> Result<Value, Stri
         })
         .collect();
     let mut text = String::new();
+    if earlier {
+        text.push_str("(earlier) ");
+    }
     pprint(&mut text, s, o.print_level, o.print_length, 0, 200_000);
     let truncated = (children_count(s) as u64) < total_len(s).unwrap_or(0)
         && !matches!(s, Snap::Str(_) | Snap::Bytes(_) | Snap::Object { .. });
@@ -131,6 +149,7 @@ pub fn expand(snap: &Snap, path: &[usize], o: &ExpandOpts) -> Result<Value, Stri
         "children_total": n,
         "more": end < n,
         "truncated_when_recorded": truncated,
+        "earlier": earlier,
     }))
 }
 
@@ -217,6 +236,10 @@ pub fn pprint(out: &mut String, s: &Snap, level: usize, length: usize, depth: us
                 }
                 out.push(')');
             }
+        }
+        Snap::Earlier { value, .. } => {
+            out.push_str("(earlier) ");
+            pprint(out, value, level, length, depth, budget);
         }
         other => out.push_str(&squall_store::preview(other, budget.saturating_sub(out.len()).max(16))),
     }

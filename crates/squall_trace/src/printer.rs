@@ -234,7 +234,12 @@ fn write_snap(out: &mut String, s: &Snap, budget: usize) {
             if *len > 0 {
                 let _ = write!(out, " of {len}");
             }
-            out.push_str(", not recorded: too deep>");
+            out.push_str(" …>");
+        }
+        // An object not recorded at this moment, with its newest earlier state.
+        Snap::Earlier { value, .. } => {
+            out.push_str("(earlier) ");
+            write_snap(out, value, budget);
         }
         Snap::StrCut { prefix, len } => {
             py_str(out, prefix, budget);

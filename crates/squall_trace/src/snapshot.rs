@@ -55,11 +55,19 @@ pub enum Snap {
         id: u64,
         repr: String,
     },
-    /// A value beyond the depth budget: only its type, identity and size are known.
+    /// A value beyond the depth budget: only its type, identity and size are known. Also an
+    /// object met again inside its own expansion (a cycle), shown once.
     Cut {
         type_name: String,
         id: u64,
         len: u64,
+    },
+    /// An object that was not encoded at this moment (beyond the recording's `object_depth`,
+    /// or its depth), shown with the newest state of it recorded before: node `slot` of the same
+    /// store. It may have changed since; front ends mark it as earlier, never as this moment's.
+    Earlier {
+        slot: u32,
+        value: Box<Snap>,
     },
 }
 
@@ -102,6 +110,7 @@ impl Snap {
             | Snap::Object { type_name, .. }
             | Snap::Opaque { type_name, .. }
             | Snap::Cut { type_name, .. } => type_name,
+            Snap::Earlier { value, .. } => value.type_name(),
         }
     }
 
@@ -113,6 +122,7 @@ impl Snap {
             | Snap::Object { id, .. }
             | Snap::Opaque { id, .. }
             | Snap::Cut { id, .. } => *id,
+            Snap::Earlier { value, .. } => value.id(),
             _ => 0,
         }
     }

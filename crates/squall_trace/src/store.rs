@@ -158,7 +158,29 @@ pub struct ValueStore {
     /// Files of format version 1 numbered values per entry, not per node: their entries' slot
     /// `i` is `legacy[i]` (empty for stores recorded since).
     legacy: Vec<ValRef>,
+    /// Each object's states, built on first use and extended as the store grows (queries run
+    /// while the live store is appended to).
+    states: std::sync::Mutex<StateIndex>,
 }
+
+/// The slots of every state of each object (nodes that are not `Cut`), in slot order, for the
+/// nodes `0..indexed`.
+#[derive(Debug, Default)]
+struct StateIndex {
+    indexed: usize,
+    by_obj: HashMap<ObjId, Vec<u32>, foldhash::fast::FixedState>,
+}
+
+/// Where an expansion is: the objects being expanded around the current value, and the slot
+/// the expanded value was stored at (references resolve to states before it).
+struct Walk {
+    objs: Vec<ObjId>,
+    bound: u32,
+}
+
+/// How many levels below a reference its earlier state is expanded (each state can refer to
+/// further objects: without a bound one value would expand into everything recorded).
+const EARLIER_DEPTH: u32 = 4;
 
 /// Why stored data is not a valid store (a damaged or foreign file).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -317,7 +339,42 @@ impl ValueStore {
         self.legacy.len()
     }
 
+    /// The newest state of object `obj` stored before node `bound`.
+    pub fn state_before(&self, obj: ObjId, bound: u32) -> Option<u32> {
+        if obj == 0 {
+            return None;
+        }
+        let Ok(mut index) = self.states.lock() else { return None };
+        let index = &mut *index;
+        for (slot, node) in self.nodes.iter().enumerate().skip(index.indexed) {
+            let o = node.obj();
+            if o != 0 && !matches!(node, Node::Cut(_)) {
+                index.by_obj.entry(o).or_default().push(slot as u32);
+            }
+        }
+        index.indexed = self.nodes.len();
+        let slots = index.by_obj.get(&obj)?;
+        let k = slots.partition_point(|&s| s < bound);
+        k.checked_sub(1).map(|k| slots[k])
+    }
+
     fn snap_at(&self, v: ValRef, depth: u32, left: &mut usize) -> Snap {
+        // References resolve to states stored before the value itself: never a later one.
+        let bound = match v.decode() {
+            Decoded::Slot(s) => s,
+            _ => 0,
+        };
+        let mut path = Walk { objs: Vec::new(), bound };
+        self.snap_in(v, depth, left, &mut path)
+    }
+
+    /// `snap_at`, with the identities of the objects being expanded around this one (`path`):
+    /// a reference to one of them is a cycle, shown as a `Cut`.
+    fn snap_in(&self, v: ValRef, depth: u32, left: &mut usize, path: &mut Walk) -> Snap {
+        self.snap_node(v, depth, left, path)
+    }
+
+    fn snap_node(&self, v: ValRef, depth: u32, left: &mut usize, path: &mut Walk) -> Snap {
         let slot = match v.decode() {
             Decoded::Int(i) => return Snap::Int(i),
             Decoded::None | Decoded::Absent => return Snap::None,
@@ -347,27 +404,28 @@ impl ValueStore {
                 kind: n.kind,
                 type_name: self.name(n.ty).into(),
                 id: n.obj,
-                items: n.items.iter().map(|&i| self.snap_at(i, depth - 1, left)).collect(),
+                items: self.children_in(n.obj, path, |s, path| {
+                    n.items.iter().map(|&i| s.snap_in(i, depth - 1, left, path)).collect()
+                }),
                 len: n.len,
             },
             Node::Map(n) if cut => Snap::Cut { type_name: self.name(n.ty).into(), id: n.obj, len: n.len },
             Node::Map(n) => Snap::Map {
                 type_name: self.name(n.ty).into(),
                 id: n.obj,
-                entries: n
-                    .entries
-                    .iter()
-                    .map(|&(k, v)| (self.snap_at(k, depth - 1, left), self.snap_at(v, depth - 1, left)))
-                    .collect(),
+                entries: self.children_in(n.obj, path, |s, path| {
+                    n.entries
+                        .iter()
+                        .map(|&(k, v)| (s.snap_in(k, depth - 1, left, path), s.snap_in(v, depth - 1, left, path)))
+                        .collect()
+                }),
                 len: n.len,
             },
             Node::Object(n) if cut => Snap::Cut { type_name: self.name(n.ty).into(), id: n.obj, len: 0 },
             Node::Object(n) => {
-                let mut attrs: Vec<(String, Snap)> = n
-                    .attrs
-                    .iter()
-                    .map(|&(k, v)| (self.name(k).to_string(), self.snap_at(v, depth - 1, left)))
-                    .collect();
+                let mut attrs: Vec<(String, Snap)> = self.children_in(n.obj, path, |s, path| {
+                    n.attrs.iter().map(|&(k, v)| (s.name(k).to_string(), s.snap_in(v, depth - 1, left, path))).collect()
+                });
                 let type_name = self.name(n.ty).to_string();
                 // A version 1 file kept the program's repr as an attribute.
                 if let Some(i) = attrs.iter().position(|(k, v)| k == LEGACY_REPR && matches!(v, Snap::Str(_))) {
@@ -385,8 +443,34 @@ impl ValueStore {
                 let repr = crate::printer::opaque_repr(&type_name, n.obj, &n.text);
                 Snap::Opaque { type_name, id: n.obj, repr }
             }
-            Node::Cut(n) => Snap::Cut { type_name: self.name(n.ty).into(), id: n.obj, len: n.len },
+            Node::Cut(n) => {
+                let cut = Snap::Cut { type_name: self.name(n.ty).into(), id: n.obj, len: n.len };
+                if depth == 0 || path.objs.contains(&n.obj) {
+                    return cut;
+                }
+                // Not encoded at this moment: its newest state stored before this reference
+                // (every reference is made after a state of its object, `encode.rs`).
+                match self.state_before(n.obj, path.bound.max(slot)) {
+                    Some(state) => Snap::Earlier {
+                        slot: state,
+                        value: Box::new(self.snap_in(ValRef(state), depth.min(EARLIER_DEPTH), left, path)),
+                    },
+                    None => cut,
+                }
+            }
         }
+    }
+
+    /// `f` over the children of object `obj` (0: none), with `obj` on the path meanwhile.
+    fn children_in<T>(&self, obj: ObjId, path: &mut Walk, f: impl FnOnce(&Self, &mut Walk) -> T) -> T {
+        if obj != 0 {
+            path.objs.push(obj);
+        }
+        let out = f(self, path);
+        if obj != 0 {
+            path.objs.pop();
+        }
+        out
     }
 
     /// The identity of the object an entry's value `v` is a state of (0: none).
@@ -446,6 +530,7 @@ impl ValueStore {
                 let ty = self.intern(type_name);
                 Node::Cut(Box::new(CutNode { ty, obj: *id, len: *len }))
             }
+            Snap::Earlier { value, .. } => return self.push_snap(value),
         };
         self.push(node).unwrap_or(ValRef::ABSENT)
     }
