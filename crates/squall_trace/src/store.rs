@@ -585,6 +585,50 @@ mod tests {
         assert!(matches!(cur, Snap::Cut { len: 1, .. }));
     }
 
+    fn object(store: &mut ValueStore, obj: ObjId, attrs: &[(&str, ValRef)]) -> ValRef {
+        let ty = store.intern("Node");
+        let attrs: Vec<(NameId, ValRef)> = attrs.iter().map(|&(k, v)| (store.intern(k), v)).collect();
+        store.push(Node::Object(Box::new(ObjectNode { ty, obj, attrs: attrs.into() }))).unwrap()
+    }
+
+    fn reference(store: &mut ValueStore, obj: ObjId) -> ValRef {
+        let ty = store.intern("Node");
+        store.push(Node::Cut(Box::new(CutNode { ty, obj, len: 0 }))).unwrap()
+    }
+
+    #[test]
+    fn a_reference_shows_the_newest_state_before_the_value_marked_earlier() {
+        let mut s = ValueStore::new();
+        let one = ValRef::small_int(1).unwrap();
+        let two = ValRef::small_int(2).unwrap();
+        object(&mut s, 7, &[("n", one)]);
+        let r = reference(&mut s, 7);
+        let first = object(&mut s, 1, &[("child", r)]);
+        object(&mut s, 7, &[("n", two)]);
+        let later = object(&mut s, 1, &[("child", r), ("x", one)]);
+        let child = |v: ValRef| match s.to_snap(v, ExpandBudget::FULL) {
+            Snap::Object { attrs, .. } => attrs[0].1.clone(),
+            other => panic!("{other:?}"),
+        };
+        // Never a state stored after the value: n=2 came later than `first`.
+        let Snap::Earlier { value, slot: 0 } = child(first) else { panic!("{:?}", child(first)) };
+        assert!(matches!(*value, Snap::Object { ref attrs, .. } if attrs[0].1 == Snap::Int(1)));
+        let Snap::Earlier { value, slot: 3 } = child(later) else { panic!("{:?}", child(later)) };
+        assert!(matches!(*value, Snap::Object { ref attrs, .. } if attrs[0].1 == Snap::Int(2)));
+        assert_eq!(s.state_before(7, 0), None);
+    }
+
+    #[test]
+    fn a_cycle_expands_once() {
+        let mut s = ValueStore::new();
+        let back = reference(&mut s, 1);
+        let b = object(&mut s, 2, &[("peer", back)]);
+        let a = object(&mut s, 1, &[("peer", b)]);
+        let Snap::Object { attrs, .. } = s.to_snap(a, ExpandBudget::FULL) else { panic!() };
+        let Snap::Object { attrs, .. } = &attrs[0].1 else { panic!() };
+        assert!(matches!(attrs[0].1, Snap::Cut { id: 1, .. }), "{:?}", attrs[0].1);
+    }
+
     #[test]
     fn a_file_cannot_point_forwards() {
         let mut s = ValueStore::new();

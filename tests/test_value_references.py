@@ -1,0 +1,137 @@
+"""Objects past the recording's ``object_depth`` (issue 11, values as they were, at a bounded cost).
+
+``reference_programs/deep.py`` records ``root -> mid -> leaf`` several times while ``leaf``
+changes. ``mid`` (a field of the recorded value) is always encoded as it is; ``leaf`` once known
+is a reference, shown with its newest state recorded *before* the entry, marked as earlier
+(``values.Earlier``, ``(earlier)`` in previews). Never a later state: ``leaf.name = "LEAF"``
+happens after the third ``show(root)``, and no entry before ``show(leaf)`` shows it. Live and
+file answer alike; a cycle is shown once.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from pathlib import Path
+
+import pytest
+import squall
+from squall import api, indexes, values
+from squall._instrument import rewrite
+from test_values_as_recorded import SQUALL, _run
+
+HERE = Path(__file__).resolve().parent
+PROGRAM = HERE / "reference_programs" / "deep.py"
+
+
+def _shows(q, deref, ns):
+    """The derefed ``node`` argument of every ``show`` call, in order."""
+    out = []
+    for tid in q.all_flows().get(0, []):
+        for e in q.get_referenced_maps_timeline(0, tid):
+            if e["type"] == "fn-call" and e["fn_name"] == "show" and e["fn_ns"] == ns:
+                out.append(deref(e["fn_args_ref"])[0])
+    return out
+
+
+def _live():
+    api.stop_recording()
+    api.clear_recordings()
+    api.set_flow(0)
+    api.start_recording(install_hook=False)
+    mod = types.ModuleType("ref_deep")
+    mod.__file__ = str(PROGRAM)
+    sys.modules[mod.__name__] = mod
+    try:
+        exec(rewrite.compile_instrumented(PROGRAM.read_text(encoding="utf-8"), str(PROGRAM), mod.__name__,
+                                          mode="full"), mod.__dict__)
+    finally:
+        api.stop_recording()
+        sys.modules.pop(mod.__name__, None)
+    try:
+        return _shows(indexes._live, values.deref_val_id, "ref_deep")
+    finally:
+        api.clear_recordings()
+
+
+def _file(tmp_path):
+    out = tmp_path / "deep.sqrec"
+    r = _run([SQUALL, "run", "--no-summary", "--mode", "full", "-o", out, PROGRAM])
+    assert r.returncode == 0, r.stderr
+    rec = squall.load(out)
+    return _shows(rec, rec.deref_val_id, "__main__")
+
+
+@pytest.fixture(params=["live", "file"])
+def shows(request, tmp_path):
+    return _live() if request.param == "live" else _file(tmp_path)
+
+
+def _names(v, earlier=False, out=None):
+    """(name, shown as an earlier state?) of every Node in a derefed value, outermost first."""
+    out = [] if out is None else out
+    if isinstance(v, values.Earlier):
+        return _names(v.value, True, out)
+    if isinstance(v, values.ObjectSnapshot) and "name" in v.attrs:
+        out.append((v.name, earlier))
+        for k in ("child", "peer"):
+            _names(v.attrs.get(k), earlier, out)
+    return out
+
+
+def test_the_recorded_value_is_as_it_is_and_its_fields_are_marked_when_earlier(shows):
+    for root in shows[:3]:
+        assert isinstance(root, values.ObjectSnapshot) and root.name == "root"
+        mid = root.child
+        # mid was recorded before (writes in its __init__): a reference past object_depth 1.
+        assert isinstance(mid, values.Earlier), mid
+        assert repr(mid).startswith("(earlier) Node#")
+        assert mid.name == "mid"
+
+
+def test_no_entry_shows_a_later_state(shows):
+    # leaf.name = "LEAF" runs after the second show(root).
+    for root in shows[:2]:
+        assert all(name != "LEAF" for name, _ in _names(root)), _names(root)
+    # After it, an unmarked value is as it is; a stale one ("leaf") is marked as earlier.
+    for root in shows[2:5]:
+        for name, earlier in _names(root):
+            if name == "leaf":
+                assert earlier, _names(root)
+    assert shows[3].name == "LEAF"  # show(leaf) recorded it itself
+
+
+def _deeper(depth):
+    before = values.get_snapshot_budget()
+    values.set_snapshot_budget(object_depth=depth)
+    try:
+        return _live()
+    finally:
+        values.set_snapshot_budget(**before)
+        assert values.get_snapshot_budget() == before
+
+
+def test_a_deeper_object_depth_shows_every_level_as_it_is():
+    shows = _deeper(3)
+    assert _names(shows[0]) == [("root", False), ("mid", False), ("leaf", False)]
+    assert _names(shows[2]) == [("root", False), ("mid", False), ("LEAF", False)]
+
+
+def test_a_cycle_is_shown_once():
+    a = _deeper(3)[5]
+    assert a.name == "a"
+    b = a.peer
+    assert isinstance(b, values.ObjectSnapshot) and b.name == "b"
+    back = b.peer
+    assert isinstance(back, values.Truncated) and back.obj_id == a.obj_id, back
+
+
+def test_previews_mark_earlier_states(tmp_path):
+    out = tmp_path / "deep.sqrec"
+    r = _run([SQUALL, "run", "--no-summary", "--mode", "full", "-o", out, PROGRAM])
+    assert r.returncode == 0, r.stderr
+    r = _run([SQUALL, "query", out, "calls", "show"])
+    assert r.returncode == 0, r.stderr
+    lines = [ln for ln in r.stdout.splitlines() if "show(node=" in ln]
+    assert "child=(earlier) Node#" in lines[0], lines[0]
+    assert "LEAF" not in "".join(lines[:2])
