@@ -502,3 +502,37 @@ def test_program_code_is_never_run_by_the_recorder(tmp_path, mode):
     last = [e for e in rec.get_referenced_maps_timeline(0, rec.all_flows()[0][0]) if e.get("fn_name") == "use"][-1]
     args = rec.deref_val_id(last["fn_args_ref"])
     assert args is not None
+
+
+LATE_THREADS = r'''
+import atexit, threading, time
+
+def work(i):
+    return i * 2
+
+def worker():
+    for i in range(400):
+        work(i)
+        time.sleep(0.005)
+
+atexit.register(print, "atexit ran")
+threading.Thread(target=worker).start()
+print("main done", flush=True)
+'''
+
+
+def test_sigint_while_waiting_for_the_programs_threads_at_exit(tmp_path):
+    """Ctrl-C after the main thread ended, while Python waits for the other threads: Python
+    reports the KeyboardInterrupt as unraisable ("Exception ignored in: <module 'threading'
+    ...>") and exits as it would have (code 0, atexit handlers run). squall's own traceback and
+    exit by SIGINT came out instead, and the file was closed by atexit without the exit code."""
+    script = tmp_path / "late.py"
+    script.write_text(LATE_THREADS)
+    out = tmp_path / "late.sqrec"
+    py = _signalled([sys.executable, str(script)], tmp_path, signal.SIGINT, 0.4)
+    sq = _signalled([SQUALL, "run", "-o", str(out), str(script)], tmp_path, signal.SIGINT, 0.4)
+    summary = _same_as_python(py, sq)
+    assert py.returncode == 0 and py.stdout == "main done\natexit ran\n"
+    assert "Exception ignored in: <module 'threading'" in py.stderr
+    rec = _assert_complete(out, summary, 0)
+    assert 0 < _calls(rec, "work") < 400

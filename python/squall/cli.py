@@ -509,8 +509,52 @@ def _wait_for_threads() -> None:
         return
     try:
         shutdown()
-    except Exception:
-        pass
+    except BaseException as e:  # noqa: BLE001 - e.g. Ctrl-C while waiting for the threads
+        # Python's exit reports it as unraisable, "in" the threading module, and goes on: the
+        # same exit code, atexit handlers, and the threads left are not waited for again.
+        _write_unraisable(e, threading)
+
+
+def _write_unraisable(exc: BaseException, obj: object) -> None:
+    """What CPython's ``PyErr_WriteUnraisable(obj)`` does with ``exc``: ``sys.unraisablehook``
+    ("Exception ignored in: ..."), with squall's own frames left out of the traceback."""
+    tb = _strip_own_frames(exc.__traceback__)
+    try:
+        args = _unraisable_hook_args_type()((type(exc), exc, tb, None, obj))
+    except Exception:  # no such type: the default hook's text, by hand
+        import traceback
+
+        try:
+            print(f"Exception ignored in: {obj!r}", file=sys.stderr)
+            traceback.print_exception(type(exc), exc, tb, file=sys.stderr)
+        except Exception:
+            pass
+        return
+    try:
+        sys.unraisablehook(args)
+    except Exception:  # the program's hook failed: python then uses the default one
+        try:
+            sys.__unraisablehook__(args)
+        except Exception:
+            pass
+
+
+def _unraisable_hook_args_type() -> type:
+    """``UnraisableHookArgs``, which the default hook requires and ``sys`` does not export: taken
+    from an exception raised in a ``__del__`` of squall's own, with a hook of squall's own."""
+    got: list = []
+    previous = sys.unraisablehook
+    sys.unraisablehook = got.append
+
+    class _Probe:
+        def __del__(self):
+            raise RuntimeError("squall: probing UnraisableHookArgs")
+
+    try:
+        _Probe()
+    finally:
+        sys.unraisablehook = previous
+    return type(got[0])
 
 
 def _stop_recording() -> None:
