@@ -48,8 +48,9 @@ def _split_summary(stderr: str) -> tuple[str, str]:
     return stderr[:at], stderr[at:]
 
 
-def _run(cmd: list[str], cwd: Path, timeout: float = 40) -> subprocess.CompletedProcess:
-    return subprocess.run(cmd, cwd=str(cwd), env=_env(), capture_output=True, text=True, timeout=timeout)
+def _run(cmd: list[str], cwd: Path, timeout: float = 40, preexec_fn=None) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, cwd=str(cwd), env=_env(), capture_output=True, text=True, timeout=timeout,
+                          preexec_fn=preexec_fn)
 
 
 def _both(script: Path, args: list[str], out: Path) -> tuple[subprocess.CompletedProcess, subprocess.CompletedProcess]:
@@ -284,6 +285,32 @@ def test_signal_mid_run_under_load(tmp_path, sig):
             rec, _ = _assert_cut(out, summary)
             # A flush ran after "ready": the 3000 calls made before it are in the file.
             assert _calls(rec, "work") >= 3000
+
+
+def test_a_disk_that_fills_up_mid_run_leaves_a_cut_file_and_says_so(tmp_path):
+    """The file cannot grow past 1 MiB (RLIMIT_FSIZE; Python ignores SIGXFSZ, so the write fails
+    with EFBIG): the program runs on unchanged, the summary says the file is not complete (it
+    said "not saved: --no-save"), and the file says where it ends."""
+    resource = pytest.importorskip("resource")
+    script = tmp_path / "load.py"
+    script.write_text(LOAD)
+    out = tmp_path / "full.sqrec"
+    args = ["normal", "3", "9300"]
+    py = _run([sys.executable, str(script), *args], tmp_path)
+
+    def small_files():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))
+
+    sq = _run([SQUALL, "run", "-o", str(out), str(script), *args], tmp_path, preexec_fn=small_files)
+    failed = f"squall: saving the recording to `{out}` failed (writing the recording failed: File too large"
+    assert sq.stderr.startswith(failed), sq.stderr[:2000]
+    sq.stderr = sq.stderr.split("\n", 1)[1]  # the flusher says so when it happens
+    summary = _same_as_python(py, sq)
+    assert f"recording NOT saved completely: {failed[len('squall: '):]}" in summary
+    assert "--no-save" not in summary
+    assert out.stat().st_size <= 1 << 20
+    rec, _ = _assert_cut(out, summary)
+    assert 0 < _calls(rec, "work") < 4 * 9300
 
 
 # --- a file cut anywhere ---------------------------------------------------------------------

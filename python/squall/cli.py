@@ -261,7 +261,8 @@ def _serve_ui_until_interrupted(opts, saved: str | None) -> None:
 
 
 def _finish_saving(outcome) -> str | None:
-    """Completes the recording file; returns its path (None if not saving or it failed)."""
+    """Completes the recording file; returns its path (None if not saving or it failed: then
+    ``outcome.save_error`` says why, for the summary)."""
     try:
         from squall import api
 
@@ -270,9 +271,14 @@ def _finish_saving(outcome) -> str | None:
             interrupted=bool(outcome is not None and outcome.keyboard_interrupt),
         )
     except OSError as e:
-        _warn(str(e))
+        error = str(e)
     except Exception as e:  # never change the program's outcome
-        _warn(f"could not finish the recording file ({type(e).__name__}: {e})")
+        error = f"could not finish the recording file ({type(e).__name__}: {e})"
+    error = error[len(f"{PROG}: "):] if error.startswith(f"{PROG}: ") else error
+    if outcome is not None:
+        outcome.save_error = error
+    else:
+        _warn(error)
     return None
 
 
@@ -299,6 +305,7 @@ class _Outcome:
         self.exit_code = 0
         self.keyboard_interrupt = False
         self.uncaught: list[BaseException] = []  # what left the program (main and threads)
+        self.save_error: str | None = None  # why the recording file is not complete
 
     def watch_threads(self) -> None:
         """Notes the exceptions that end a thread (threading.excepthook), then reports them as
@@ -568,12 +575,16 @@ def _stop_recording() -> None:
 
 
 def _print_summary(opts, outcome: _Outcome | None = None, saved_to: str | None = None) -> None:
+    save_error = outcome.save_error if outcome is not None else None
     if opts.no_summary or opts.quiet:
+        if save_error:
+            _warn(save_error)
         return
     try:
         from squall.summary import render_summary
 
-        text = render_summary(uncaught=outcome.uncaught if outcome is not None else None, saved_to=saved_to)
+        text = render_summary(uncaught=outcome.uncaught if outcome is not None else None, saved_to=saved_to,
+                              save_error=save_error)
     except Exception as e:  # the summary must never change the program's outcome
         text = f"{PROG}: could not summarize the recording: {type(e).__name__}: {e}"
     try:

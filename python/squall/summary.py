@@ -35,18 +35,22 @@ def render_summary(
     title: str = "squall",
     uncaught: Optional[Iterable[BaseException]] = None,
     saved_to: Optional[str] = None,
+    save_error: Optional[str] = None,
 ) -> str:
     """Returns the summary text (several lines, no trailing newline).
 
     ``uncaught``: the exceptions the runner saw leave the program (the main thread's and the
     threads'), when it knows them. Then every other recorded exception was caught somewhere, even
-    where the catching frame was not recorded (module level, uninstrumented code)."""
+    where the catching frame was not recorded (module level, uninstrumented code).
+    ``save_error``: why saving to a file failed (the file is then cut short where it failed)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "nothing recorded" is said below, plainly
-        return _render(title, uncaught, saved_to)
+        return _render(title, uncaught, saved_to, save_error)
 
 
-def _render(title: str, uncaught: Optional[Iterable[BaseException]], saved_to: Optional[str]) -> str:
+def _render(
+    title: str, uncaught: Optional[Iterable[BaseException]], saved_to: Optional[str], save_error: Optional[str] = None
+) -> str:
     try:
         from squall import indexes
     except Exception as e:  # pragma: no cover - the engine is not built
@@ -62,6 +66,9 @@ def _render(title: str, uncaught: Optional[Iterable[BaseException]], saved_to: O
     if saved_to:
         w(f"recording saved to {saved_to}")
         w(f"  open it: squall info {saved_to}   |   python -c \"import squall; rec = squall.load('{saved_to}')\"")
+    elif save_error:
+        w(f"recording NOT saved completely: {save_error}")
+        w("  the file holds what was written before; `squall info FILE` says where it ends")
     else:
         w("The recording lives in this process's memory and ends with it (not saved: --no-save); "
           "run with -i to query it (indexes, values) before it is gone.")
