@@ -563,3 +563,38 @@ def test_sigint_while_waiting_for_the_programs_threads_at_exit(tmp_path):
     assert "Exception ignored in: <module 'threading'" in py.stderr
     rec = _assert_complete(out, summary, 0)
     assert 0 < _calls(rec, "work") < 400
+
+
+MANY_EXCEPTIONS = r'''
+def inner(i):
+    raise ValueError(i)
+
+def outer(i):
+    try:
+        inner(i)
+    except ValueError:
+        return i
+
+for i in range(50000):
+    outer(i)
+print("done", flush=True)
+'''
+
+
+def test_sigint_during_squalls_own_end_of_run_work(tmp_path):
+    """Ctrl-C after the program ended, while squall finishes the file and summarizes 50,000
+    exceptions (about a second): the program's exit code and output stay, the file is complete,
+    and squall says what it cut short. Its own traceback and exit by SIGINT came out instead."""
+    script = tmp_path / "many.py"
+    script.write_text(MANY_EXCEPTIONS)
+    out = tmp_path / "many.sqrec"
+    sq = _signalled([SQUALL, "run", "-o", str(out), str(script)], tmp_path, signal.SIGINT, 0.25)
+    assert sq.returncode == 0, sq.stderr[-3000:]
+    assert sq.stdout == "done\n"
+    program_err, summary = _split_summary(sq.stderr)
+    assert "Traceback" not in sq.stderr
+    if not summary:  # the usual case: the Ctrl-C came while summarizing
+        assert program_err == f"squall: summary interrupted (Ctrl-C); the recording is saved to {out}\n"
+        summary = f"recording saved to {out}"
+    rec = _assert_complete(out, summary, 0)
+    assert _calls(rec, "inner") == 50000

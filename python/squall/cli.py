@@ -266,10 +266,17 @@ def _finish_saving(outcome) -> str | None:
     try:
         from squall import api
 
-        return api.finish_saving(
+        finish = lambda: api.finish_saving(  # noqa: E731
             exit_code=outcome.exit_code if outcome is not None else 0,
             interrupted=bool(outcome is not None and outcome.keyboard_interrupt),
         )
+        path = api.saving_to()
+        try:
+            return finish()
+        except KeyboardInterrupt:
+            # Ctrl-C after the program ended, while its file was being finished: it was
+            # closed before the interrupt was seen, or it is finished now all the same.
+            return path if api.saving_to() is None else finish()
     except OSError as e:
         error = str(e)
     except Exception as e:  # never change the program's outcome
@@ -570,7 +577,7 @@ def _stop_recording() -> None:
         from squall import api
 
         api.stop_recording()
-    except Exception:
+    except (Exception, KeyboardInterrupt):
         pass
 
 
@@ -585,6 +592,8 @@ def _print_summary(opts, outcome: _Outcome | None = None, saved_to: str | None =
 
         text = render_summary(uncaught=outcome.uncaught if outcome is not None else None, saved_to=saved_to,
                               save_error=save_error)
+    except KeyboardInterrupt:  # Ctrl-C while summarizing a big recording: the program is over
+        text = f"{PROG}: summary interrupted (Ctrl-C)" + (f"; the recording is saved to {saved_to}" if saved_to else "")
     except Exception as e:  # the summary must never change the program's outcome
         text = f"{PROG}: could not summarize the recording: {type(e).__name__}: {e}"
     try:
@@ -593,7 +602,7 @@ def _print_summary(opts, outcome: _Outcome | None = None, saved_to: str | None =
         pass
     try:
         print(text, file=sys.stderr if sys.stderr is not None else sys.__stderr__, flush=True)
-    except Exception:
+    except (Exception, KeyboardInterrupt):
         pass
 
 
