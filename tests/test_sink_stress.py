@@ -145,13 +145,14 @@ for t in ts:
     t.start()
 print("started", flush=True)
 worker(-1, n, False)
-for t in ts:
-    t.join()
+if mode != "unjoined":
+    for t in ts:
+        t.join()
 print("work done")
 sys.stdout.flush()
 
 def end(mode):
-    if mode == "sys_exit":
+    if mode in ("sys_exit", "unjoined"):
         sys.exit(3)
     if mode == "os_exit":
         os._exit(0)
@@ -164,6 +165,7 @@ end(mode)
 EXITS = {  # mode: (exit code, complete file)
     "normal": (0, True),
     "sys_exit": (3, True),
+    "unjoined": (3, True),  # sys.exit while the other threads still work: python waits for them
     "thread_exc": (0, True),
     "main_exc": (1, True),
     "os_exit": (0, False),
@@ -613,3 +615,4 @@ def test_sigint_during_squalls_own_end_of_run_work(tmp_path):
         summary = f"recording saved to {out}"
     rec = _assert_complete(out, summary, 0)
     assert _calls(rec, "inner") == 50000
+
