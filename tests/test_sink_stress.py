@@ -616,3 +616,75 @@ def test_sigint_during_squalls_own_end_of_run_work(tmp_path):
     rec = _assert_complete(out, summary, 0)
     assert _calls(rec, "inner") == 50000
 
+
+# --- processes the sink was not made for -----------------------------------------------------
+
+FORKER = r'''
+import os, sys, time
+
+def work(i):
+    return i * 2
+
+for i in range(2000):
+    work(i)
+time.sleep(0.6)  # a flush
+pid = os.fork()
+if pid == 0:
+    for i in range(100):
+        work(-i)
+    print("child done", flush=True)
+    sys.exit(0)
+os.waitpid(pid, 0)
+for i in range(2000):
+    work(i)
+print("parent done", flush=True)
+'''
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork")
+def test_a_forked_child_leaves_the_parents_file_alone(tmp_path):
+    """A child made by os.fork() that ends normally runs squall's end of run too: joining the
+    parent's flusher thread panicked there (a PanicException traceback in the child's stderr),
+    and closing would have written the child's rest and an end marker into the parent's file."""
+    script = tmp_path / "forker.py"
+    script.write_text(FORKER)
+    out = tmp_path / "fork.sqrec"
+    py, sq = _both(script, [], out)
+    summary = _same_as_python(py, sq)
+    assert py.stdout == "child done\nparent done\n"
+    assert "Panic" not in sq.stderr and "Traceback" not in sq.stderr
+    assert summary.count("recording saved to") == 1  # the parent's
+    assert f"is a fork of the one saving the recording to `{out}`" in summary
+    rec = _assert_complete(out, summary, 0)
+    assert _calls(rec, "work") == 4000
+
+
+API_EXIT_WITHOUT_ATEXIT = r'''
+import atexit, time
+import squall.api as api
+
+def work(i):
+    return i
+
+api.start_recording()
+api.save_to("api.sqrec")
+atexit._clear()  # squall's own handler goes too: nothing closes the file
+
+class SlowToFree:
+    def __del__(self):
+        time.sleep(0.2)
+
+keep = [SlowToFree() for _ in range(5)]  # the interpreter's end lasts a second
+print("bye", flush=True)
+'''
+
+
+def test_an_interpreter_ending_with_the_file_open_is_left_alone_by_the_flusher(tmp_path):
+    """The flusher woke up while (or after) the interpreter was finalized and attached to it:
+    pyo3 panicked there ("The Python interpreter is not initialized") into the program's
+    stderr. It now stops; the file is cut at its last flush."""
+    script = tmp_path / "api_exit.py"
+    script.write_text(API_EXIT_WITHOUT_ATEXIT)
+    run = _run([sys.executable, str(script)], tmp_path)
+    assert (run.returncode, run.stdout, run.stderr) == (0, "bye\n", "")
+    _assert_cut(tmp_path / "api.sqrec", "")

@@ -68,7 +68,7 @@ def _render(
         w(f"  open it: squall info {saved_to}   |   python -c \"import squall; rec = squall.load('{saved_to}')\"")
     elif save_error:
         w(f"recording NOT saved completely: {save_error}")
-        w("  the file holds what was written before; `squall info FILE` says where it ends")
+        w("  `squall info FILE` says what the file holds and where it ends")
     else:
         w("The recording lives in this process's memory and ends with it (not saved: --no-save); "
           "run with -i to query it (indexes, values) before it is gone.")
