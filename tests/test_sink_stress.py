@@ -543,9 +543,18 @@ def test_program_code_is_never_run_by_the_recorder(tmp_path, mode):
     # without their __str__.
     assert summary.count("NOT caught") == (2 if mode == "raise" else 0), summary
     # What was recorded is the values' state, read without them.
-    last = [e for e in rec.get_referenced_maps_timeline(0, rec.all_flows()[0][0]) if e.get("fn_name") == "use"][-1]
-    args = rec.deref_val_id(last["fn_args_ref"])
-    assert args is not None
+    main_thread = next(t["thread_id"] for t in rec.flow_threads_info(0) if t["thread_name"] == "MainThread")
+    tl = rec.get_referenced_maps_timeline(0, main_thread)
+    last = [e for e in tl if e.get("fn_name") == "use"][-1]
+    i, slow, locked, raising, lst, dct, watched = rec.deref_val_id(last["fn_args_ref"])
+    expected = ["main"]
+    for j in range(2999):
+        expected.append(j)
+        if len(expected) > 20:
+            del expected[:10]
+    assert i == 2999 and slow.attrs == {"i": 2999} and watched.attrs == {"n": 2998}
+    assert locked.attrs == {} and raising.attrs == {}
+    assert list(lst) == expected and dict(dct)["k"] == "main" and list(dict(dct)[0]) == expected
 
 
 LATE_THREADS = r'''
