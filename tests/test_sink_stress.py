@@ -697,3 +697,57 @@ def test_an_interpreter_ending_with_the_file_open_is_left_alone_by_the_flusher(t
     run = _run([sys.executable, str(script)], tmp_path)
     assert (run.returncode, run.stdout, run.stderr) == (0, "bye\n", "")
     _assert_cut(tmp_path / "api.sqrec", "")
+
+
+THREADS_UNTOUCHED = r'''
+import _thread, threading, time
+
+COUNT = {"name": 0}
+
+class Named(threading.Thread):
+    @property
+    def name(self):
+        COUNT["name"] += 1
+        return threading.Thread.name.fget(self)
+
+    @name.setter
+    def name(self, value):
+        threading.Thread.name.fset(self, value)
+
+def work(i):
+    return i + 1
+
+def raw():
+    for i in range(3):
+        work(i)
+    done.release()
+
+done = _thread.allocate_lock()
+done.acquire()
+_thread.start_new_thread(raw, ())  # a thread threading knows nothing of
+done.acquire()
+time.sleep(0.05)
+print(threading.active_count(), sorted(type(t).__name__ for t in threading.enumerate()))
+t = Named(target=work, args=(1,))
+t.start()
+t.join()
+time.sleep(0.05)
+print(threading.active_count(), sorted(type(t).__name__ for t in threading.enumerate()), COUNT)
+'''
+
+
+def test_naming_the_programs_threads_runs_none_of_its_code(tmp_path):
+    """The recorder names a thread when it first records in it: it called
+    threading.current_thread().name, which made a _DummyThread for a thread started with
+    _thread (threading.active_count() and enumerate() changed) and ran a Thread subclass's
+    `name` property."""
+    script = tmp_path / "threads.py"
+    script.write_text(THREADS_UNTOUCHED)
+    out = tmp_path / "threads.sqrec"
+    py, sq = _both(script, [], out)
+    summary = _same_as_python(py, sq)
+    assert py.stdout == "1 ['_MainThread']\n1 ['_MainThread'] {'name': 0}\n"
+    rec = _assert_complete(out, summary, 0, show=False)
+    assert _calls(rec, "work") == 4
+    names = sorted(t["thread_name"] for flow in rec.all_flows() for t in rec.flow_threads_info(flow))
+    assert names[0] == "(not a threading.Thread)" and names[1].startswith("Thread-1")  # "(work)" on 3.10+
