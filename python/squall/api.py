@@ -38,7 +38,14 @@ _UNCHANGED: Any = object()
 
 
 def _thread_name() -> str:
-    return threading.current_thread().name
+    """The name of the calling thread, for the recording, changing nothing and running none of
+    the program's code: ``threading.current_thread()`` would make a ``_DummyThread`` for a thread
+    threading did not start (``active_count()`` and ``enumerate()`` would show it), and ``.name``
+    would run a ``Thread`` subclass's property."""
+    thread = threading._active.get(threading.get_ident())  # type: ignore[attr-defined]
+    if thread is None:
+        return "(not a threading.Thread)"
+    return threading.Thread.name.fget(thread)  # type: ignore[attr-defined]
 
 
 _engine.set_thread_namer(_thread_name)

@@ -261,18 +261,31 @@ def _serve_ui_until_interrupted(opts, saved: str | None) -> None:
 
 
 def _finish_saving(outcome) -> str | None:
-    """Completes the recording file; returns its path (None if not saving or it failed)."""
+    """Completes the recording file; returns its path (None if not saving or it failed: then
+    ``outcome.save_error`` says why, for the summary)."""
     try:
         from squall import api
 
-        return api.finish_saving(
+        finish = lambda: api.finish_saving(  # noqa: E731
             exit_code=outcome.exit_code if outcome is not None else 0,
             interrupted=bool(outcome is not None and outcome.keyboard_interrupt),
         )
+        path = api.saving_to()
+        try:
+            return finish()
+        except KeyboardInterrupt:
+            # Ctrl-C after the program ended, while its file was being finished: it was
+            # closed before the interrupt was seen, or it is finished now all the same.
+            return path if api.saving_to() is None else finish()
     except OSError as e:
-        _warn(str(e))
+        error = str(e)
     except Exception as e:  # never change the program's outcome
-        _warn(f"could not finish the recording file ({type(e).__name__}: {e})")
+        error = f"could not finish the recording file ({type(e).__name__}: {e})"
+    error = error[len(f"{PROG}: "):] if error.startswith(f"{PROG}: ") else error
+    if outcome is not None:
+        outcome.save_error = error
+    else:
+        _warn(error)
     return None
 
 
@@ -299,6 +312,7 @@ class _Outcome:
         self.exit_code = 0
         self.keyboard_interrupt = False
         self.uncaught: list[BaseException] = []  # what left the program (main and threads)
+        self.save_error: str | None = None  # why the recording file is not complete
 
     def watch_threads(self) -> None:
         """Notes the exceptions that end a thread (threading.excepthook), then reports them as
@@ -509,8 +523,52 @@ def _wait_for_threads() -> None:
         return
     try:
         shutdown()
-    except Exception:
-        pass
+    except BaseException as e:  # noqa: BLE001 - e.g. Ctrl-C while waiting for the threads
+        # Python's exit reports it as unraisable, "in" the threading module, and goes on: the
+        # same exit code, atexit handlers, and the threads left are not waited for again.
+        _write_unraisable(e, threading)
+
+
+def _write_unraisable(exc: BaseException, obj: object) -> None:
+    """What CPython's ``PyErr_WriteUnraisable(obj)`` does with ``exc``: ``sys.unraisablehook``
+    ("Exception ignored in: ..."), with squall's own frames left out of the traceback."""
+    tb = _strip_own_frames(exc.__traceback__)
+    try:
+        args = _unraisable_hook_args_type()((type(exc), exc, tb, None, obj))
+    except Exception:  # no such type: the default hook's text, by hand
+        import traceback
+
+        try:
+            print(f"Exception ignored in: {obj!r}", file=sys.stderr)
+            traceback.print_exception(type(exc), exc, tb, file=sys.stderr)
+        except Exception:
+            pass
+        return
+    try:
+        sys.unraisablehook(args)
+    except Exception:  # the program's hook failed: python then uses the default one
+        try:
+            sys.__unraisablehook__(args)
+        except Exception:
+            pass
+
+
+def _unraisable_hook_args_type() -> type:
+    """``UnraisableHookArgs``, which the default hook requires and ``sys`` does not export: taken
+    from an exception raised in a ``__del__`` of squall's own, with a hook of squall's own."""
+    got: list = []
+    previous = sys.unraisablehook
+    sys.unraisablehook = got.append
+
+    class _Probe:
+        def __del__(self):
+            raise RuntimeError("squall: probing UnraisableHookArgs")
+
+    try:
+        _Probe()
+    finally:
+        sys.unraisablehook = previous
+    return type(got[0])
 
 
 def _stop_recording() -> None:
@@ -519,17 +577,23 @@ def _stop_recording() -> None:
         from squall import api
 
         api.stop_recording()
-    except Exception:
+    except (Exception, KeyboardInterrupt):
         pass
 
 
 def _print_summary(opts, outcome: _Outcome | None = None, saved_to: str | None = None) -> None:
+    save_error = outcome.save_error if outcome is not None else None
     if opts.no_summary or opts.quiet:
+        if save_error:
+            _warn(save_error)
         return
     try:
         from squall.summary import render_summary
 
-        text = render_summary(uncaught=outcome.uncaught if outcome is not None else None, saved_to=saved_to)
+        text = render_summary(uncaught=outcome.uncaught if outcome is not None else None, saved_to=saved_to,
+                              save_error=save_error)
+    except KeyboardInterrupt:  # Ctrl-C while summarizing a big recording: the program is over
+        text = f"{PROG}: summary interrupted (Ctrl-C)" + (f"; the recording is saved to {saved_to}" if saved_to else "")
     except Exception as e:  # the summary must never change the program's outcome
         text = f"{PROG}: could not summarize the recording: {type(e).__name__}: {e}"
     try:
@@ -538,7 +602,7 @@ def _print_summary(opts, outcome: _Outcome | None = None, saved_to: str | None =
         pass
     try:
         print(text, file=sys.stderr if sys.stderr is not None else sys.__stderr__, flush=True)
-    except Exception:
+    except (Exception, KeyboardInterrupt):
         pass
 
 

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 from typing import Any, Dict, Optional, Union
 
 from squall import _engine
-from squall.indexes import Queries
+from squall.indexes import Queries, SquallWarning
 
 __all__ = ["Recording", "live", "load"]
 
@@ -44,6 +45,16 @@ class Recording(Queries):
         info = dict(self._file.info())
         info["threads"] = {fid: self.flow_threads_info(fid) for fid in sorted(self._file.all_flows())}
         return info
+
+    def _warn_if_nothing_recorded(self) -> None:
+        # A file has no recording to start: say what it holds (a cut file may hold nothing).
+        if not self._file.all_flows():
+            cut = self._file.info().get("cut_short")
+            warnings.warn(
+                f"the recording `{self.path}` holds no entries" + (f" (it is cut short: {cut})" if cut else ""),
+                SquallWarning,
+                stacklevel=4,
+            )
 
     def __repr__(self) -> str:
         return f"<squall recording {self.path!r}>"

@@ -35,18 +35,22 @@ def render_summary(
     title: str = "squall",
     uncaught: Optional[Iterable[BaseException]] = None,
     saved_to: Optional[str] = None,
+    save_error: Optional[str] = None,
 ) -> str:
     """Returns the summary text (several lines, no trailing newline).
 
     ``uncaught``: the exceptions the runner saw leave the program (the main thread's and the
     threads'), when it knows them. Then every other recorded exception was caught somewhere, even
-    where the catching frame was not recorded (module level, uninstrumented code)."""
+    where the catching frame was not recorded (module level, uninstrumented code).
+    ``save_error``: why saving to a file failed (the file is then cut short where it failed)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "nothing recorded" is said below, plainly
-        return _render(title, uncaught, saved_to)
+        return _render(title, uncaught, saved_to, save_error)
 
 
-def _render(title: str, uncaught: Optional[Iterable[BaseException]], saved_to: Optional[str]) -> str:
+def _render(
+    title: str, uncaught: Optional[Iterable[BaseException]], saved_to: Optional[str], save_error: Optional[str] = None
+) -> str:
     try:
         from squall import indexes
     except Exception as e:  # pragma: no cover - the engine is not built
@@ -62,6 +66,9 @@ def _render(title: str, uncaught: Optional[Iterable[BaseException]], saved_to: O
     if saved_to:
         w(f"recording saved to {saved_to}")
         w(f"  open it: squall info {saved_to}   |   python -c \"import squall; rec = squall.load('{saved_to}')\"")
+    elif save_error:
+        w(f"recording NOT saved completely: {save_error}")
+        w("  `squall info FILE` says what the file holds and where it ends")
     else:
         w("The recording lives in this process's memory and ends with it (not saved: --no-save); "
           "run with -i to query it (indexes, values) before it is gone.")
@@ -106,9 +113,13 @@ def _render(title: str, uncaught: Optional[Iterable[BaseException]], saved_to: O
     excs = _try(lambda: indexes.exceptions(), None)
     if excs:
         w(f"exceptions ({len(excs)}):")
-        # By recorded identity and message: exceptions are told apart by address and type only
-        # (deaths.rs), so a freed exception's id can come back for a later one.
-        escaped = None if uncaught is None else {(_engine_id(x), _text(x)) for x in uncaught}
+        # By recorded identity and, where it can be had without running the program's code,
+        # message: where exceptions' deaths are not tracked (3.9), a freed exception's id can
+        # come back for a later one.
+        escaped = None
+        if uncaught is not None:
+            ids = [(_engine_id(x), x) for x in uncaught]
+            escaped = {i: _own_text(x) for i, x in ids if i is not None}
         for e in excs[:MAX_EXCEPTIONS]:
             state = _caught_state(e, escaped)
             msg = _short(e.get("message", ""))
@@ -144,7 +155,8 @@ def _caught_state(e: dict, escaped: Optional[set]) -> str:
     caught = bool(e.get("caught"))
     if escaped is not None and not caught:
         exc = _deref(e.get("throwable_ref"))
-        caught = exc is not None and (getattr(exc, "obj_id", None), _text(exc)) not in escaped
+        obj_id = getattr(exc, "obj_id", None)
+        caught = exc is None or obj_id not in escaped or escaped[obj_id] not in (None, _text(exc))
     if not caught:
         return "NOT caught"
     where = e.get("caught_in")
@@ -156,6 +168,22 @@ def _text(exc: Any) -> str:
         return str(exc)
     except Exception:  # noqa: BLE001 - a program's __str__ may raise anything
         return ""
+
+
+_PLAIN_ARGS = (str, int, float, bool, type(None))
+
+
+def _own_text(exc: BaseException) -> Optional[str]:
+    """``str(exc)`` when that runs none of the program's code (BaseException's own ``__str__``
+    over builtin args), else None: the summary runs after the program, whose ``__str__`` may
+    count its calls, take locks or print."""
+    try:
+        args = BaseException.args.__get__(exc)  # the C storage, not a property of the class
+        if type(exc).__str__ is not BaseException.__str__ or any(type(a) not in _PLAIN_ARGS for a in args):
+            return None
+        return BaseException.__str__(exc)
+    except Exception:  # noqa: BLE001 - never fail the summary
+        return None
 
 
 def _engine_id(obj: Any) -> Optional[int]:

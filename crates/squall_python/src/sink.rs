@@ -40,6 +40,9 @@ struct Sink {
     error: Option<String>,
     stop: Arc<(Mutex<bool>, Condvar)>,
     flusher: Option<JoinHandle<()>>,
+    /// The process writing the file: a child made by `os.fork()` inherits the sink (its file
+    /// descriptor, not its flusher thread) and must not write into the parent's file.
+    pid: u32,
 }
 
 static SINK: GilCell<Option<Sink>> = GilCell::new(None);
@@ -79,7 +82,15 @@ pub fn open_sink(
             .map_err(|e| PyOSError::new_err(format!("cannot start squall's flusher thread: {e}")))?
     };
     FLUSHER_RUNNING.store(true, Ordering::Relaxed);
-    *slot = Some(Sink { writer: Some(writer), path, flushed: Vec::new(), error: None, stop, flusher: Some(flusher) });
+    *slot = Some(Sink {
+        writer: Some(writer),
+        path,
+        flushed: Vec::new(),
+        error: None,
+        stop,
+        flusher: Some(flusher),
+        pid: std::process::id(),
+    });
     Ok(())
 }
 
@@ -99,6 +110,11 @@ fn flusher_loop(stop: &(Mutex<bool>, Condvar)) {
             return;
         }
         drop(guard);
+        if interpreter_gone() {
+            // The program's exit did not close the sink (no atexit handlers ran): attaching now
+            // would panic or hang. The file stays cut at the last flush.
+            return;
+        }
         // SAFETY of the flush: it runs with the GIL held, like every other engine access. A panic
         // must not end the flusher (memory would then grow unbounded): it ends the saving,
         // reported like any other saving error.
@@ -125,12 +141,32 @@ fn flusher_loop(stop: &(Mutex<bool>, Condvar)) {
     }
 }
 
+#[cfg(not(Py_3_13))]
+extern "C" {
+    fn _Py_IsFinalizing() -> std::os::raw::c_int;
+}
+
+/// True once the interpreter is being finalized, or was: no thread may attach to it then.
+fn interpreter_gone() -> bool {
+    // SAFETY: both read the runtime's state and need no attached thread (`sys.is_finalizing`).
+    unsafe {
+        if pyo3::ffi::Py_IsInitialized() == 0 {
+            return true;
+        }
+        #[cfg(Py_3_13)]
+        let finalizing = pyo3::ffi::Py_IsFinalizing();
+        #[cfg(not(Py_3_13))]
+        let finalizing = _Py_IsFinalizing();
+        finalizing != 0
+    }
+}
+
 /// Appends everything recorded since the last flush. Errors are kept and reported at close; the
 /// program is never disturbed.
 fn flush_now(_py: Python<'_>) {
     // SAFETY: GIL held.
     let Some(sink) = (unsafe { SINK.get() }).as_mut() else { return };
-    if sink.error.is_some() {
+    if sink.error.is_some() || sink.pid != std::process::id() {
         return;
     }
     let eng = unsafe { ENGINE.get() };
@@ -241,6 +277,19 @@ pub fn sink_path() -> Option<PathBuf> {
 pub fn close_sink(py: Python<'_>, stats: Vec<(String, u64)>) -> PyResult<Option<PathBuf>> {
     // SAFETY: GIL held (pyfunction).
     let Some(mut sink) = (unsafe { SINK.get() }).take() else { return Ok(None) };
+    if sink.pid != std::process::id() {
+        // A forked child: the flusher thread is the parent's (joining it here panicked) and so
+        // is the file (writing the rest and an end marker into it would corrupt it). Leave both.
+        std::mem::forget(sink.flusher.take());
+        std::mem::forget(sink.writer.take());
+        return Err(PyOSError::new_err(format!(
+            "this process (pid {}) is a fork of the one saving the recording to `{}` (pid {}): what it recorded \
+             is not saved",
+            std::process::id(),
+            sink.path.display(),
+            sink.pid
+        )));
+    }
     {
         let (lock, cv) = &*sink.stop;
         if let Ok(mut stopped) = lock.lock() {
