@@ -1,6 +1,7 @@
 """Writes (issue 11 item 4): attribute and item stores, deletes, augmented forms and direct
 setattr calls in instrumented code are write entries; the program runs as without squall; the
 writes query says where a field changed, from what to what, live and from a file alike."""
+import json
 import os
 import subprocess
 import sys
@@ -190,3 +191,38 @@ def test_cli_writes_query_names_lines_old_and_new(tmp_path):
     assert lines[2].endswith("price_changes.py:12") and ".price: 200 -> 180  in __main__.apply_discount" in lines[2]
     r = subprocess.run([SQUALL, "query", str(out), "writes"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 1 and "writes needs a name, --type or --obj" in r.stderr
+
+
+def test_a_write_target_whose_death_is_unseen_gets_no_identity(tmp_path):
+    # bytearray's deallocator is not hooked (deaths.rs): three bytearrays that take one address
+    # in turn must not be one identity; dicts' deaths are seen, each is its own identity.
+    program = tmp_path / "reused.py"
+    program.write_text(textwrap.dedent("""
+    def put(b):
+        b[0] = 7
+
+    def main():
+        for make in (bytearray, dict):
+            addrs = set()
+            for _ in range(3):
+                b = make(4) if make is bytearray else {}
+                addrs.add(id(b))
+                put(b)
+                del b
+            print(len(addrs))
+
+    main()
+    """))
+    code = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(f"""
+        import json
+        from squall import cli, indexes
+        cli.main(["run", "--no-summary", "-q", "--no-save", {str(program)!r}])
+        print(json.dumps([w["obj_id"] for w in indexes.writes(attr_or_key=0)["writes"]]))
+        """)], capture_output=True, text=True, timeout=120, env=dict(os.environ))
+    assert code.returncode == 0, code.stderr
+    lines = code.stdout.strip().splitlines()
+    assert lines[:2] == ["1", "1"], "CPython did not reuse the addresses here"
+    ids = json.loads(lines[-1])
+    assert ids[:3] == [0, 0, 0]
+    assert len(set(ids[3:])) == 3 and 0 not in ids[3:]

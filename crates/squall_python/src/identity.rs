@@ -18,10 +18,17 @@ pub struct Identities {
     /// Address -> (identity, type address when it was given).
     by_addr: AddrMap,
     next: ObjId,
+    /// The last identity found or given, (address, type address, identity): the same object is
+    /// often recorded many times in a row (a dict written in a loop). `forget` clears it when
+    /// its address is freed, so it never outlives the map's entry.
+    last: (usize, usize, ObjId),
 }
 
-pub static IDS: GilCell<Identities> =
-    GilCell::new(Identities { by_addr: AddrMap::with_hasher(foldhash::fast::FixedState::with_seed(0x5ca11)), next: 1 });
+pub static IDS: GilCell<Identities> = GilCell::new(Identities {
+    by_addr: AddrMap::with_hasher(foldhash::fast::FixedState::with_seed(0x5ca11)),
+    next: 1,
+    last: (0, 0, 0),
+});
 
 impl Identities {
     /// The identity of the live object `o` (a new one if it was never recorded).
@@ -32,7 +39,10 @@ impl Identities {
     pub unsafe fn of(&mut self, o: *mut ffi::PyObject) -> ObjId {
         let tp = unsafe { ffi::Py_TYPE(o) } as usize;
         let addr = o as usize;
-        match self.by_addr.get(&addr) {
+        if self.last.0 == addr && self.last.1 == tp {
+            return self.last.2;
+        }
+        let id = match self.by_addr.get(&addr) {
             Some(&(id, t)) if t == tp => id,
             _ => {
                 let id = self.next;
@@ -41,7 +51,27 @@ impl Identities {
                 crate::deaths::watch(addr);
                 id
             }
+        };
+        self.last = (addr, tp, id);
+        id
+    }
+
+    /// `o`'s identity if objects of its type report their deaths (`deaths::watched`), else 0
+    /// (none): an identity found by address could then be a freed object's.
+    ///
+    /// # Safety
+    /// GIL held; `o` a valid object.
+    #[inline]
+    pub unsafe fn of_watched(&mut self, o: *mut ffi::PyObject) -> ObjId {
+        let tp = unsafe { ffi::Py_TYPE(o) };
+        // The last identity was given to a watched object, alive at its address since.
+        if self.last.0 == o as usize && self.last.1 == tp as usize {
+            return self.last.2;
         }
+        if !unsafe { crate::deaths::watched(tp) } {
+            return 0;
+        }
+        unsafe { self.of(o) }
     }
 
     /// The identity the live object `o` has, if it was recorded (without giving it one).
@@ -59,6 +89,9 @@ impl Identities {
     /// The object at `addr` is being freed: a later object there is another one.
     pub fn forget(&mut self, addr: usize) {
         self.by_addr.remove(&addr);
+        if self.last.0 == addr {
+            self.last = (0, 0, 0);
+        }
     }
 
     /// Bytes the map holds.
@@ -71,6 +104,7 @@ impl Identities {
     /// with the next one's.
     pub fn clear(&mut self) {
         self.next = 1;
+        self.last = (0, 0, 0);
         self.by_addr = AddrMap::with_hasher(foldhash::fast::FixedState::with_seed(0x5ca11));
     }
 }

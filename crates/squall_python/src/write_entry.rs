@@ -16,10 +16,10 @@
 use std::sync::atomic::Ordering;
 
 use pyo3::ffi;
-use squall_trace::ValRef;
+use squall_trace::{Recorded, ValRef};
 
-use crate::encode::encode as capture;
-use crate::engine::{current_rec, ENGINE, RECORDING};
+use crate::encode::{encode as capture, scalar};
+use crate::engine::{current_rec, current_rec_cached, memory_check_due, ENGINE, RECORDING};
 use crate::identity::IDS;
 use crate::ints::id_of as small_id;
 
@@ -45,6 +45,7 @@ unsafe fn bad_call(what: &std::ffi::CStr) -> *mut ffi::PyObject {
 
 /// Records a write that has happened: at `site_obj`'s site, to `obj`, under `key` (NULL: an
 /// attribute, which the site names), with `value` (NULL: a delete). Never raises.
+#[inline(always)]
 unsafe fn record_write(
     site_obj: *mut ffi::PyObject,
     obj: *mut ffi::PyObject,
@@ -54,6 +55,80 @@ unsafe fn record_write(
     if !RECORDING.load(Ordering::Relaxed) {
         return;
     }
+    // SAFETY: the entry points run with the GIL held; the arguments are valid objects or NULL.
+    unsafe {
+        let key_ref = match write_fast(site_obj, obj, key, value) {
+            Fast::Done => return,
+            Fast::Slow(key_ref) => key_ref,
+        };
+        record_write_slow(site_obj, obj, key, key_ref, value);
+    }
+}
+
+/// What the fast path did.
+enum Fast {
+    /// The write is recorded.
+    Done,
+    /// Nothing is recorded; the key was encoded already if `Some` (it must not be twice).
+    Slow(Option<ValRef>),
+}
+
+/// The usual case of `record_write`, without the unwinding guard: a write in the innermost open
+/// frame, which is the site's form's, with a key and value that are simple values (see
+/// `scalar`). Nothing below runs Python code or can panic. Writes what `record_write_slow`
+/// would, in the same order (the target's identity, the key, the value).
+#[inline(always)]
+unsafe fn write_fast(
+    site_obj: *mut ffi::PyObject,
+    obj: *mut ffi::PyObject,
+    key: *mut ffi::PyObject,
+    value: *mut ffi::PyObject,
+) -> Fast {
+    unsafe {
+        let eng = ENGINE.get();
+        let Some(site_id) = small_id(site_obj) else { return Fast::Slow(None) };
+        let Some((form, _)) = eng.forms.site_owner(site_id) else { return Fast::Slow(None) };
+        let Some(rec) = current_rec_cached() else { return Fast::Slow(None) };
+        let Some(frame) = rec.tl.innermost_frame_of(form, &eng.limits) else { return Fast::Slow(None) };
+        let id = IDS.get().of_watched(obj);
+        let key_ref = if key.is_null() {
+            ValRef::ABSENT
+        } else {
+            match scalar(rec, eng.budget.max_string, key) {
+                Some(k) => k,
+                None => return Fast::Slow(None),
+            }
+        };
+        let new = if value.is_null() {
+            ValRef::ABSENT
+        } else {
+            match scalar(rec, eng.budget.max_string, value) {
+                Some(v) => v,
+                None => return Fast::Slow(Some(key_ref)),
+            }
+        };
+        let store_len = rec.values.len() as u32;
+        rec.tl.push_write(site_id, frame, id, key_ref, new, store_len);
+        if memory_check_due(rec) {
+            let step = || ENGINE.get().note(rec, Recorded::Written);
+            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(step)).is_err() {
+                ENGINE.get().dropped += 1;
+            }
+        }
+        Fast::Done
+    }
+}
+
+/// `record_write` in full: any frame, any value; `key_ref` is the key already encoded by the
+/// fast path, if it was.
+#[inline(never)]
+unsafe fn record_write_slow(
+    site_obj: *mut ffi::PyObject,
+    obj: *mut ffi::PyObject,
+    key: *mut ffi::PyObject,
+    key_ref: Option<ValRef>,
+    value: *mut ffi::PyObject,
+) {
     let step = || unsafe {
         let eng = ENGINE.get();
         let Some(site_id) = small_id(site_obj) else {
@@ -65,8 +140,12 @@ unsafe fn record_write(
             return;
         };
         let Some(rec) = current_rec() else { return };
-        let id = IDS.get().of(obj);
-        let key_ref = if key.is_null() { ValRef::ABSENT } else { capture(eng, rec, key) };
+        let id = IDS.get().of_watched(obj);
+        let key_ref = match key_ref {
+            Some(k) => k,
+            None if key.is_null() => ValRef::ABSENT,
+            None => capture(eng, rec, key),
+        };
         let new = if value.is_null() { ValRef::ABSENT } else { capture(eng, rec, value) };
         let store_len = rec.values.len() as u32;
         let outcome = rec.tl.write(site_id, form, resumable, id, key_ref, new, store_len, &eng.limits);
@@ -102,7 +181,14 @@ pub unsafe extern "C" fn write_item(_m: *mut ffi::PyObject, args: Args, nargs: f
             return bad_call(c"_sq_witem(site, value, obj, key) takes 4 arguments");
         }
         let (site, value, obj, key) = (*args, *args.add(1), *args.add(2), *args.add(3));
-        if ffi::PyObject_SetItem(obj, key, value) < 0 {
+        // An exact dict: what `PyObject_SetItem` would reach through `dict_ass_sub` (and what
+        // `STORE_SUBSCR_DICT` does), without the two indirections.
+        let r = if ffi::PyDict_CheckExact(obj) != 0 {
+            ffi::PyDict_SetItem(obj, key, value)
+        } else {
+            ffi::PyObject_SetItem(obj, key, value)
+        };
+        if r < 0 {
             return std::ptr::null_mut();
         }
         record_write(site, obj, key, value);
