@@ -1194,7 +1194,9 @@ class _Full:
             # the targets left to right, each evaluated just before its store, as nested here.
             # (A mix with names or tuples is left as it is: a name target stored between two
             # writes could change what the next target evaluates to, as in `x = x.next = v`.)
-            value = self.e(node.value)
+            # The value itself is not recorded as an expression: the first write records it, as
+            # `x = _sq_bind(S, v)` does for a name.
+            value = self.e(node.value, wrap=False)
             for t in node.targets:
                 value = self._write_call(t, value)
             return ast.copy_location(ast.Expr(value=value), node)
