@@ -18,16 +18,24 @@ pub struct Identities {
     /// Address -> (identity, type address when it was given).
     by_addr: AddrMap,
     next: ObjId,
-    /// The last identity found or given, (address, type address, identity): the same object is
-    /// often recorded many times in a row (a dict written in a loop). `forget` clears it when
-    /// its address is freed, so it never outlives the map's entry.
-    last: (usize, usize, ObjId),
+    /// The identities last found or given, (address, type address, identity), by address: the
+    /// same few objects are often recorded many times in a row (a dict and an object written in
+    /// a loop). `forget` clears an address's slot when it is freed, so a slot never outlives
+    /// the map's entry.
+    last: [(usize, usize, ObjId); LAST_SLOTS],
+}
+
+const LAST_SLOTS: usize = 8;
+
+#[inline(always)]
+fn last_slot(addr: usize) -> usize {
+    ((addr >> 4) ^ (addr >> 10)) & (LAST_SLOTS - 1)
 }
 
 pub static IDS: GilCell<Identities> = GilCell::new(Identities {
     by_addr: AddrMap::with_hasher(foldhash::fast::FixedState::with_seed(0x5ca11)),
     next: 1,
-    last: (0, 0, 0),
+    last: [(0, 0, 0); LAST_SLOTS],
 });
 
 impl Identities {
@@ -39,8 +47,10 @@ impl Identities {
     pub unsafe fn of(&mut self, o: *mut ffi::PyObject) -> ObjId {
         let tp = unsafe { ffi::Py_TYPE(o) } as usize;
         let addr = o as usize;
-        if self.last.0 == addr && self.last.1 == tp {
-            return self.last.2;
+        let slot = last_slot(addr);
+        let (a, t, id) = self.last[slot];
+        if a == addr && t == tp {
+            return id;
         }
         let id = match self.by_addr.get(&addr) {
             Some(&(id, t)) if t == tp => id,
@@ -52,7 +62,7 @@ impl Identities {
                 id
             }
         };
-        self.last = (addr, tp, id);
+        self.last[slot] = (addr, tp, id);
         id
     }
 
@@ -64,9 +74,10 @@ impl Identities {
     #[inline]
     pub unsafe fn of_watched(&mut self, o: *mut ffi::PyObject) -> ObjId {
         let tp = unsafe { ffi::Py_TYPE(o) };
-        // The last identity was given to a watched object, alive at its address since.
-        if self.last.0 == o as usize && self.last.1 == tp as usize {
-            return self.last.2;
+        // A remembered identity was given to a watched object, alive at its address since.
+        let (a, t, id) = self.last[last_slot(o as usize)];
+        if a == o as usize && t == tp as usize {
+            return id;
         }
         if !unsafe { crate::deaths::watched(tp) } {
             return 0;
@@ -89,8 +100,9 @@ impl Identities {
     /// The object at `addr` is being freed: a later object there is another one.
     pub fn forget(&mut self, addr: usize) {
         self.by_addr.remove(&addr);
-        if self.last.0 == addr {
-            self.last = (0, 0, 0);
+        let slot = last_slot(addr);
+        if self.last[slot].0 == addr {
+            self.last[slot] = (0, 0, 0);
         }
     }
 
@@ -104,7 +116,7 @@ impl Identities {
     /// with the next one's.
     pub fn clear(&mut self) {
         self.next = 1;
-        self.last = (0, 0, 0);
+        self.last = [(0, 0, 0); LAST_SLOTS];
         self.by_addr = AddrMap::with_hasher(foldhash::fast::FixedState::with_seed(0x5ca11));
     }
 }
