@@ -27,7 +27,7 @@
 //! map lookup only for addresses that may hold a recorded object. Nothing of this is visible
 //! to Python code.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use pyo3::ffi;
 
@@ -111,6 +111,8 @@ struct Hooks {
     table: [Option<Hooked>; TABLE],
     /// Types already looked at: whether their objects report their deaths.
     seen: foldhash::HashMap<usize, bool>,
+    /// `SLOTS` given to hooked types.
+    slots_used: usize,
 }
 
 static HOOKS: GilCell<Option<Box<Hooks>>> = GilCell::new(None);
@@ -239,7 +241,7 @@ fn hooks() -> &'static mut Hooks {
     h.get_or_insert_with(|| {
         // SAFETY: GIL held; nothing is hooked before the first `Hooks` exists.
         let known = unsafe { known() };
-        Box::new(Hooks { known, table: [None; TABLE], seen: Default::default() })
+        Box::new(Hooks { known, table: [None; TABLE], seen: Default::default(), slots_used: 0 })
     })
 }
 
@@ -283,7 +285,7 @@ unsafe fn hook_base(h: &mut Hooks, tp: *mut ffi::PyTypeObject) -> bool {
             return true;
         }
         let Some(orig) = (*base).tp_dealloc else { return false };
-        if orig as usize == dealloc_hook as *const () as usize {
+        if is_hook(orig as usize) {
             return false;
         }
         // A static type before 3.12, a heap type made from a spec since.
@@ -297,7 +299,7 @@ unsafe fn hook_base(h: &mut Hooks, tp: *mut ffi::PyTypeObject) -> bool {
         if !h.insert(Hooked { tp: base as usize, orig, kind }) {
             return false;
         }
-        (*base).tp_dealloc = Some(dealloc_hook);
+        (*base).tp_dealloc = Some(exact_hook(h, base, orig, kind));
         true
     }
 }
@@ -333,9 +335,81 @@ unsafe fn trashcan_enter(o: *mut ffi::PyObject) -> Option<*mut ffi::PyThreadStat
     }
 }
 
-/// The hooked `tp_dealloc` of static types.
+/// One hooked type's own deallocator, for the objects of exactly that type (the usual case: a
+/// list, a dict), which then need no lookup: [`slot_hook`] number N serves `SLOTS[N]`.
+struct Slot {
+    tp: AtomicUsize,
+    orig: AtomicUsize,
+    trashcan: AtomicBool,
+}
+
+const SLOT_COUNT: usize = 16;
+
+static SLOTS: [Slot; SLOT_COUNT] =
+    [const { Slot { tp: AtomicUsize::new(0), orig: AtomicUsize::new(0), trashcan: AtomicBool::new(false) } };
+        SLOT_COUNT];
+
+macro_rules! slot_hooks {
+    ($($n:literal)*) => { [$(slot_hook::<$n> as Dealloc),*] };
+}
+
+/// The deallocator installed in the type of `SLOTS[N]`.
+static SLOT_HOOKS: [Dealloc; SLOT_COUNT] = slot_hooks!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15);
+
+/// True if `f` is one of this module's hooks (a type that inherited one is not hooked itself).
+fn is_hook(f: usize) -> bool {
+    f == dealloc_hook as *const () as usize || SLOT_HOOKS.iter().any(|&h| h as usize == f)
+}
+
+/// The hook to install in `base`: a slot of its own while there are free ones, except for `type`,
+/// whose objects (classes) need `dealloc_hook`'s bookkeeping.
+fn exact_hook(h: &mut Hooks, base: *mut ffi::PyTypeObject, orig: Dealloc, kind: Kind) -> Dealloc {
+    if base == &raw mut ffi::PyType_Type || h.slots_used >= SLOT_COUNT {
+        return dealloc_hook;
+    }
+    let n = h.slots_used;
+    h.slots_used += 1;
+    let slot = &SLOTS[n];
+    slot.orig.store(orig as usize, Ordering::Relaxed);
+    slot.trashcan.store(kind == Kind::Trashcan, Ordering::Relaxed);
+    slot.tp.store(base as usize, Ordering::Relaxed);
+    SLOT_HOOKS[n]
+}
+
+/// The hooked `tp_dealloc` of the type in `SLOTS[N]`: an object of exactly that type is forgotten
+/// and handed to the type's own deallocator (through the trashcan as [`dealloc_hook`] does);
+/// any other (a subclass's instance, through `subtype_dealloc`) takes [`dealloc_hook`]'s lookup.
+unsafe extern "C" fn slot_hook<const N: usize>(o: *mut ffi::PyObject) {
+    forget(o);
+    let slot = &SLOTS[N];
+    unsafe {
+        if ffi::Py_TYPE(o) as usize != slot.tp.load(Ordering::Relaxed) {
+            return dealloc_found(o);
+        }
+        // SAFETY: stored from a `Dealloc` before this hook was installed; never changed after.
+        let orig: Dealloc = std::mem::transmute::<usize, Dealloc>(slot.orig.load(Ordering::Relaxed));
+        if slot.trashcan.load(Ordering::Relaxed) {
+            let Some(_ts) = trashcan_enter(o) else { return };
+            orig(o);
+            #[cfg(not(Py_3_13))]
+            _PyTrash_end(_ts);
+            return;
+        }
+        orig(o)
+    }
+}
+
+/// The hooked `tp_dealloc` of static types without a slot.
 unsafe extern "C" fn dealloc_hook(o: *mut ffi::PyObject) {
     forget(o);
+    unsafe { dealloc_found(o) }
+}
+
+/// The deallocation of `o`, forgotten already: finds the hooked base its deallocation ends in.
+///
+/// # Safety
+/// GIL held; `o` is being deallocated through a hook.
+unsafe fn dealloc_found(o: *mut ffi::PyObject) {
     unsafe {
         let own = ffi::Py_TYPE(o);
         let h = hooks();
