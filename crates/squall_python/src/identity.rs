@@ -54,11 +54,14 @@ impl Identities {
         }
         let id = match self.by_addr.get(&addr) {
             Some(&(id, t)) if t == tp => id,
-            _ => {
+            found => {
                 let id = self.next;
                 self.next += 1;
+                if found.is_none() {
+                    // Counted before the identity exists (the filter may be high, never low).
+                    crate::deaths::watch(addr);
+                }
                 self.by_addr.insert(addr, (id, tp));
-                crate::deaths::watch(addr);
                 id
             }
         };
@@ -99,7 +102,9 @@ impl Identities {
 
     /// The object at `addr` is being freed: a later object there is another one.
     pub fn forget(&mut self, addr: usize) {
-        self.by_addr.remove(&addr);
+        if self.by_addr.remove(&addr).is_some() {
+            crate::deaths::unwatch(addr);
+        }
         let slot = last_slot(addr);
         if self.last[slot].0 == addr {
             self.last[slot] = (0, 0, 0);
@@ -118,5 +123,6 @@ impl Identities {
         self.next = 1;
         self.last = [(0, 0, 0); LAST_SLOTS];
         self.by_addr = AddrMap::with_hasher(foldhash::fast::FixedState::with_seed(0x5ca11));
+        crate::deaths::unwatch_all();
     }
 }
