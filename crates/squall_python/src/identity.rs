@@ -18,27 +18,37 @@ pub struct Identities {
     /// Address -> (identity, type address when it was given).
     by_addr: AddrMap,
     next: ObjId,
-    /// The identities last found or given, (address, type address, identity), by address: the
+    /// The identities last found or given, (address, type address, identity), any order: the
     /// same few objects are often recorded many times in a row (a dict and an object written in
-    /// a loop). `forget` clears an address's slot when it is freed, so a slot never outlives
-    /// the map's entry.
-    last: [(usize, usize, ObjId); LAST_SLOTS],
+    /// a loop). `forget` clears an address's entry when it is freed, so an entry never outlives
+    /// the map's.
+    last: [(usize, usize, ObjId); LAST],
+    /// The entry of `last` the next miss replaces (round robin).
+    victim: usize,
 }
 
-const LAST_SLOTS: usize = 8;
-
-#[inline(always)]
-fn last_slot(addr: usize) -> usize {
-    ((addr >> 4) ^ (addr >> 10)) & (LAST_SLOTS - 1)
-}
+const LAST: usize = 4;
 
 pub static IDS: GilCell<Identities> = GilCell::new(Identities {
     by_addr: AddrMap::with_hasher(foldhash::fast::FixedState::with_seed(0x5ca11)),
     next: 1,
-    last: [(0, 0, 0); LAST_SLOTS],
+    last: [(0, 0, 0); LAST],
+    victim: 0,
 });
 
 impl Identities {
+    #[inline(always)]
+    fn remembered(&self, addr: usize, tp: usize) -> Option<ObjId> {
+        self.last.iter().find(|&&(a, t, _)| a == addr && t == tp).map(|&(_, _, id)| id)
+    }
+
+    #[inline(always)]
+    fn remember(&mut self, addr: usize, tp: usize, id: ObjId) -> ObjId {
+        self.last[self.victim] = (addr, tp, id);
+        self.victim = (self.victim + 1) % LAST;
+        id
+    }
+
     /// The identity of the live object `o` (a new one if it was never recorded).
     ///
     /// # Safety
@@ -47,11 +57,14 @@ impl Identities {
     pub unsafe fn of(&mut self, o: *mut ffi::PyObject) -> ObjId {
         let tp = unsafe { ffi::Py_TYPE(o) } as usize;
         let addr = o as usize;
-        let slot = last_slot(addr);
-        let (a, t, id) = self.last[slot];
-        if a == addr && t == tp {
+        if let Some(id) = self.remembered(addr, tp) {
             return id;
         }
+        self.of_slow(addr, tp)
+    }
+
+    #[inline(never)]
+    fn of_slow(&mut self, addr: usize, tp: usize) -> ObjId {
         let id = match self.by_addr.get(&addr) {
             Some(&(id, t)) if t == tp => id,
             found => {
@@ -65,8 +78,7 @@ impl Identities {
                 id
             }
         };
-        self.last[slot] = (addr, tp, id);
-        id
+        self.remember(addr, tp, id)
     }
 
     /// `o`'s identity if objects of its type report their deaths (`deaths::watched`), else 0
@@ -77,15 +89,21 @@ impl Identities {
     #[inline]
     pub unsafe fn of_watched(&mut self, o: *mut ffi::PyObject) -> ObjId {
         let tp = unsafe { ffi::Py_TYPE(o) };
-        // A remembered identity was given to a watched object, alive at its address since.
-        let (a, t, id) = self.last[last_slot(o as usize)];
-        if a == o as usize && t == tp as usize {
+        let addr = o as usize;
+        // An identity remembered or in the map was given to a watched object, alive at its
+        // address since.
+        if let Some(id) = self.remembered(addr, tp as usize) {
             return id;
+        }
+        if let Some(&(id, t)) = self.by_addr.get(&addr) {
+            if t == tp as usize {
+                return self.remember(addr, t, id);
+            }
         }
         if !unsafe { crate::deaths::watched(tp) } {
             return 0;
         }
-        unsafe { self.of(o) }
+        self.of_slow(addr, tp as usize)
     }
 
     /// The identity the live object `o` has, if it was recorded (without giving it one).
@@ -105,9 +123,10 @@ impl Identities {
         if self.by_addr.remove(&addr).is_some() {
             crate::deaths::unwatch(addr);
         }
-        let slot = last_slot(addr);
-        if self.last[slot].0 == addr {
-            self.last[slot] = (0, 0, 0);
+        for e in &mut self.last {
+            if e.0 == addr {
+                *e = (0, 0, 0);
+            }
         }
     }
 
@@ -121,7 +140,7 @@ impl Identities {
     /// with the next one's.
     pub fn clear(&mut self) {
         self.next = 1;
-        self.last = [(0, 0, 0); LAST_SLOTS];
+        self.last = [(0, 0, 0); LAST];
         self.by_addr = AddrMap::with_hasher(foldhash::fast::FixedState::with_seed(0x5ca11));
         crate::deaths::unwatch_all();
     }
