@@ -20,10 +20,11 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 WORKLOADS = [
-    # name, call, target ratio (calls mode), target ratio (full mode)
-    ("fib(25)", "fib(25)", 2.0, 2.5),
-    ("loop/dict", "loop_dict(200_000)", 1.2, 1.6),
-    ("writes", "write_loop(200_000)", 1.2, 1.6),
+    # name, call, target ratio (calls mode), target ratio (full mode: docs/DESIGN.md, "Performance
+    # targets": <= 2.0x on fib(25), <= 1.4x on loop/container code)
+    ("fib(25)", "fib(25)", 2.0, 2.0),
+    ("loop/dict", "loop_dict(200_000)", 1.2, 1.4),
+    ("writes", "write_loop(200_000)", 1.2, 1.4),
 ]
 MODES = ("calls", "full")
 NS_TARGET = 15.0  # ns per recorded event

@@ -72,13 +72,13 @@ CASES = {
     "summary": ["summary"],
     "calls": ["calls", "process_invoice", "--limit", "3"],
     "calls_method": ["calls", "Invoice.add", "--limit", "2", "--offset", "1"],
-    "call": ["call", 430],
+    "call": ["call", 427],
     "exceptions": ["exceptions"],
     "frequencies": ["frequencies", "--limit", "5"],
-    "stack": ["stack", 557],
-    "window": ["window", 557, "--before", "6", "--after", "3"],
-    "bindings": ["bindings", 557],
-    "source": ["source", 557],
+    "stack": ["stack", 554],
+    "window": ["window", 554, "--before", "6", "--after", "3"],
+    "bindings": ["bindings", 554],
+    "source": ["source", 554],
     "search": ["search", "JP", "--limit", "4"],
 }
 
@@ -191,10 +191,10 @@ def test_mcp_server_with_the_official_client(rec_path):
 
                 answers = {}
                 for name, args in [
-                    ("summary", {}), ("calls", {"fn": "process_invoice", "limit": 2}), ("call", {"idx": 430}),
-                    ("exceptions", {}), ("stack", {"idx": 557}), ("frequencies", {"limit": 3}),
-                    ("search", {"text": "JP", "limit": 2}), ("window", {"idx": 557, "before": 2, "after": 2}),
-                    ("source", {"idx": 557}), ("bindings", {"idx": 557, "thread": "MainThread"}),
+                    ("summary", {}), ("calls", {"fn": "process_invoice", "limit": 2}), ("call", {"idx": 427}),
+                    ("exceptions", {}), ("stack", {"idx": 554}), ("frequencies", {"limit": 3}),
+                    ("search", {"text": "JP", "limit": 2}), ("window", {"idx": 554, "before": 2, "after": 2}),
+                    ("source", {"idx": 554}), ("bindings", {"idx": 554, "thread": "MainThread"}),
                     ("history", {"obj_id": 1, "limit": 2}),
                 ]:
                     err, text = await ask(name, **args)
@@ -217,7 +217,7 @@ def test_mcp_server_with_the_official_client(rec_path):
     assert a["stack"]["frames"][0]["fn"] == "billing.pricing.tax_for"
     assert a["frequencies"]["frequencies"][0]["fn"] == "billing.pricing.tier_discount"
     assert a["search"]["shown"] == 2
-    assert [e["idx"] for e in a["window"]["entries"]] == [555, 556, 557, 558, 559]
+    assert [e["idx"] for e in a["window"]["entries"]] == [552, 553, 554, 555, 556]
     assert any(line.startswith("> 53 |") for line in a["source"]["lines"])
     assert [b["symbol"] for b in a["bindings"]["bindings"]] == ["amount", "country", "rate"]
 

@@ -909,6 +909,15 @@ def main():
         boom(f(3))
     except ValueError as e:
         t += e.args[0]
+    d = {}
+    d["k"] = t
+    d["k"] += 1
+    del d["k"]
+    o = type("O", (), {})()
+    o.a = o.b = t
+    o.a += 1
+    setattr(o, "c", 2)
+    del o.a
     return t, [boom(j) for j in (0, 1)]
 """
 
@@ -930,6 +939,8 @@ def test_bound_entry_points_record_what_the_plain_ones_record(tmp_path, monkeypa
     assert got[True] == got[False]
     assert got[True][0] == ("ok", (23, [0, 1]))
     assert {"fn-call", "fn-return", "fn-unwind"} <= {e["type"] for e in got[True][1]}
+    if mode == "full":
+        assert sum(e["type"] == "write" for e in got[True][1]) == 8
 
 
 def test_bound_entry():
@@ -938,6 +949,11 @@ def test_bound_entry():
     v = object()
     assert _engine.bound_entry("expr", 0)(v) is v and _engine.bound_entry("bind", 0)(v) is v
     assert _engine.bound_entry("ret", 0)(v) is v and _engine.bound_entry("call", 0)(1, 2) is None
+    d: dict = {}
+    assert _engine.bound_entry("witem", 0)(v, d, "k") is v and d == {"k": v}
+    assert _engine.bound_entry("wdelitem", 0)(d, "k") is None and d == {}
+    with pytest.raises(TypeError):
+        _engine.bound_entry("witem", 0)(v, d)
 
 
 def test_bound_entry_points_leave_every_namespace_alone(tmp_path):

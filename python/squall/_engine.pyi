@@ -107,7 +107,8 @@ def wsetattr(site_id: int, obj: Any, name: Any, value: Any) -> None:
     """``setattr(obj, name, value)``."""
 
 def bound_entry(entry: str, id: int) -> Callable[..., Any]:
-    """``entry`` ("call", "ret", "expr" or "bind") bound to one form (call) or site: the result
+    """``entry`` ("call", "ret", "expr", "bind" or a write entry: "wattr", "witem", "wdelattr",
+    "wdelitem", "waugattr", "waugitem", "wsetattr") bound to one form (call) or site: the result
     called with the remaining arguments records what ``entry(id, ...)`` records and returns what
     it returns. Instrumented code holds these as constants (``rewrite.bind_entry_constants``);
     ``id`` may be an int subclass (``rewrite.BoundSite``, which makes them picklable)."""

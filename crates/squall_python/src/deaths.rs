@@ -23,40 +23,62 @@
 //! deallocators that use it (`Kind::Trashcan`); these all untrack the object from the GC first
 //! with the idempotent `PyObject_GC_UnTrack`, which the deferral needs and the hook does first.
 //!
-//! The hooks cost a bit test per freed object of a hooked type (`FILTER`, by address), and a
-//! map lookup only for addresses that may hold a recorded object. Nothing of this is visible
-//! to Python code.
+//! The hooks cost a counter test per freed object of a hooked type (`FILTER`, by address), and
+//! a map lookup only for addresses that may hold an identity now. An object of exactly a hooked
+//! static type goes straight to its type's deallocator ([`slot_hook`]). Nothing of this is
+//! visible to Python code.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU16, AtomicUsize, Ordering};
 
 use pyo3::ffi;
 
 use crate::gil_cell::GilCell;
 use crate::identity::IDS;
 
-const FILTER_WORDS: usize = 1 << 14;
-/// One bit per address class (`addr >> 4`, folded): set when an identity was given at such an
-/// address. A clear bit proves the freed object was never recorded.
-static FILTER: [AtomicU64; FILTER_WORDS] = [const { AtomicU64::new(0) }; FILTER_WORDS];
+const FILTER_BUCKETS: usize = 1 << 18;
+/// How many addresses with an identity fall in each bucket (`addr >> 4`, folded); a count that
+/// reached `u16::MAX` stays there. Zero proves the freed object holds no identity: the usual
+/// case, even at an address that held a recorded object earlier (free lists reuse addresses).
+/// Counts may be too high (saturated), never too low: `watch` counts an address before its
+/// identity exists, `unwatch` after it is gone.
+static FILTER: [AtomicU16; FILTER_BUCKETS] = [const { AtomicU16::new(0) }; FILTER_BUCKETS];
 
 #[inline(always)]
-fn bit(addr: usize) -> (usize, u64) {
-    let k = (addr >> 4) ^ (addr >> 24);
-    ((k >> 6) & (FILTER_WORDS - 1), 1u64 << (k & 63))
+fn bucket(addr: usize) -> usize {
+    ((addr >> 4) ^ (addr >> 22)) & (FILTER_BUCKETS - 1)
 }
 
-/// An identity was given to the object at `addr`.
+/// An identity was given to the object at `addr` (which held none).
 #[inline]
 pub fn watch(addr: usize) {
-    let (w, b) = bit(addr);
-    FILTER[w].fetch_or(b, Ordering::Relaxed);
+    let c = &FILTER[bucket(addr)];
+    let n = c.load(Ordering::Relaxed);
+    if n != u16::MAX {
+        c.store(n + 1, Ordering::Relaxed);
+    }
+}
+
+/// The identity at `addr` is gone (its object died).
+#[inline]
+pub fn unwatch(addr: usize) {
+    let c = &FILTER[bucket(addr)];
+    let n = c.load(Ordering::Relaxed);
+    if n != u16::MAX && n != 0 {
+        c.store(n - 1, Ordering::Relaxed);
+    }
+}
+
+/// Every identity is gone (the identity map was cleared).
+pub fn unwatch_all() {
+    for c in &FILTER {
+        c.store(0, Ordering::Relaxed);
+    }
 }
 
 #[inline(always)]
 fn forget(o: *mut ffi::PyObject) {
     let addr = o as usize;
-    let (w, b) = bit(addr);
-    if FILTER[w].load(Ordering::Relaxed) & b != 0 {
+    if FILTER[bucket(addr)].load(Ordering::Relaxed) != 0 {
         // SAFETY: objects are freed with the GIL held; the map is never borrowed across a call
         // that could free an object.
         unsafe { IDS.get() }.forget(addr);
@@ -111,6 +133,8 @@ struct Hooks {
     table: [Option<Hooked>; TABLE],
     /// Types already looked at: whether their objects report their deaths.
     seen: foldhash::HashMap<usize, bool>,
+    /// `SLOTS` given to hooked types.
+    slots_used: usize,
 }
 
 static HOOKS: GilCell<Option<Box<Hooks>>> = GilCell::new(None);
@@ -239,7 +263,7 @@ fn hooks() -> &'static mut Hooks {
     h.get_or_insert_with(|| {
         // SAFETY: GIL held; nothing is hooked before the first `Hooks` exists.
         let known = unsafe { known() };
-        Box::new(Hooks { known, table: [None; TABLE], seen: Default::default() })
+        Box::new(Hooks { known, table: [None; TABLE], seen: Default::default(), slots_used: 0 })
     })
 }
 
@@ -283,7 +307,7 @@ unsafe fn hook_base(h: &mut Hooks, tp: *mut ffi::PyTypeObject) -> bool {
             return true;
         }
         let Some(orig) = (*base).tp_dealloc else { return false };
-        if orig as usize == dealloc_hook as *const () as usize {
+        if is_hook(orig as usize) {
             return false;
         }
         // A static type before 3.12, a heap type made from a spec since.
@@ -297,7 +321,7 @@ unsafe fn hook_base(h: &mut Hooks, tp: *mut ffi::PyTypeObject) -> bool {
         if !h.insert(Hooked { tp: base as usize, orig, kind }) {
             return false;
         }
-        (*base).tp_dealloc = Some(dealloc_hook);
+        (*base).tp_dealloc = Some(exact_hook(h, base, orig, kind));
         true
     }
 }
@@ -333,9 +357,81 @@ unsafe fn trashcan_enter(o: *mut ffi::PyObject) -> Option<*mut ffi::PyThreadStat
     }
 }
 
-/// The hooked `tp_dealloc` of static types.
+/// One hooked type's own deallocator, for the objects of exactly that type (the usual case: a
+/// list, a dict), which then need no lookup: [`slot_hook`] number N serves `SLOTS[N]`.
+struct Slot {
+    tp: AtomicUsize,
+    orig: AtomicUsize,
+    trashcan: AtomicBool,
+}
+
+const SLOT_COUNT: usize = 16;
+
+static SLOTS: [Slot; SLOT_COUNT] =
+    [const { Slot { tp: AtomicUsize::new(0), orig: AtomicUsize::new(0), trashcan: AtomicBool::new(false) } };
+        SLOT_COUNT];
+
+macro_rules! slot_hooks {
+    ($($n:literal)*) => { [$(slot_hook::<$n> as Dealloc),*] };
+}
+
+/// The deallocator installed in the type of `SLOTS[N]`.
+static SLOT_HOOKS: [Dealloc; SLOT_COUNT] = slot_hooks!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15);
+
+/// True if `f` is one of this module's hooks (a type that inherited one is not hooked itself).
+fn is_hook(f: usize) -> bool {
+    f == dealloc_hook as *const () as usize || SLOT_HOOKS.iter().any(|&h| h as usize == f)
+}
+
+/// The hook to install in `base`: a slot of its own while there are free ones, except for `type`,
+/// whose objects (classes) need `dealloc_hook`'s bookkeeping.
+fn exact_hook(h: &mut Hooks, base: *mut ffi::PyTypeObject, orig: Dealloc, kind: Kind) -> Dealloc {
+    if base == &raw mut ffi::PyType_Type || h.slots_used >= SLOT_COUNT {
+        return dealloc_hook;
+    }
+    let n = h.slots_used;
+    h.slots_used += 1;
+    let slot = &SLOTS[n];
+    slot.orig.store(orig as usize, Ordering::Relaxed);
+    slot.trashcan.store(kind == Kind::Trashcan, Ordering::Relaxed);
+    slot.tp.store(base as usize, Ordering::Relaxed);
+    SLOT_HOOKS[n]
+}
+
+/// The hooked `tp_dealloc` of the type in `SLOTS[N]`: an object of exactly that type is forgotten
+/// and handed to the type's own deallocator (through the trashcan as [`dealloc_hook`] does);
+/// any other (a subclass's instance, through `subtype_dealloc`) takes [`dealloc_hook`]'s lookup.
+unsafe extern "C" fn slot_hook<const N: usize>(o: *mut ffi::PyObject) {
+    forget(o);
+    let slot = &SLOTS[N];
+    unsafe {
+        if ffi::Py_TYPE(o) as usize != slot.tp.load(Ordering::Relaxed) {
+            return dealloc_found(o);
+        }
+        // SAFETY: stored from a `Dealloc` before this hook was installed; never changed after.
+        let orig: Dealloc = std::mem::transmute::<usize, Dealloc>(slot.orig.load(Ordering::Relaxed));
+        if slot.trashcan.load(Ordering::Relaxed) {
+            let Some(_ts) = trashcan_enter(o) else { return };
+            orig(o);
+            #[cfg(not(Py_3_13))]
+            _PyTrash_end(_ts);
+            return;
+        }
+        orig(o)
+    }
+}
+
+/// The hooked `tp_dealloc` of static types without a slot.
 unsafe extern "C" fn dealloc_hook(o: *mut ffi::PyObject) {
     forget(o);
+    unsafe { dealloc_found(o) }
+}
+
+/// The deallocation of `o`, forgotten already: finds the hooked base its deallocation ends in.
+///
+/// # Safety
+/// GIL held; `o` is being deallocated through a hook.
+unsafe fn dealloc_found(o: *mut ffi::PyObject) {
     unsafe {
         let own = ffi::Py_TYPE(o);
         let h = hooks();

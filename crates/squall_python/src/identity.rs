@@ -18,12 +18,37 @@ pub struct Identities {
     /// Address -> (identity, type address when it was given).
     by_addr: AddrMap,
     next: ObjId,
+    /// The identities last found or given, (address, type address, identity), any order: the
+    /// same few objects are often recorded many times in a row (a dict and an object written in
+    /// a loop). `forget` clears an address's entry when it is freed, so an entry never outlives
+    /// the map's.
+    last: [(usize, usize, ObjId); LAST],
+    /// The entry of `last` the next miss replaces (round robin).
+    victim: usize,
 }
 
-pub static IDS: GilCell<Identities> =
-    GilCell::new(Identities { by_addr: AddrMap::with_hasher(foldhash::fast::FixedState::with_seed(0x5ca11)), next: 1 });
+const LAST: usize = 4;
+
+pub static IDS: GilCell<Identities> = GilCell::new(Identities {
+    by_addr: AddrMap::with_hasher(foldhash::fast::FixedState::with_seed(0x5ca11)),
+    next: 1,
+    last: [(0, 0, 0); LAST],
+    victim: 0,
+});
 
 impl Identities {
+    #[inline(always)]
+    fn remembered(&self, addr: usize, tp: usize) -> Option<ObjId> {
+        self.last.iter().find(|&&(a, t, _)| a == addr && t == tp).map(|&(_, _, id)| id)
+    }
+
+    #[inline(always)]
+    fn remember(&mut self, addr: usize, tp: usize, id: ObjId) -> ObjId {
+        self.last[self.victim] = (addr, tp, id);
+        self.victim = (self.victim + 1) % LAST;
+        id
+    }
+
     /// The identity of the live object `o` (a new one if it was never recorded).
     ///
     /// # Safety
@@ -32,16 +57,53 @@ impl Identities {
     pub unsafe fn of(&mut self, o: *mut ffi::PyObject) -> ObjId {
         let tp = unsafe { ffi::Py_TYPE(o) } as usize;
         let addr = o as usize;
-        match self.by_addr.get(&addr) {
+        if let Some(id) = self.remembered(addr, tp) {
+            return id;
+        }
+        self.of_slow(addr, tp)
+    }
+
+    #[inline(never)]
+    fn of_slow(&mut self, addr: usize, tp: usize) -> ObjId {
+        let id = match self.by_addr.get(&addr) {
             Some(&(id, t)) if t == tp => id,
-            _ => {
+            found => {
                 let id = self.next;
                 self.next += 1;
+                if found.is_none() {
+                    // Counted before the identity exists (the filter may be high, never low).
+                    crate::deaths::watch(addr);
+                }
                 self.by_addr.insert(addr, (id, tp));
-                crate::deaths::watch(addr);
                 id
             }
+        };
+        self.remember(addr, tp, id)
+    }
+
+    /// `o`'s identity if objects of its type report their deaths (`deaths::watched`), else 0
+    /// (none): an identity found by address could then be a freed object's.
+    ///
+    /// # Safety
+    /// GIL held; `o` a valid object.
+    #[inline]
+    pub unsafe fn of_watched(&mut self, o: *mut ffi::PyObject) -> ObjId {
+        let tp = unsafe { ffi::Py_TYPE(o) };
+        let addr = o as usize;
+        // An identity remembered or in the map was given to a watched object, alive at its
+        // address since.
+        if let Some(id) = self.remembered(addr, tp as usize) {
+            return id;
         }
+        if let Some(&(id, t)) = self.by_addr.get(&addr) {
+            if t == tp as usize {
+                return self.remember(addr, t, id);
+            }
+        }
+        if !unsafe { crate::deaths::watched(tp) } {
+            return 0;
+        }
+        self.of_slow(addr, tp as usize)
     }
 
     /// The identity the live object `o` has, if it was recorded (without giving it one).
@@ -58,7 +120,14 @@ impl Identities {
 
     /// The object at `addr` is being freed: a later object there is another one.
     pub fn forget(&mut self, addr: usize) {
-        self.by_addr.remove(&addr);
+        if self.by_addr.remove(&addr).is_some() {
+            crate::deaths::unwatch(addr);
+        }
+        for e in &mut self.last {
+            if e.0 == addr {
+                *e = (0, 0, 0);
+            }
+        }
     }
 
     /// Bytes the map holds.
@@ -71,6 +140,8 @@ impl Identities {
     /// with the next one's.
     pub fn clear(&mut self) {
         self.next = 1;
+        self.last = [(0, 0, 0); LAST];
         self.by_addr = AddrMap::with_hasher(foldhash::fast::FixedState::with_seed(0x5ca11));
+        crate::deaths::unwatch_all();
     }
 }

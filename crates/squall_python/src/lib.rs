@@ -49,9 +49,9 @@ fn add_fast(m: &Bound<'_, PyModule>, name: &'static CStr, doc: &'static CStr, f:
 }
 
 /// The method defs of the bound entry points (`bound_entry`), made once and never freed.
-static BOUND_DEFS: std::sync::OnceLock<[usize; 4]> = std::sync::OnceLock::new();
+static BOUND_DEFS: std::sync::OnceLock<[usize; 11]> = std::sync::OnceLock::new();
 
-fn bound_defs() -> &'static [usize; 4] {
+fn bound_defs() -> &'static [usize; 11] {
     BOUND_DEFS.get_or_init(|| {
         let leak = |name: &'static CStr, doc: &'static CStr, meth: ffi::PyMethodDefPointer, flags| {
             Box::leak(Box::new(ffi::PyMethodDef {
@@ -86,12 +86,55 @@ fn bound_defs() -> &'static [usize; 4] {
                 ffi::PyMethodDefPointer { PyCFunction: record::bind_bound },
                 ffi::METH_O,
             ),
+            leak(
+                c"wattr",
+                c"wattr(value, obj, name) -> value: obj.name = value, recorded at the bound site.",
+                ffi::PyMethodDefPointer { PyCFunctionFast: write_entry::write_attr_bound },
+                ffi::METH_FASTCALL,
+            ),
+            leak(
+                c"witem",
+                c"witem(value, obj, key) -> value: obj[key] = value, recorded at the bound site.",
+                ffi::PyMethodDefPointer { PyCFunctionFast: write_entry::write_item_bound },
+                ffi::METH_FASTCALL,
+            ),
+            leak(
+                c"wdelattr",
+                c"wdelattr(obj, name) -> None: del obj.name, recorded at the bound site.",
+                ffi::PyMethodDefPointer { PyCFunctionFast: write_entry::del_attr_bound },
+                ffi::METH_FASTCALL,
+            ),
+            leak(
+                c"wdelitem",
+                c"wdelitem(obj, key) -> None: del obj[key], recorded at the bound site.",
+                ffi::PyMethodDefPointer { PyCFunctionFast: write_entry::del_item_bound },
+                ffi::METH_FASTCALL,
+            ),
+            leak(
+                c"waugattr",
+                c"waugattr(obj, name, op, operand) -> None: obj.name op= operand, recorded at the bound site.",
+                ffi::PyMethodDefPointer { PyCFunctionFast: write_entry::aug_attr_bound },
+                ffi::METH_FASTCALL,
+            ),
+            leak(
+                c"waugitem",
+                c"waugitem(obj, key, op, operand) -> None: obj[key] op= operand, recorded at the bound site.",
+                ffi::PyMethodDefPointer { PyCFunctionFast: write_entry::aug_item_bound },
+                ffi::METH_FASTCALL,
+            ),
+            leak(
+                c"wsetattr",
+                c"wsetattr(obj, name, value) -> None: setattr(obj, name, value), recorded at the bound site.",
+                ffi::PyMethodDefPointer { PyCFunctionFast: write_entry::set_attr_bound },
+                ffi::METH_FASTCALL,
+            ),
         ]
     })
 }
 
-/// `bound_entry(entry, id)`: the entry point `entry` ("call", "ret", "expr" or "bind") bound to
-/// one form (call) or site (the others): `bound_entry("expr", S)(v)` records what
+/// `bound_entry(entry, id)`: the entry point `entry` ("call", "ret", "expr", "bind" or a write:
+/// "wattr", "witem", "wdelattr", "wdelitem", "waugattr", "waugitem", "wsetattr") bound to one
+/// form (call) or site (the others): `bound_entry("expr", S)(v)` records what
 /// `expr(S, v)` records. The rewriter holds these as constants of the code that calls them,
 /// which saves passing the id and, for ret/expr/bind, uses CPython's fastest call (`METH_O`).
 /// `id` is an int (the rewriter passes an int subclass that pickles, so that code holding
@@ -103,6 +146,13 @@ fn bound_entry<'py>(py: Python<'py>, entry: &str, id: &Bound<'py, PyAny>) -> PyR
         "ret" => 1,
         "expr" => 2,
         "bind" => 3,
+        "wattr" => 4,
+        "witem" => 5,
+        "wdelattr" => 6,
+        "wdelitem" => 7,
+        "waugattr" => 8,
+        "waugitem" => 9,
+        "wsetattr" => 10,
         _ => return Err(pyo3::exceptions::PyValueError::new_err(format!("no bound entry point {entry:?}"))),
     };
     // SAFETY: GIL held; a valid object.

@@ -16,10 +16,10 @@
 use std::sync::atomic::Ordering;
 
 use pyo3::ffi;
-use squall_trace::ValRef;
+use squall_trace::{Recorded, ValRef};
 
-use crate::encode::encode as capture;
-use crate::engine::{current_rec, ENGINE, RECORDING};
+use crate::encode::{encode as capture, scalar};
+use crate::engine::{current_rec, current_rec_cached, memory_check_due, ENGINE, RECORDING};
 use crate::identity::IDS;
 use crate::ints::id_of as small_id;
 
@@ -45,6 +45,7 @@ unsafe fn bad_call(what: &std::ffi::CStr) -> *mut ffi::PyObject {
 
 /// Records a write that has happened: at `site_obj`'s site, to `obj`, under `key` (NULL: an
 /// attribute, which the site names), with `value` (NULL: a delete). Never raises.
+#[inline(always)]
 unsafe fn record_write(
     site_obj: *mut ffi::PyObject,
     obj: *mut ffi::PyObject,
@@ -54,6 +55,80 @@ unsafe fn record_write(
     if !RECORDING.load(Ordering::Relaxed) {
         return;
     }
+    // SAFETY: the entry points run with the GIL held; the arguments are valid objects or NULL.
+    unsafe {
+        let key_ref = match write_fast(site_obj, obj, key, value) {
+            Fast::Done => return,
+            Fast::Slow(key_ref) => key_ref,
+        };
+        record_write_slow(site_obj, obj, key, key_ref, value);
+    }
+}
+
+/// What the fast path did.
+enum Fast {
+    /// The write is recorded.
+    Done,
+    /// Nothing is recorded; the key was encoded already if `Some` (it must not be twice).
+    Slow(Option<ValRef>),
+}
+
+/// The usual case of `record_write`, without the unwinding guard: a write in the innermost open
+/// frame, which is the site's form's, with a key and value that are simple values (see
+/// `scalar`). Nothing below runs Python code or can panic. Writes what `record_write_slow`
+/// would, in the same order (the target's identity, the key, the value).
+#[inline(always)]
+unsafe fn write_fast(
+    site_obj: *mut ffi::PyObject,
+    obj: *mut ffi::PyObject,
+    key: *mut ffi::PyObject,
+    value: *mut ffi::PyObject,
+) -> Fast {
+    unsafe {
+        let eng = ENGINE.get();
+        let Some(site_id) = small_id(site_obj) else { return Fast::Slow(None) };
+        let Some((form, _)) = eng.forms.site_owner(site_id) else { return Fast::Slow(None) };
+        let Some(rec) = current_rec_cached() else { return Fast::Slow(None) };
+        let Some(frame) = rec.tl.innermost_frame_of(form, &eng.limits) else { return Fast::Slow(None) };
+        let id = IDS.get().of_watched(obj);
+        let key_ref = if key.is_null() {
+            ValRef::ABSENT
+        } else {
+            match scalar(rec, eng.budget.max_string, key) {
+                Some(k) => k,
+                None => return Fast::Slow(None),
+            }
+        };
+        let new = if value.is_null() {
+            ValRef::ABSENT
+        } else {
+            match scalar(rec, eng.budget.max_string, value) {
+                Some(v) => v,
+                None => return Fast::Slow(Some(key_ref)),
+            }
+        };
+        let store_len = rec.values.len() as u32;
+        rec.tl.push_write(site_id, frame, id, key_ref, new, store_len);
+        if memory_check_due(rec) {
+            let step = || ENGINE.get().note(rec, Recorded::Written);
+            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(step)).is_err() {
+                ENGINE.get().dropped += 1;
+            }
+        }
+        Fast::Done
+    }
+}
+
+/// `record_write` in full: any frame, any value; `key_ref` is the key already encoded by the
+/// fast path, if it was.
+#[inline(never)]
+unsafe fn record_write_slow(
+    site_obj: *mut ffi::PyObject,
+    obj: *mut ffi::PyObject,
+    key: *mut ffi::PyObject,
+    key_ref: Option<ValRef>,
+    value: *mut ffi::PyObject,
+) {
     let step = || unsafe {
         let eng = ENGINE.get();
         let Some(site_id) = small_id(site_obj) else {
@@ -65,8 +140,12 @@ unsafe fn record_write(
             return;
         };
         let Some(rec) = current_rec() else { return };
-        let id = IDS.get().of(obj);
-        let key_ref = if key.is_null() { ValRef::ABSENT } else { capture(eng, rec, key) };
+        let id = IDS.get().of_watched(obj);
+        let key_ref = match key_ref {
+            Some(k) => k,
+            None if key.is_null() => ValRef::ABSENT,
+            None => capture(eng, rec, key),
+        };
         let new = if value.is_null() { ValRef::ABSENT } else { capture(eng, rec, value) };
         let store_len = rec.values.len() as u32;
         let outcome = rec.tl.write(site_id, form, resumable, id, key_ref, new, store_len, &eng.limits);
@@ -78,14 +157,62 @@ unsafe fn record_write(
     }
 }
 
-/// `wattr(site_id, value, obj, name) -> value`: `obj.name = value`, recorded. The value comes
-/// back so that chained targets (`a.x = b[i] = v`) nest: `witem(S2, wattr(S1, v, a, "x"), b, i)`.
-pub unsafe extern "C" fn write_attr(_m: *mut ffi::PyObject, args: Args, nargs: ffi::Py_ssize_t) -> *mut ffi::PyObject {
-    unsafe {
-        if nargs != 4 {
-            return bad_call(c"_sq_wattr(site, value, obj, name) takes 4 arguments");
+/// The entry points, each as a plain `METH_FASTCALL` function taking the site id first
+/// (`_sq_witem(S, v, o, k)`) and bound to its site (`bound_entry("witem", S)(v, o, k)`, the
+/// site its `self`: what the rewriter calls, see lib.rs `bound_entry`).
+macro_rules! write_entry_points {
+    ($($(#[$doc:meta])* $unbound:ident, $bound:ident, $at:ident, $n:literal, $usage:literal;)*) => {$(
+        $(#[$doc])*
+        pub unsafe extern "C" fn $unbound(_m: *mut ffi::PyObject, args: Args, nargs: ffi::Py_ssize_t) -> *mut ffi::PyObject {
+            unsafe {
+                if nargs != $n + 1 {
+                    return bad_call($usage);
+                }
+                $at(*args, args.add(1))
+            }
         }
-        let (site, value, obj, name) = (*args, *args.add(1), *args.add(2), *args.add(3));
+
+        /// The same, bound to the site that is its `self`.
+        pub unsafe extern "C" fn $bound(site: *mut ffi::PyObject, args: Args, nargs: ffi::Py_ssize_t) -> *mut ffi::PyObject {
+            unsafe {
+                if nargs != $n {
+                    return bad_call($usage);
+                }
+                $at(site, args)
+            }
+        }
+    )*};
+}
+
+write_entry_points! {
+    /// `wattr(site_id, value, obj, name) -> value`: `obj.name = value`, recorded. The value comes
+    /// back so that chained targets (`a.x = b[i] = v`) nest: `witem(S2, wattr(S1, v, a, "x"), b, i)`.
+    write_attr, write_attr_bound, write_attr_at, 3, c"_sq_wattr(site, value, obj, name) takes 4 arguments";
+    /// `witem(site_id, value, obj, key) -> value`: `obj[key] = value`, recorded (see `write_attr`).
+    write_item, write_item_bound, write_item_at, 3, c"_sq_witem(site, value, obj, key) takes 4 arguments";
+    /// `wdelattr(site_id, obj, name) -> None`: `del obj.name`, recorded.
+    del_attr, del_attr_bound, del_attr_at, 2, c"_sq_wdelattr(site, obj, name) takes 3 arguments";
+    /// `wdelitem(site_id, obj, key) -> None`: `del obj[key]`, recorded.
+    del_item, del_item_bound, del_item_at, 2, c"_sq_wdelitem(site, obj, key) takes 3 arguments";
+    /// `waugattr(site_id, obj, name, op, operand) -> None`: `obj.name op= operand`, recorded. The
+    /// rewriter calls it only when `operand` has no effects of its own (a constant or a name), so
+    /// that evaluating it before the load of `obj.name` is unobservable; the load, the operator and
+    /// the store are the ones Python's own bytecode does (the load is the program's, not squall's).
+    aug_attr, aug_attr_bound, aug_attr_at, 4, c"_sq_waugattr(site, obj, name, op, operand) takes 5 arguments";
+    /// `waugitem(site_id, obj, key, op, operand) -> None`: `obj[key] op= operand`, recorded (see
+    /// `aug_attr`).
+    aug_item, aug_item_bound, aug_item_at, 4, c"_sq_waugitem(site, obj, key, op, operand) takes 5 arguments";
+    /// `wsetattr(site_id, obj, name, value) -> None`: a direct `setattr(obj, name, value)` call,
+    /// recorded (`PyObject_SetAttr` is what the builtin calls, its TypeError for a non-str name
+    /// included).
+    set_attr, set_attr_bound, set_attr_at, 3, c"_sq_wsetattr(site, obj, name, value) takes 4 arguments";
+}
+
+/// `obj.name = value` with `a` = (value, obj, name).
+#[inline(always)]
+unsafe fn write_attr_at(site: *mut ffi::PyObject, a: Args) -> *mut ffi::PyObject {
+    unsafe {
+        let (value, obj, name) = (*a, *a.add(1), *a.add(2));
         if ffi::PyObject_SetAttr(obj, name, value) < 0 {
             return std::ptr::null_mut();
         }
@@ -95,14 +222,19 @@ pub unsafe extern "C" fn write_attr(_m: *mut ffi::PyObject, args: Args, nargs: f
     }
 }
 
-/// `witem(site_id, value, obj, key) -> value`: `obj[key] = value`, recorded (see `write_attr`).
-pub unsafe extern "C" fn write_item(_m: *mut ffi::PyObject, args: Args, nargs: ffi::Py_ssize_t) -> *mut ffi::PyObject {
+/// `obj[key] = value` with `a` = (value, obj, key).
+#[inline(always)]
+unsafe fn write_item_at(site: *mut ffi::PyObject, a: Args) -> *mut ffi::PyObject {
     unsafe {
-        if nargs != 4 {
-            return bad_call(c"_sq_witem(site, value, obj, key) takes 4 arguments");
-        }
-        let (site, value, obj, key) = (*args, *args.add(1), *args.add(2), *args.add(3));
-        if ffi::PyObject_SetItem(obj, key, value) < 0 {
+        let (value, obj, key) = (*a, *a.add(1), *a.add(2));
+        // An exact dict: what `PyObject_SetItem` would reach through `dict_ass_sub` (and what
+        // `STORE_SUBSCR_DICT` does), without the two indirections.
+        let r = if ffi::PyDict_CheckExact(obj) != 0 {
+            ffi::PyDict_SetItem(obj, key, value)
+        } else {
+            ffi::PyObject_SetItem(obj, key, value)
+        };
+        if r < 0 {
             return std::ptr::null_mut();
         }
         record_write(site, obj, key, value);
@@ -111,13 +243,11 @@ pub unsafe extern "C" fn write_item(_m: *mut ffi::PyObject, args: Args, nargs: f
     }
 }
 
-/// `wdelattr(site_id, obj, name) -> None`: `del obj.name`, recorded.
-pub unsafe extern "C" fn del_attr(_m: *mut ffi::PyObject, args: Args, nargs: ffi::Py_ssize_t) -> *mut ffi::PyObject {
+/// `del obj.name` with `a` = (obj, name).
+#[inline(always)]
+unsafe fn del_attr_at(site: *mut ffi::PyObject, a: Args) -> *mut ffi::PyObject {
     unsafe {
-        if nargs != 3 {
-            return bad_call(c"_sq_wdelattr(site, obj, name) takes 3 arguments");
-        }
-        let (site, obj, name) = (*args, *args.add(1), *args.add(2));
+        let (obj, name) = (*a, *a.add(1));
         if ffi::PyObject_SetAttr(obj, name, std::ptr::null_mut()) < 0 {
             return std::ptr::null_mut();
         }
@@ -126,19 +256,41 @@ pub unsafe extern "C" fn del_attr(_m: *mut ffi::PyObject, args: Args, nargs: ffi
     }
 }
 
-/// `wdelitem(site_id, obj, key) -> None`: `del obj[key]`, recorded.
-pub unsafe extern "C" fn del_item(_m: *mut ffi::PyObject, args: Args, nargs: ffi::Py_ssize_t) -> *mut ffi::PyObject {
+/// `del obj[key]` with `a` = (obj, key).
+#[inline(always)]
+unsafe fn del_item_at(site: *mut ffi::PyObject, a: Args) -> *mut ffi::PyObject {
     unsafe {
-        if nargs != 3 {
-            return bad_call(c"_sq_wdelitem(site, obj, key) takes 3 arguments");
-        }
-        let (site, obj, key) = (*args, *args.add(1), *args.add(2));
+        let (obj, key) = (*a, *a.add(1));
         if ffi::PyObject_DelItem(obj, key) < 0 {
             return std::ptr::null_mut();
         }
         record_write(site, obj, key, std::ptr::null_mut());
         new_none()
     }
+}
+
+/// `setattr(obj, name, value)` with `a` = (obj, name, value).
+#[inline(always)]
+unsafe fn set_attr_at(site: *mut ffi::PyObject, a: Args) -> *mut ffi::PyObject {
+    unsafe {
+        let (obj, name, value) = (*a, *a.add(1), *a.add(2));
+        if ffi::PyObject_SetAttr(obj, name, value) < 0 {
+            return std::ptr::null_mut();
+        }
+        // The site names no attribute (the name is dynamic): record it as the key.
+        record_write(site, obj, name, value);
+        new_none()
+    }
+}
+
+#[inline(always)]
+unsafe fn aug_attr_at(site: *mut ffi::PyObject, a: Args) -> *mut ffi::PyObject {
+    unsafe { augmented(site, a, ffi::PyObject_GetAttr, ffi::PyObject_SetAttr, false) }
+}
+
+#[inline(always)]
+unsafe fn aug_item_at(site: *mut ffi::PyObject, a: Args) -> *mut ffi::PyObject {
+    unsafe { augmented(site, a, ffi::PyObject_GetItem, ffi::PyObject_SetItem, true) }
 }
 
 /// CPython's in-place operator for the rewriter's operator code (the order of `AUG_OPS` in
@@ -164,38 +316,19 @@ unsafe fn inplace(op: *mut ffi::PyObject, a: *mut ffi::PyObject, b: *mut ffi::Py
     }
 }
 
-/// `waugattr(site_id, obj, name, op, operand) -> None`: `obj.name op= operand`, recorded. The
-/// rewriter calls it only when `operand` has no effects of its own (a constant or a name), so
-/// that evaluating it before the load of `obj.name` is unobservable; the load, the operator and
-/// the store are the ones Python's own bytecode does (the load is the program's, not squall's).
-pub unsafe extern "C" fn aug_attr(_m: *mut ffi::PyObject, args: Args, nargs: ffi::Py_ssize_t) -> *mut ffi::PyObject {
-    let usage = c"_sq_waugattr(site, obj, name, op, operand) takes 5 arguments";
-    unsafe { augmented(args, nargs, usage, ffi::PyObject_GetAttr, ffi::PyObject_SetAttr, false) }
-}
-
-/// `waugitem(site_id, obj, key, op, operand) -> None`: `obj[key] op= operand`, recorded (see
-/// `aug_attr`).
-pub unsafe extern "C" fn aug_item(_m: *mut ffi::PyObject, args: Args, nargs: ffi::Py_ssize_t) -> *mut ffi::PyObject {
-    let usage = c"_sq_waugitem(site, obj, key, op, operand) takes 5 arguments";
-    unsafe { augmented(args, nargs, usage, ffi::PyObject_GetItem, ffi::PyObject_SetItem, true) }
-}
-
 /// The load, in-place operator and store of `obj.name op= operand` / `obj[key] op= operand`
-/// with `get` and `set`; the write is recorded once the store succeeded, with the key when
-/// `item` (an attribute's name is in its site).
+/// with `get` and `set`, `a` = (obj, name or key, op, operand); the write is recorded once the
+/// store succeeded, with the key when `item` (an attribute's name is in its site).
+#[inline(always)]
 unsafe fn augmented(
-    args: Args,
-    nargs: ffi::Py_ssize_t,
-    usage: &std::ffi::CStr,
+    site: *mut ffi::PyObject,
+    a: Args,
     get: unsafe extern "C" fn(*mut ffi::PyObject, *mut ffi::PyObject) -> *mut ffi::PyObject,
     set: unsafe extern "C" fn(*mut ffi::PyObject, *mut ffi::PyObject, *mut ffi::PyObject) -> std::ffi::c_int,
     item: bool,
 ) -> *mut ffi::PyObject {
     unsafe {
-        if nargs != 5 {
-            return bad_call(usage);
-        }
-        let (site, obj, key, op, operand) = (*args, *args.add(1), *args.add(2), *args.add(3), *args.add(4));
+        let (obj, key, op, operand) = (*a, *a.add(1), *a.add(2), *a.add(3));
         let old = get(obj, key);
         if old.is_null() {
             return std::ptr::null_mut();
@@ -215,23 +348,5 @@ unsafe fn augmented(
         } else {
             new_none()
         }
-    }
-}
-
-/// `wsetattr(site_id, obj, name, value) -> None`: a direct `setattr(obj, name, value)` call,
-/// recorded (`PyObject_SetAttr` is what the builtin calls, its TypeError for a non-str name
-/// included).
-pub unsafe extern "C" fn set_attr(_m: *mut ffi::PyObject, args: Args, nargs: ffi::Py_ssize_t) -> *mut ffi::PyObject {
-    unsafe {
-        if nargs != 4 {
-            return bad_call(c"_sq_wsetattr(site, obj, name, value) takes 4 arguments");
-        }
-        let (site, obj, name, value) = (*args, *args.add(1), *args.add(2), *args.add(3));
-        if ffi::PyObject_SetAttr(obj, name, value) < 0 {
-            return std::ptr::null_mut();
-        }
-        // The site names no attribute (the name is dynamic): record it as the key.
-        record_write(site, obj, name, value);
-        new_none()
     }
 }

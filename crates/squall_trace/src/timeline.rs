@@ -239,6 +239,15 @@ impl Timeline {
         self.entries.push(Entry::new(kind, site, frame, value.0, 0));
     }
 
+    /// Writes a `Write` in `frame`, which `innermost_frame_of` just gave: what `write` writes
+    /// when the event lands in the innermost open frame.
+    #[inline(always)]
+    pub fn push_write(&mut self, site: u32, frame: u32, obj: crate::ObjId, key: ValRef, value: ValRef, store_len: u32) {
+        let at = self.args_base + self.args.len() as u32;
+        self.entries.push(Entry::new(Kind::Write, site, frame, value.0, at));
+        self.args.extend_from_slice(&[obj as u32, (obj >> 32) as u32, key.0, store_len]);
+    }
+
     /// Writes the exit of the innermost open frame, after `innermost_frame_of` found it.
     #[inline(always)]
     pub fn push_innermost_exit(&mut self, kind: Kind, id: u32, value: ValRef) {

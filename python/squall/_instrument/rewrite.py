@@ -269,13 +269,17 @@ def _const(v: Any, at: ast.AST) -> ast.Constant:
 # The entry points rewritten code calls through one callable per form or site (``<expr 12>(v)``
 # for ``_sq_expr(12, v)``): the engine's entry point bound to that id (``_engine.bound_entry``),
 # held as a constant of the code that calls it. It saves passing the id and loading a global,
-# and ret/expr/bind take CPython's fastest builtin call (``METH_O``). No namespace sees them
+# and ret/expr/bind take CPython's fastest builtin call (``METH_O``); the write entry points are
+# bound to their sites too (``<witem 12>(v, o, k)``). No namespace sees them
 # (builtins past ~600 extra names would cost NameError its "Did you mean" hint).
 #
 # The tree carries a placeholder constant (a frozenset, which source cannot spell and marshal
 # can keep: the code cache stores code with placeholders); ``bind_entry_constants`` puts the
 # callables in after ``compile``. Only for the real engine (explicit engines get plain calls).
-_BOUND_ENTRIES = ("call", "ret", "expr", "bind")
+_BOUND_ENTRIES = (
+    "call", "ret", "expr", "bind",
+    "wattr", "witem", "wdelattr", "wdelitem", "waugattr", "waugitem", "wsetattr",
+)
 _PLACEHOLDER_TAG = "\x00squall-entry"
 _bound = threading.local()
 _bound_entries: Dict[Tuple[str, int], Any] = {}
@@ -1194,7 +1198,9 @@ class _Full:
             # the targets left to right, each evaluated just before its store, as nested here.
             # (A mix with names or tuples is left as it is: a name target stored between two
             # writes could change what the next target evaluates to, as in `x = x.next = v`.)
-            value = self.e(node.value)
+            # The value itself is not recorded as an expression: the first write records it, as
+            # `x = _sq_bind(S, v)` does for a name.
+            value = self.e(node.value, wrap=False)
             for t in node.targets:
                 value = self._write_call(t, value)
             return ast.copy_location(ast.Expr(value=value), node)
