@@ -751,3 +751,46 @@ def test_naming_the_programs_threads_runs_none_of_its_code(tmp_path):
     assert _calls(rec, "work") == 4
     names = sorted(t["thread_name"] for flow in rec.all_flows() for t in rec.flow_threads_info(flow))
     assert names[0] == "(not a threading.Thread)" and names[1].startswith("Thread-1")  # "(work)" on 3.10+
+
+
+SPINNER = r'''
+import time
+
+def work(i):
+    return [i]
+
+def spin():
+    i = 0
+    while True:
+        work(i)
+        i += 1
+        if i % 200 == 0:
+            time.sleep(0.001)
+'''
+
+API_DAEMON = r'''
+import threading, time
+import squall.api as api
+
+api.start_recording()
+api.save_to("daemon.sqrec")
+import spinner  # instrumented: imported after recording started
+
+threading.Thread(target=spinner.spin, daemon=True).start()
+time.sleep(0.8)
+print("bye")
+'''
+
+
+def test_the_end_marker_counts_what_the_file_holds(tmp_path):
+    """Saved with the API, closed at exit while a daemon thread still records: its entries
+    recorded while the close waited for the flusher are in the file, and the end marker's
+    `entries` (taken before the close) said fewer."""
+    (tmp_path / "spinner.py").write_text(SPINNER)
+    script = tmp_path / "api_daemon.py"
+    script.write_text(API_DAEMON)
+    run = _run([sys.executable, str(script)], tmp_path)
+    assert (run.returncode, run.stdout, run.stderr) == (0, "bye\n", "")
+    info = squall.load(tmp_path / "daemon.sqrec").info()
+    assert info["completed"] and info["entries"] > 0
+    assert info["entries"] == info["stats"]["entries"]

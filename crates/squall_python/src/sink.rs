@@ -271,10 +271,12 @@ pub fn sink_path() -> Option<PathBuf> {
 }
 
 /// Stops the flusher, flushes the rest and writes the end marker with `stats`. Returns the path
-/// written. An error met while saving is raised here, with the path.
+/// written. An error met while saving is raised here, with the path. The `entries` stat is
+/// replaced by the number of entries the file holds: `stats` were taken before the close, and
+/// threads still recording while it waits for the flusher add entries the last flush saves.
 #[pyfunction]
 #[pyo3(signature = (stats))]
-pub fn close_sink(py: Python<'_>, stats: Vec<(String, u64)>) -> PyResult<Option<PathBuf>> {
+pub fn close_sink(py: Python<'_>, mut stats: Vec<(String, u64)>) -> PyResult<Option<PathBuf>> {
     // SAFETY: GIL held (pyfunction).
     let Some(mut sink) = (unsafe { SINK.get() }).take() else { return Ok(None) };
     if sink.pid != std::process::id() {
@@ -312,6 +314,12 @@ pub fn close_sink(py: Python<'_>, stats: Vec<(String, u64)>) -> PyResult<Option<
     }
     if let Some(msg) = sink.error {
         return Err(PyOSError::new_err(msg));
+    }
+    let written: usize = sink.flushed.iter().map(|f| f.entries).sum();
+    for (key, value) in stats.iter_mut() {
+        if key == "entries" {
+            *value = written as u64;
+        }
     }
     if let Some(writer) = sink.writer.take() {
         writer.finish(now_ms(), &stats).map_err(|e| {
