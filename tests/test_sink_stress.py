@@ -277,7 +277,7 @@ def test_signal_mid_run_under_load(tmp_path, sig):
     # What the program shows does not depend on when the signal comes: python runs it once.
     py = _signalled([sys.executable, str(script), str(tmp_path / "py.json")], tmp_path, signum, 0.3)
     assert py.returncode == -signum
-    reps = (0.7, 1.05, 1.3) if sig == "SIGINT" else (0.8, 1.25)
+    reps = (0.75, 1.25)
     for rep, after in enumerate(reps):
         out = tmp_path / f"{sig}-{rep}.sqrec"
         counts_sq = tmp_path / f"sq-{rep}.json"
@@ -576,8 +576,8 @@ print("main done", flush=True)
 
 def test_sigint_while_waiting_for_the_programs_threads_at_exit(tmp_path):
     """Ctrl-C after the main thread ended, while Python waits for the other threads: Python
-    reports the KeyboardInterrupt as unraisable ("Exception ignored in: <module 'threading'
-    ...>") and exits as it would have (code 0, atexit handlers run). squall's own traceback and
+    reports the KeyboardInterrupt as unraisable (3.9-3.12: "Exception ignored in: <module
+    'threading' ...>") and exits as it would have (code 0, atexit handlers run). squall's own traceback and
     exit by SIGINT came out instead, and the file was closed by atexit without the exit code."""
     script = tmp_path / "late.py"
     script.write_text(LATE_THREADS)
@@ -586,7 +586,7 @@ def test_sigint_while_waiting_for_the_programs_threads_at_exit(tmp_path):
     sq = _signalled([SQUALL, "run", "-o", str(out), str(script)], tmp_path, signal.SIGINT, 0.4)
     summary = _same_as_python(py, sq)
     assert py.returncode == 0 and py.stdout == "main done\natexit ran\n"
-    assert "Exception ignored in: <module 'threading'" in py.stderr
+    assert "_shutdown" in py.stderr and py.stderr.endswith("KeyboardInterrupt: \n")  # 3.9-3.12: "Exception ignored in"
     rec = _assert_complete(out, summary, 0)
     assert 0 < _calls(rec, "work") < 400
 
@@ -647,6 +647,9 @@ os.waitpid(pid, 0)
 for i in range(2000):
     work(i)
 print("parent done", flush=True)
+if sys.argv[1:] == ["kill"]:
+    time.sleep(0.7)  # a flush, if the flusher runs again after the fork
+    os.kill(os.getpid(), 9)
 '''
 
 
@@ -654,7 +657,10 @@ print("parent done", flush=True)
 def test_a_forked_child_leaves_the_parents_file_alone(tmp_path):
     """A child made by os.fork() that ends normally runs squall's end of run too: joining the
     parent's flusher thread panicked there (a PanicException traceback in the child's stderr),
-    and closing would have written the child's rest and an end marker into the parent's file."""
+    and closing would have written the child's rest and an end marker into the parent's file.
+    The flusher stops for the fork (on 3.13 the program got "DeprecationWarning: This process
+    is multi-threaded, use of fork() may lead to deadlocks" for squall's thread) and runs again
+    in the parent after it."""
     script = tmp_path / "forker.py"
     script.write_text(FORKER)
     out = tmp_path / "fork.sqrec"
@@ -666,6 +672,12 @@ def test_a_forked_child_leaves_the_parents_file_alone(tmp_path):
     assert f"is a fork of the one saving the recording to `{out}`" in summary
     rec = _assert_complete(out, summary, 0)
     assert _calls(rec, "work") == 4000
+    killed = tmp_path / "killed.sqrec"
+    py, sq = _both(script, ["kill"], killed)
+    summary = _same_as_python(py, sq)
+    assert py.returncode == -9
+    rec, _ = _assert_cut(killed, summary, show=False)
+    assert _calls(rec, "work") == 4000  # saved by the flusher started again after the fork
 
 
 API_EXIT_WITHOUT_ATEXIT = r'''
@@ -751,3 +763,46 @@ def test_naming_the_programs_threads_runs_none_of_its_code(tmp_path):
     assert _calls(rec, "work") == 4
     names = sorted(t["thread_name"] for flow in rec.all_flows() for t in rec.flow_threads_info(flow))
     assert names[0] == "(not a threading.Thread)" and names[1].startswith("Thread-1")  # "(work)" on 3.10+
+
+
+SPINNER = r'''
+import time
+
+def work(i):
+    return [i]
+
+def spin():
+    i = 0
+    while True:
+        work(i)
+        i += 1
+        if i % 200 == 0:
+            time.sleep(0.001)
+'''
+
+API_DAEMON = r'''
+import threading, time
+import squall.api as api
+
+api.start_recording()
+api.save_to("daemon.sqrec")
+import spinner  # instrumented: imported after recording started
+
+threading.Thread(target=spinner.spin, daemon=True).start()
+time.sleep(0.8)
+print("bye")
+'''
+
+
+def test_the_end_marker_counts_what_the_file_holds(tmp_path):
+    """Saved with the API, closed at exit while a daemon thread still records: its entries
+    recorded while the close waited for the flusher are in the file, and the end marker's
+    `entries` (taken before the close) said fewer."""
+    (tmp_path / "spinner.py").write_text(SPINNER)
+    script = tmp_path / "api_daemon.py"
+    script.write_text(API_DAEMON)
+    run = _run([sys.executable, str(script)], tmp_path)
+    assert (run.returncode, run.stdout, run.stderr) == (0, "bye\n", "")
+    info = squall.load(tmp_path / "daemon.sqrec").info()
+    assert info["completed"] and info["entries"] > 0
+    assert info["entries"] == info["stats"]["entries"]

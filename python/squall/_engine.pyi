@@ -237,6 +237,11 @@ def flush_sink() -> None: ...
 def sink_path() -> Optional[str]: ...
 def close_sink(stats: list[tuple[str, int]]) -> Optional[str]:
     """Flushes the rest, writes the end marker with ``stats``; returns the path."""
+def pause_flusher() -> None:
+    """Before ``os.fork()``: stops the flusher thread (the process forks with the program's threads only)."""
+
+def resume_flusher() -> None:
+    """After ``os.fork()``, in the parent: starts the flusher again."""
 
 class FileRecording:
     """A recording file, loaded: the same queries as the module functions above, as methods."""

@@ -174,7 +174,23 @@ def save_to(path: str, program: Optional[str] = None, argv: Optional[List[str]] 
         os.getcwd(),
     )
     atexit.register(_finish_at_exit)
+    _pause_flusher_at_fork()
     return path
+
+
+_AT_FORK = []
+
+
+def _pause_flusher_at_fork() -> None:
+    """The flusher thread stops for an ``os.fork()`` and starts again after it in the parent:
+    a process forked with a thread of squall's running is not the program's (3.12+ warns then;
+    the child could not use the thread anyway)."""
+    import os
+
+    if _AT_FORK or not hasattr(os, "register_at_fork"):
+        return
+    _AT_FORK.append(True)
+    os.register_at_fork(before=_engine.pause_flusher, after_in_parent=_engine.resume_flusher)
 
 
 def finish_saving(exit_code: Optional[int] = None, interrupted: bool = False) -> Optional[str]:

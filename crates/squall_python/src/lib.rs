@@ -280,6 +280,8 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sink::flush_sink, m)?)?;
     m.add_function(wrap_pyfunction!(sink::sink_path, m)?)?;
     m.add_function(wrap_pyfunction!(sink::close_sink, m)?)?;
+    m.add_function(wrap_pyfunction!(sink::pause_flusher, m)?)?;
+    m.add_function(wrap_pyfunction!(sink::resume_flusher, m)?)?;
     m.add_function(wrap_pyfunction!(ui::serve_file, m)?)?;
     m.add_function(wrap_pyfunction!(ui::serve_live, m)?)?;
     Ok(())

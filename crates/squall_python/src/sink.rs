@@ -38,7 +38,7 @@ struct Sink {
     path: PathBuf,
     flushed: Vec<Flushed>,
     error: Option<String>,
-    stop: Arc<(Mutex<bool>, Condvar)>,
+    stop: Stop,
     flusher: Option<JoinHandle<()>>,
     /// The process writing the file: a child made by `os.fork()` inherits the sink (its file
     /// descriptor, not its flusher thread) and must not write into the parent's file.
@@ -73,14 +73,7 @@ pub fn open_sink(
     let header = Header { program, argv, python, squall, started_unix_ms: now_ms(), cwd };
     let writer = Writer::create(&path, &header)
         .map_err(|e| PyOSError::new_err(format!("cannot write the recording to `{}`: {e}", path.display())))?;
-    let stop = Arc::new((Mutex::new(false), Condvar::new()));
-    let flusher = {
-        let stop = Arc::clone(&stop);
-        std::thread::Builder::new()
-            .name("squall-flusher".into())
-            .spawn(move || flusher_loop(&stop))
-            .map_err(|e| PyOSError::new_err(format!("cannot start squall's flusher thread: {e}")))?
-    };
+    let (stop, flusher) = spawn_flusher()?;
     FLUSHER_RUNNING.store(true, Ordering::Relaxed);
     *slot = Some(Sink {
         writer: Some(writer),
@@ -92,6 +85,81 @@ pub fn open_sink(
         pid: std::process::id(),
     });
     Ok(())
+}
+
+type Stop = Arc<(Mutex<bool>, Condvar)>;
+
+fn spawn_flusher() -> PyResult<(Stop, JoinHandle<()>)> {
+    let stop: Stop = Arc::new((Mutex::new(false), Condvar::new()));
+    let flusher = {
+        let stop = Arc::clone(&stop);
+        std::thread::Builder::new()
+            .name("squall-flusher".into())
+            .spawn(move || flusher_loop(&stop))
+            .map_err(|e| PyOSError::new_err(format!("cannot start squall's flusher thread: {e}")))?
+    };
+    Ok((stop, flusher))
+}
+
+/// Tells the flusher to stop and waits for it, with the GIL released (it may be waiting for it).
+/// The sink must be out of `SINK` meanwhile: a flush the flusher starts then finds nothing.
+fn stop_flusher(py: Python<'_>, stop: &Stop, handle: JoinHandle<()>) {
+    {
+        let (lock, cv) = &**stop;
+        if let Ok(mut stopped) = lock.lock() {
+            *stopped = true;
+        }
+        cv.notify_all();
+    }
+    py.detach(|| {
+        let _ = handle.join();
+    });
+}
+
+/// Before `os.fork()`: the flusher stops, so that the process forks with the program's threads
+/// only (3.12+ warns at a fork with other threads running, a DeprecationWarning the program
+/// would not get without squall). [`resume_flusher`] starts it again in the parent.
+#[pyfunction]
+pub fn pause_flusher(py: Python<'_>) {
+    // SAFETY: GIL held (pyfunction).
+    let slot = unsafe { SINK.get() };
+    let Some(mut sink) = slot.take() else { return };
+    if let (Some(handle), true) = (sink.flusher.take(), sink.pid == std::process::id()) {
+        stop_flusher(py, &sink.stop, handle);
+    }
+    // SAFETY: GIL held again; nothing else opens a sink while a fork is being prepared.
+    *unsafe { SINK.get() } = Some(sink);
+}
+
+/// After `os.fork()`, in the parent: the flusher paused by [`pause_flusher`] starts again, once
+/// `os.fork()` has returned (3.13 counts the process's threads after the fork hooks ran).
+#[pyfunction]
+pub fn resume_flusher() {
+    // SAFETY: GIL held (pyfunction); the call runs later in the main thread, with the GIL.
+    unsafe { pyo3::ffi::Py_AddPendingCall(Some(restart_flusher), std::ptr::null_mut()) };
+}
+
+extern "C" fn restart_flusher(_: *mut std::os::raw::c_void) -> std::os::raw::c_int {
+    // SAFETY: a pending call: main thread, GIL held.
+    let Some(sink) = unsafe { SINK.get() }.as_mut() else { return 0 };
+    if sink.flusher.is_some() || sink.pid != std::process::id() || sink.error.is_some() {
+        return 0;
+    }
+    match spawn_flusher() {
+        Ok((stop, flusher)) => {
+            sink.stop = stop;
+            sink.flusher = Some(flusher);
+        }
+        Err(_) => {
+            let msg = format!(
+                "squall: saving the recording to `{}` failed (its flusher thread could not start again after a fork); it stops here",
+                sink.path.display()
+            );
+            eprintln!("{msg}");
+            sink.error = Some(msg);
+        }
+    }
+    0
 }
 
 struct Defer<F: FnMut()>(F);
@@ -271,10 +339,12 @@ pub fn sink_path() -> Option<PathBuf> {
 }
 
 /// Stops the flusher, flushes the rest and writes the end marker with `stats`. Returns the path
-/// written. An error met while saving is raised here, with the path.
+/// written. An error met while saving is raised here, with the path. The `entries` stat is
+/// replaced by the number of entries the file holds: `stats` were taken before the close, and
+/// threads still recording while it waits for the flusher add entries the last flush saves.
 #[pyfunction]
 #[pyo3(signature = (stats))]
-pub fn close_sink(py: Python<'_>, stats: Vec<(String, u64)>) -> PyResult<Option<PathBuf>> {
+pub fn close_sink(py: Python<'_>, mut stats: Vec<(String, u64)>) -> PyResult<Option<PathBuf>> {
     // SAFETY: GIL held (pyfunction).
     let Some(mut sink) = (unsafe { SINK.get() }).take() else { return Ok(None) };
     if sink.pid != std::process::id() {
@@ -290,18 +360,8 @@ pub fn close_sink(py: Python<'_>, stats: Vec<(String, u64)>) -> PyResult<Option<
             sink.pid
         )));
     }
-    {
-        let (lock, cv) = &*sink.stop;
-        if let Ok(mut stopped) = lock.lock() {
-            *stopped = true;
-        }
-        cv.notify_all();
-    }
     if let Some(handle) = sink.flusher.take() {
-        // The flusher may be waiting for the GIL this thread holds: let it run to its end.
-        py.detach(|| {
-            let _ = handle.join();
-        });
+        stop_flusher(py, &sink.stop, handle);
     }
     FLUSHER_RUNNING.store(false, Ordering::Relaxed);
     let eng = unsafe { ENGINE.get() };
@@ -312,6 +372,12 @@ pub fn close_sink(py: Python<'_>, stats: Vec<(String, u64)>) -> PyResult<Option<
     }
     if let Some(msg) = sink.error {
         return Err(PyOSError::new_err(msg));
+    }
+    let written: usize = sink.flushed.iter().map(|f| f.entries).sum();
+    for (key, value) in stats.iter_mut() {
+        if key == "entries" {
+            *value = written as u64;
+        }
     }
     if let Some(writer) = sink.writer.take() {
         writer.finish(now_ms(), &stats).map_err(|e| {
