@@ -2,8 +2,9 @@
 //! deallocation of each type it gives identities to, and forgets the object's address there
 //! (`identity.rs`), so that a later object at the same address is a new object.
 //!
-//! - A static (C) type's `tp_dealloc` is replaced by [`dealloc_hook`], which forgets the address
-//!   and calls the type's own. (Lists and dicts are recycled through free lists inside their
+//! - A static (C) type's `tp_dealloc` is replaced by a hook that forgets the address and calls
+//!   the type's own: [`slot_hook`] (one per type, up to `SLOT_COUNT`, no lookup for objects of
+//!   exactly that type) or [`dealloc_hook`] (`type` itself, and types past the slots). (Lists and dicts are recycled through free lists inside their
 //!   `tp_dealloc`, so `tp_free` would miss them.)
 //! - Classes defined in Python are left as they are (`__class__` assignment compares their
 //!   `tp_dealloc` and `tp_free`): their instances end in `subtype_dealloc`, which calls the
