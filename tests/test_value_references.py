@@ -135,3 +135,39 @@ def test_previews_mark_earlier_states(tmp_path):
     lines = [ln for ln in r.stdout.splitlines() if "show(node=" in ln]
     assert "child=(earlier) Node#" in lines[0], lines[0]
     assert "LEAF" not in "".join(lines[:2])
+
+
+def _written(front, tmp_path):
+    program = HERE / "reference_programs" / "written.py"
+    if front == "file":
+        out = tmp_path / "written.sqrec"
+        r = _run([SQUALL, "run", "--no-summary", "--mode", "full", "-o", out, program])
+        assert r.returncode == 0, r.stderr
+        rec = squall.load(out)
+        return _shows(rec, rec.deref_val_id, "__main__")
+    api.stop_recording()
+    api.clear_recordings()
+    api.set_flow(0)
+    api.start_recording(install_hook=False)
+    mod = types.ModuleType("ref_written")
+    mod.__file__ = str(program)
+    try:
+        exec(rewrite.compile_instrumented(program.read_text(encoding="utf-8"), str(program), mod.__name__,
+                                          mode="full"), mod.__dict__)
+    finally:
+        api.stop_recording()
+    try:
+        return _shows(indexes._live, values.deref_val_id, "ref_written")
+    finally:
+        api.clear_recordings()
+
+
+@pytest.mark.parametrize("front", ["live", "file"])
+def test_an_earlier_state_has_the_writes_made_since(front, tmp_path):
+    first, second, third = _written(front, tmp_path)
+    assert isinstance(first.peer, values.Earlier) and first.peer.name == "b"
+    peer = second.peer
+    assert isinstance(peer, values.Earlier), peer  # still marked: other code may have changed it
+    assert peer.name == "B"
+    assert first.peer.name == "b"  # the first entry is unchanged by the later write
+    assert "name" not in third.peer.value.attrs

@@ -205,6 +205,7 @@ impl Backend for Engine {
         if slot as usize >= rec.values.len() {
             return Err(PyKeyError::new_err(format!("value slot {slot} is not recorded")));
         }
+        squall_trace::sync_writes(&rec.tl, &self.forms, &rec.values);
         crate::snap::to_python(py, &rec.values.to_snap(ValRef(slot), squall_trace::ExpandBudget::FULL))
     }
 

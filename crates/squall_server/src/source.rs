@@ -32,6 +32,10 @@ pub trait View {
         if store.entry_ref(v).0 as usize >= store.len() {
             return Err(format!("value slot {} is not recorded (a recording cut short before it was saved?)", v.0));
         }
+        if let Some(t) = self.timelines().get(tl) {
+            // A live timeline grows: its new writes apply to earlier states shown for references.
+            squall_trace::sync_writes(t.timeline, self.forms(), store);
+        }
         Ok(Cow::Owned(store.to_snap(v, ExpandBudget::FULL)))
     }
     /// How many value slots timeline `tl` holds (value-text search walks them).

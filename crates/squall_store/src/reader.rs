@@ -491,6 +491,8 @@ pub(crate) fn read_named(b: &[u8], name: &str, mut progress: Option<Progress>) -
         .map(|t| {
             let mut timeline = Timeline::from_parts(t.entries, t.args);
             timeline.set_switches(t.switches);
+            // Earlier states shown for references get the writes made since (squall_trace).
+            squall_trace::sync_writes(&timeline, &st.forms, &t.values);
             LoadedTimeline { meta: t.meta, timeline, values: t.values }
         })
         .collect();

@@ -24,8 +24,9 @@ pub use limits::{LimitHit, Limits};
 pub use queries::{display_name, merge_call_stats, total_order, CallStat, Drift, FrameRef, Segment};
 pub use snapshot::{SeqKind, Snap};
 pub use store::{
-    BadStore, CutNode, ExpandBudget, MapNode, NameId, Node, ObjId, ObjectNode, OpaqueNode, SeqNode, ValueStore,
+    BadStore, CutNode, ExpandBudget, LoggedWrite, MapNode, NameId, Node, ObjId, ObjectNode, OpaqueNode, SeqNode,
+    ValueStore, WriteKey,
 };
 pub use timeline::{Recorded, Timeline};
 pub use value::{Decoded, ValRef, MAX_SLOT};
-pub use writes::{writes, OldValue, WriteFact, WriteFilter};
+pub use writes::{sync_writes, writes, OldValue, WriteFact, WriteFilter};

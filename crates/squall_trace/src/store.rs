@@ -161,6 +161,32 @@ pub struct ValueStore {
     /// Each object's states, built on first use and extended as the store grows (queries run
     /// while the live store is appended to).
     states: std::sync::Mutex<StateIndex>,
+    /// The writes of this store's timeline by target, fed by `writes::sync_writes` (the store
+    /// does not see the timeline): applied to an earlier state shown for a reference.
+    writes: std::sync::Mutex<WriteLog>,
+}
+
+/// What a write changed: an attribute by name, or an item by its key as recorded.
+#[derive(Clone, Debug, PartialEq)]
+pub enum WriteKey {
+    Attr(Box<str>),
+    Item(Snap),
+}
+
+/// One write to an object: its key, the new value (`None`: deleted) and the store's length at
+/// the write (nodes below it were stored before it).
+#[derive(Clone, Debug, PartialEq)]
+pub struct LoggedWrite {
+    pub key: WriteKey,
+    pub value: Option<ValRef>,
+    pub at: u32,
+}
+
+#[derive(Debug, Default)]
+struct WriteLog {
+    /// The timeline entries up to this idx are logged.
+    synced_to: usize,
+    by_obj: HashMap<ObjId, Vec<LoggedWrite>, foldhash::fast::FixedState>,
 }
 
 /// The slots of every state of each object (nodes that are not `Cut`), in slot order, for the
@@ -339,6 +365,80 @@ impl ValueStore {
         self.legacy.len()
     }
 
+    /// Up to which timeline idx the writes are logged (`writes::sync_writes`).
+    pub fn writes_synced_to(&self) -> usize {
+        self.writes.lock().map_or(0, |w| w.synced_to)
+    }
+
+    /// Logs writes of the timeline's entries up to `upto`, oldest first.
+    pub fn log_writes(&self, upto: usize, writes: impl IntoIterator<Item = (ObjId, LoggedWrite)>) {
+        let Ok(mut log) = self.writes.lock() else { return };
+        for (obj, w) in writes {
+            log.by_obj.entry(obj).or_default().push(w);
+        }
+        log.synced_to = log.synced_to.max(upto);
+    }
+
+    /// The writes to `obj` made after node `after` was stored and before node `before` was.
+    fn writes_between(&self, obj: ObjId, after: u32, before: u32) -> Vec<LoggedWrite> {
+        let Ok(log) = self.writes.lock() else { return Vec::new() };
+        log.by_obj
+            .get(&obj)
+            .map_or_else(Vec::new, |ws| ws.iter().filter(|w| w.at > after && w.at <= before).cloned().collect())
+    }
+
+    /// `state` (a tree of an object's earlier state, node `slot`) with the writes made to it
+    /// since, up to node `bound`, applied: attributes of objects, items of dicts.
+    fn apply_writes(
+        &self,
+        obj: ObjId,
+        (slot, bound): (u32, u32),
+        state: &mut Snap,
+        depth: u32,
+        left: &mut usize,
+        path: &mut Walk,
+    ) {
+        let writes = self.writes_between(obj, slot, bound);
+        if writes.is_empty() || depth == 0 {
+            return;
+        }
+        path.objs.push(obj);
+        for w in writes {
+            let value = w.value.map(|v| self.snap_in(v, depth - 1, left, path));
+            match (state as &mut Snap, w.key) {
+                (Snap::Object { attrs, repr, type_name, id }, WriteKey::Attr(name)) => {
+                    let at = attrs.iter().position(|(k, _)| **k == *name);
+                    match (at, value) {
+                        (Some(i), Some(v)) => attrs[i].1 = v,
+                        (None, Some(v)) => attrs.push((name.into(), v)),
+                        (Some(i), None) => {
+                            attrs.remove(i);
+                        }
+                        (None, None) => {}
+                    }
+                    *repr = crate::printer::object_repr(type_name, *id, attrs);
+                }
+                (Snap::Map { entries, len, .. }, WriteKey::Item(key)) => {
+                    let at = entries.iter().position(|(k, _)| *k == key);
+                    match (at, value) {
+                        (Some(i), Some(v)) => entries[i].1 = v,
+                        (None, Some(v)) => {
+                            entries.push((key, v));
+                            *len += 1;
+                        }
+                        (Some(i), None) => {
+                            entries.remove(i);
+                            *len = len.saturating_sub(1);
+                        }
+                        (None, None) => {}
+                    }
+                }
+                _ => {}
+            }
+        }
+        path.objs.pop();
+    }
+
     /// The newest state of object `obj` stored before node `bound`.
     pub fn state_before(&self, obj: ObjId, bound: u32) -> Option<u32> {
         if obj == 0 {
@@ -450,11 +550,17 @@ impl ValueStore {
                 }
                 // Not encoded at this moment: its newest state stored before this reference
                 // (every reference is made after a state of its object, `encode.rs`).
-                match self.state_before(n.obj, path.bound.max(slot)) {
-                    Some(state) => Snap::Earlier {
-                        slot: state,
-                        value: Box::new(self.snap_in(ValRef(state), depth.min(EARLIER_DEPTH), left, path)),
-                    },
+                let bound = path.bound.max(slot);
+                match self.state_before(n.obj, bound) {
+                    Some(state) => {
+                        let depth = depth.min(EARLIER_DEPTH);
+                        let mut value = self.snap_in(ValRef(state), depth, left, path);
+                        // Writes recorded since that state (instrumented code's `obj.a = v`)
+                        // are known: shown, still marked earlier (other code may have changed
+                        // the object too).
+                        self.apply_writes(n.obj, (state, bound), &mut value, depth, left, path);
+                        Snap::Earlier { slot: state, value: Box::new(value) }
+                    }
                     None => cut,
                 }
             }

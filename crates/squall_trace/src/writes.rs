@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 
-use crate::store::{ExpandBudget, Node, ObjId, ValueStore};
+use crate::store::{ExpandBudget, LoggedWrite, Node, ObjId, ValueStore, WriteKey};
 use crate::{Entry, Forms, Kind, Snap, Timeline, ValRef};
 
 /// Keys are small (names, numbers, short strings): enough of one to tell keys apart.
@@ -123,4 +123,30 @@ pub fn writes(tl: &Timeline, forms: &Forms, store: &ValueStore, filter: &WriteFi
         last.insert(slot, (idx as u32, new));
     }
     out
+}
+
+/// Logs in `store` the writes of `tl` it has not seen yet, so that an earlier state shown for a
+/// reference has the writes made since applied (`ValueStore::log_writes`). Cheap when nothing is
+/// new: call it before reading values of a timeline that may have grown.
+pub fn sync_writes(tl: &Timeline, forms: &Forms, store: &ValueStore) {
+    let from = store.writes_synced_to().max(tl.first_idx());
+    if from >= tl.len() {
+        return;
+    }
+    let mut out = Vec::new();
+    for idx in from..tl.len() {
+        let Some(e) = tl.get(idx) else { continue };
+        if e.kind() != Kind::Write {
+            continue;
+        }
+        let Some((obj, name, is_attr, at)) = key_of(tl, forms, store, idx, e) else { continue };
+        let key = match (is_attr, name) {
+            (true, Snap::Str(s)) => WriteKey::Attr(s.into()),
+            (true, _) => continue,
+            (false, k) => WriteKey::Item(k),
+        };
+        let value = (e.value() != ValRef::ABSENT).then_some(e.value());
+        out.push((obj, LoggedWrite { key, value, at }));
+    }
+    store.log_writes(tl.len(), out);
 }
