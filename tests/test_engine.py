@@ -310,13 +310,31 @@ def test_memory_limit_counts_the_values_the_recording_keeps(rec, capfd):
     api.set_limits(memory_limit=2_000_000)
     big = list(range(1000))
     for i in range(20_000):
-        big[0] = i  # changed each time: a new state to keep
+        big.reverse()  # every item changed each time: a new full state to keep
+        big[0] = i
         ns["take"](big)
         if not api.is_recording():
             break
     assert not api.is_recording()
     assert api.engine_stats()["entries"] < 10_000
     assert "reached the memory limit" in capfd.readouterr().err
+
+
+def test_a_list_changed_a_little_stores_its_changes(rec):
+    # A list of 1,000 items appended to or changed in one place at each record: its states are
+    # kept as changes against an earlier full state, not 2,000 copies (a copy is 4 KB of refs).
+    ns = rec("def take(xs):\n    return len(xs)\n")
+    big = list(range(100_000, 101_000))
+    ns["take"](big)
+    before = api.engine_stats()["value_bytes"]
+    for i in range(2_000):
+        big[i % 50] = -i
+        ns["take"](big)
+    grown = api.engine_stats()["value_bytes"] - before
+    assert grown < 2_000 * 400, grown
+    first, last = [values.deref_val_id(e["fn_args_ref"])[0] for e in calls_of("take")[:: 2_000]]
+    assert first[:3] == [100_000, 100_001, 100_002] and len(first) == 101  # budget: 100 items + marker
+    assert last[:2] == [-1950, -1951] and last[49] == -1999 and last[50] == 100_050
 
 
 def test_an_unchanged_value_recorded_again_is_shared(rec):

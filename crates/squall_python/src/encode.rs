@@ -19,7 +19,9 @@
 //!   first, so an unchanged part of a changed container is shared too.
 
 use pyo3::ffi;
-use squall_trace::{CutNode, MapNode, Node, ObjId, ObjectNode, OpaqueNode, SeqKind, SeqNode, ValRef, ValueStore};
+use squall_trace::{
+    CutNode, MapNode, Node, ObjId, ObjectNode, OpaqueNode, SeqDeltaNode, SeqKind, SeqNode, ValRef, ValueStore,
+};
 
 use crate::engine::{without_recording, Engine, ThreadRec};
 use crate::identity::IDS;
@@ -836,15 +838,33 @@ impl Cx<'_> {
             self.ascend(obj, outer);
             let addr = o as usize;
             let items = &self.cache.stack[base..];
+            // The last state at this address: the same one again, or the full state a delta of
+            // this one is made against.
+            let mut delta_base = None;
             if let Some(prev) = self.cache.last.get(addr) {
-                if let Some(Node::Seq(p)) = self.store.node(prev.0) {
-                    if p.obj == obj && p.ty == ty && p.kind == kind && p.len == len && *p.items == *items {
-                        self.cache.stack.truncate(base);
-                        return prev;
+                match self.store.node(prev.0) {
+                    Some(Node::Seq(p)) if p.obj == obj && p.ty == ty && p.kind == kind => {
+                        if p.len == len && *p.items == *items {
+                            self.cache.stack.truncate(base);
+                            return prev;
+                        }
+                        delta_base = Some(prev.0);
                     }
+                    Some(Node::SeqDelta(d)) if d.obj == obj && d.ty == ty && d.kind == kind => {
+                        if d.len == len && delta_equals(self.store, d, items) {
+                            self.cache.stack.truncate(base);
+                            return prev;
+                        }
+                        delta_base = Some(d.base);
+                    }
+                    _ => {}
                 }
             }
-            let node = Node::Seq(Box::new(SeqNode { kind, ty, obj, len, items: items.into() }));
+            let node =
+                match delta_base.filter(|_| obj != 0).and_then(|b| delta(self.store, b, kind, ty, obj, len, items)) {
+                    Some(d) => Node::SeqDelta(Box::new(d)),
+                    None => Node::Seq(Box::new(SeqNode { kind, ty, obj, len, items: items.into() })),
+                };
             self.cache.stack.truncate(base);
             self.push_at(addr, node)
         }
@@ -1189,6 +1209,51 @@ impl Cx<'_> {
             v
         }
     }
+}
+
+/// True when delta `d` holds exactly `items`.
+fn delta_equals(store: &ValueStore, d: &SeqDeltaNode, items: &[ValRef]) -> bool {
+    if d.n_items as usize != items.len() {
+        return false;
+    }
+    let Some(Node::Seq(b)) = store.node(d.base) else { return false };
+    let mut changes = d.changes.iter().peekable();
+    items.iter().enumerate().all(|(i, &v)| match changes.peek() {
+        Some(&&(j, c)) if j as usize == i => {
+            changes.next();
+            c == v
+        }
+        _ => b.items.get(i) == Some(&v),
+    })
+}
+
+/// `items` as changes against full state `base`, when that is well under half their size (a
+/// list appended to, a few items replaced); `None`: store them in full.
+fn delta(
+    store: &ValueStore,
+    base: u32,
+    kind: SeqKind,
+    ty: u32,
+    obj: ObjId,
+    len: u64,
+    items: &[ValRef],
+) -> Option<SeqDeltaNode> {
+    let Some(Node::Seq(b)) = store.node(base) else { return None };
+    // Each change costs 8 bytes against an item's 4: worth it below a quarter of the items.
+    let most = items.len() / 4;
+    if most == 0 {
+        return None;
+    }
+    let mut changes = Vec::new();
+    for (i, &v) in items.iter().enumerate() {
+        if b.items.get(i) != Some(&v) {
+            if changes.len() == most {
+                return None;
+            }
+            changes.push((i as u32, v));
+        }
+    }
+    Some(SeqDeltaNode { kind, ty, obj, len, base, n_items: items.len() as u32, changes: changes.into() })
 }
 
 fn same_scalar(a: &Node, b: &Node) -> bool {

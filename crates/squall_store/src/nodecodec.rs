@@ -3,7 +3,7 @@
 //! A node's child values are written relative to the node itself: a slot as its distance back
 //! (children always come before their parents), an inline integer zigzagged, a constant by code.
 
-use squall_trace::{CutNode, Decoded, MapNode, Node, ObjectNode, OpaqueNode, SeqKind, SeqNode, ValRef};
+use squall_trace::{CutNode, Decoded, MapNode, Node, ObjectNode, OpaqueNode, SeqDeltaNode, SeqKind, SeqNode, ValRef};
 
 use crate::wire::{put_str, put_uv, unzigzag, zigzag, Bad, Rd};
 
@@ -20,6 +20,8 @@ const T_MAP: u8 = 10;
 const T_OBJECT: u8 = 11;
 const T_OPAQUE: u8 = 12;
 const T_CUT: u8 = 13;
+/// Since format version 4.
+const T_SEQ_DELTA: u8 = 14;
 
 const V_INT: u64 = 0;
 const V_SLOT: u64 = 1;
@@ -110,6 +112,22 @@ pub(crate) fn put_node(out: &mut Vec<u8>, here: u32, n: &Node) {
                 put_val(out, here, v);
             }
         }
+        Node::SeqDelta(d) => {
+            out.push(T_SEQ_DELTA);
+            out.push(d.kind as u8);
+            put_uv(out, u64::from(d.ty));
+            put_uv(out, d.obj);
+            put_uv(out, d.len);
+            put_uv(out, u64::from(here.saturating_sub(d.base)));
+            put_uv(out, u64::from(d.n_items));
+            put_uv(out, d.changes.len() as u64);
+            let mut prev = 0u32;
+            for &(i, v) in d.changes.iter() {
+                put_uv(out, u64::from(i - prev));
+                prev = i;
+                put_val(out, here, v);
+            }
+        }
         Node::Map(m) => {
             out.push(T_MAP);
             put_uv(out, u64::from(m.ty));
@@ -163,6 +181,35 @@ pub(crate) fn get_node(r: &mut Rd, here: u32) -> Result<Node, Bad> {
             let n = r.count()?;
             let items = (0..n).map(|_| get_val(r, here)).collect::<Result<Vec<_>, _>>()?;
             Node::Seq(Box::new(SeqNode { kind, ty, obj, len, items: items.into() }))
+        }
+        T_SEQ_DELTA => {
+            let kind = SeqKind::from_code(r.u8()?).ok_or(Bad("unknown sequence kind"))?;
+            let (ty, obj, len) = (r.u32v()?, r.uv()?, r.uv()?);
+            let back = r.u32v()?;
+            if back == 0 || back > here {
+                return Err(Bad("a sequence's changes refer to a base not before them"));
+            }
+            let n_items = r.u32v()?;
+            let n = r.count()?;
+            let mut at = 0u32;
+            let mut changes = Vec::with_capacity(n.min(1 << 16));
+            for k in 0..n {
+                let step = r.u32v()?;
+                if k > 0 && step == 0 {
+                    return Err(Bad("a sequence's changes repeat an index"));
+                }
+                at = at.checked_add(step).ok_or(Bad("a sequence change's index is out of range"))?;
+                changes.push((at, get_val(r, here)?));
+            }
+            Node::SeqDelta(Box::new(SeqDeltaNode {
+                kind,
+                ty,
+                obj,
+                len,
+                base: here - back,
+                n_items,
+                changes: changes.into(),
+            }))
         }
         T_MAP => {
             let (ty, obj, len) = (r.u32v()?, r.uv()?, r.uv()?);

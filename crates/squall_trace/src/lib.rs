@@ -24,8 +24,8 @@ pub use limits::{LimitHit, Limits};
 pub use queries::{display_name, merge_call_stats, total_order, CallStat, Drift, FrameRef, Segment};
 pub use snapshot::{SeqKind, Snap};
 pub use store::{
-    BadStore, CutNode, ExpandBudget, LoggedWrite, MapNode, NameId, Node, ObjId, ObjectNode, OpaqueNode, SeqNode,
-    ValueStore, WriteKey,
+    BadStore, CutNode, ExpandBudget, LoggedWrite, MapNode, NameId, Node, ObjId, ObjectNode, OpaqueNode, SeqDeltaNode,
+    SeqNode, ValueStore, WriteKey,
 };
 pub use timeline::{Recorded, Timeline};
 pub use value::{Decoded, ValRef, MAX_SLOT};

@@ -39,6 +39,10 @@ pub enum Node {
     BytesCut(Box<(Box<[u8]>, u64)>),
     /// Lists, tuples, sets, frozensets, deques, bytearrays and their subclasses.
     Seq(Box<SeqNode>),
+    /// A later state of a sequence stored as its changes against an earlier full state `base`
+    /// (a [`Node::Seq`] of the same object): a list appended to at every step costs its change,
+    /// not a copy.
+    SeqDelta(Box<SeqDeltaNode>),
     /// Dicts and their subclasses.
     Map(Box<MapNode>),
     /// An object read from its own storage: instance dict, slots, an exception's args.
@@ -57,6 +61,22 @@ pub struct SeqNode {
     /// The container's length; `items` holds the first ones (fewer when the budget cut it).
     pub len: u64,
     pub items: Box<[ValRef]>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct SeqDeltaNode {
+    pub kind: SeqKind,
+    pub ty: NameId,
+    pub obj: ObjId,
+    pub len: u64,
+    /// The slot of the [`Node::Seq`] this state differs from (always a full one: one step to
+    /// resolve).
+    pub base: u32,
+    /// How many items this state holds (`len` or fewer when the budget cut it).
+    pub n_items: u32,
+    /// (index, item) where this state differs from `base`, by increasing index; every other
+    /// index below `n_items` is `base`'s item there.
+    pub changes: Box<[(u32, ValRef)]>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -94,6 +114,7 @@ impl Node {
     pub fn obj(&self) -> ObjId {
         match self {
             Node::Seq(n) => n.obj,
+            Node::SeqDelta(n) => n.obj,
             Node::Map(n) => n.obj,
             Node::Object(n) => n.obj,
             Node::Opaque(n) => n.obj,
@@ -113,6 +134,7 @@ impl Node {
             Node::Bytes(b) => b.len() as u64,
             Node::BytesCut(b) => 24 + b.0.len() as u64,
             Node::Seq(n) => std::mem::size_of::<SeqNode>() as u64 + v * n.items.len() as u64,
+            Node::SeqDelta(n) => std::mem::size_of::<SeqDeltaNode>() as u64 + 8 * n.changes.len() as u64,
             Node::Map(n) => std::mem::size_of::<MapNode>() as u64 + 2 * v * n.entries.len() as u64,
             Node::Object(n) => std::mem::size_of::<ObjectNode>() as u64 + 8 * n.attrs.len() as u64,
             Node::Opaque(n) => std::mem::size_of::<OpaqueNode>() as u64 + n.text.len() as u64,
@@ -124,6 +146,10 @@ impl Node {
     pub fn children(&self, mut f: impl FnMut(ValRef)) {
         match self {
             Node::Seq(n) => n.items.iter().copied().for_each(f),
+            Node::SeqDelta(n) => {
+                f(ValRef(n.base));
+                n.changes.iter().for_each(|&(_, v)| f(v))
+            }
             Node::Map(n) => n.entries.iter().for_each(|&(k, v)| {
                 f(k);
                 f(v)
@@ -310,8 +336,12 @@ impl ValueStore {
             if let Some(s) = bad {
                 return Err(BadStore(format!("value node {here} refers to node {s}, which is not before it")));
             }
+            if let Node::SeqDelta(d) = &node {
+                self.check_delta(here, d)?;
+            }
             let ty = match &node {
                 Node::Seq(n) => Some(n.ty),
+                Node::SeqDelta(n) => Some(n.ty),
                 Node::Map(n) => Some(n.ty),
                 Node::Object(n) => Some(n.ty),
                 Node::Opaque(n) => Some(n.ty),
@@ -328,6 +358,56 @@ impl ValueStore {
             self.push(node);
         }
         Ok(())
+    }
+
+    /// Checks a delta read from a file: its base is an earlier full sequence of the same object,
+    /// and every item it names is in it or in its changes.
+    fn check_delta(&self, here: u32, d: &SeqDeltaNode) -> Result<(), BadStore> {
+        let bad = |why: &str| Err(BadStore(format!("value node {here} (a sequence's changes) {why}")));
+        let Some(Node::Seq(b)) = self.nodes.get(d.base as usize) else {
+            return bad(&format!("names node {} as its base, which is not an earlier sequence", d.base));
+        };
+        if b.obj != d.obj {
+            return bad("has a base of another object");
+        }
+        let mut next = 0u32;
+        for &(i, _) in d.changes.iter() {
+            if i < next || i >= d.n_items {
+                return bad("lists its changes out of order or past its items");
+            }
+            if (next..i).any(|j| j as usize >= b.items.len()) {
+                return bad("leaves an item out that its base does not have");
+            }
+            next = i + 1;
+        }
+        if (next..d.n_items).any(|j| j as usize >= b.items.len()) {
+            return bad("leaves an item out that its base does not have");
+        }
+        Ok(())
+    }
+
+    /// The items of sequence state `slot` (a full node or a delta), in order.
+    pub fn seq_items(&self, slot: u32) -> Vec<ValRef> {
+        match self.nodes.get(slot as usize) {
+            Some(Node::Seq(n)) => n.items.to_vec(),
+            Some(Node::SeqDelta(d)) => {
+                let base: &[ValRef] = match self.nodes.get(d.base as usize) {
+                    Some(Node::Seq(b)) => &b.items,
+                    _ => &[],
+                };
+                let mut changes = d.changes.iter().peekable();
+                (0..d.n_items)
+                    .map(|i| match changes.peek() {
+                        Some(&&(j, v)) if j == i => {
+                            changes.next();
+                            v
+                        }
+                        _ => base.get(i as usize).copied().unwrap_or(ValRef::ABSENT),
+                    })
+                    .collect()
+            }
+            _ => Vec::new(),
+        }
     }
 
     /// A tree of the value an entry's `v` names, as it was recorded, for display and for the
@@ -509,6 +589,19 @@ impl ValueStore {
                 }),
                 len: n.len,
             },
+            Node::SeqDelta(n) if cut => Snap::Cut { type_name: self.name(n.ty).into(), id: n.obj, len: n.len },
+            Node::SeqDelta(n) => {
+                let items = self.seq_items(slot);
+                Snap::Seq {
+                    kind: n.kind,
+                    type_name: self.name(n.ty).into(),
+                    id: n.obj,
+                    items: self.children_in(n.obj, path, |s, path| {
+                        items.iter().map(|&i| s.snap_in(i, depth - 1, left, path)).collect()
+                    }),
+                    len: n.len,
+                }
+            }
             Node::Map(n) if cut => Snap::Cut { type_name: self.name(n.ty).into(), id: n.obj, len: n.len },
             Node::Map(n) => Snap::Map {
                 type_name: self.name(n.ty).into(),

@@ -65,6 +65,7 @@ fn key_of(tl: &Timeline, forms: &Forms, store: &ValueStore, idx: usize, e: &Entr
 fn type_of(store: &ValueStore, obj: ObjId) -> Option<&str> {
     store.nodes().iter().rev().find(|n| n.obj() == obj).and_then(|n| match n {
         Node::Seq(n) => Some(store.name(n.ty)),
+        Node::SeqDelta(n) => Some(store.name(n.ty)),
         Node::Map(n) => Some(store.name(n.ty)),
         Node::Object(n) => Some(store.name(n.ty)),
         Node::Opaque(n) => Some(store.name(n.ty)),
