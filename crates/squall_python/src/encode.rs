@@ -52,7 +52,7 @@ pub struct LastNodes {
     mask: usize,
 }
 
-const LAST_SLOTS: usize = 1 << 14;
+const LAST_SLOTS: usize = 1 << 16;
 const CUT_SLOTS: usize = 1 << 12;
 
 impl Default for LastNodes {
