@@ -164,10 +164,14 @@ def _written(front, tmp_path):
 
 @pytest.mark.parametrize("front", ["live", "file"])
 def test_an_earlier_state_has_the_writes_made_since(front, tmp_path):
-    first, second, third = _written(front, tmp_path)
+    first, second, third, fourth = _written(front, tmp_path)
     assert isinstance(first.peer, values.Earlier) and first.peer.name == "b"
     peer = second.peer
     assert isinstance(peer, values.Earlier), peer  # still marked: other code may have changed it
     assert peer.name == "B"
     assert first.peer.name == "b"  # the first entry is unchanged by the later write
+    assert "name" not in third.peer.value.attrs
+    # The value recorded for a is equal to the one before, but is not that entry's value: the
+    # write since is shown (a value reused from an earlier entry would resolve as of then).
+    assert fourth.peer.name == "C"
     assert "name" not in third.peer.value.attrs

@@ -22,6 +22,8 @@ def main():
     del b.name
     a.seen = 2
     show(a)          # the delete applied
+    b.name = "C"     # only b changes: a's state is the same as at the last show
+    show(a)          # a's unchanged state must still resolve b as of now: 'C'
 
 
 main()

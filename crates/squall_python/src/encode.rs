@@ -117,6 +117,8 @@ pub struct EncodeCache {
     text: String,
     /// The addresses of the objects with identity being encoded (a cycle is a reference).
     path: Vec<usize>,
+    /// The store length at the last write to the object at each address (`note_write`).
+    written: LastNodes,
     /// Per type with members (`TypeInfo::members`): each member's interned name and offset.
     member_lists: Vec<Box<[(u32, isize)]>>,
 }
@@ -266,11 +268,18 @@ impl Default for EncodeCache {
             text: String::new(),
             member_lists: Vec::new(),
             path: Vec::new(),
+            written: LastNodes::with_slots(CUT_SLOTS),
         }
     }
 }
 
 impl EncodeCache {
+    /// A write to the object at `addr` was recorded when the store held `store_len` nodes.
+    #[inline]
+    pub fn note_write(&mut self, addr: usize, store_len: u32) {
+        self.written.insert(addr, ValRef(store_len));
+    }
+
     pub fn bytes(&self) -> u64 {
         (self.last.bytes() + self.cuts.bytes() + self.static_types.capacity() * 16 + self.stack.capacity() * 4) as u64
             + (self.heap_types.capacity() * 16 + self.attr_names.len() * 24) as u64
@@ -482,6 +491,7 @@ pub unsafe fn encode(eng: &mut Engine, rec: &mut ThreadRec, o: *mut ffi::PyObjec
             cache: &mut rec.enc,
             left: &mut left,
             obj_left: eng.budget.object_depth.max(1),
+            newest_dep: 0,
         };
         cx.enc(o, eng.budget.max_depth)
     }
@@ -495,6 +505,9 @@ struct Cx<'a> {
     left: &'a mut usize,
     /// Levels of objects with an identity still encoded afresh below this point (`object_depth`).
     obj_left: u32,
+    /// The store length the value's node must reach for its references to resolve as of now:
+    /// past the newest state and write of every object it refers to (`fresh_enough`).
+    newest_dep: u32,
 }
 
 /// Sequence storage read directly.
@@ -844,14 +857,14 @@ impl Cx<'_> {
             if let Some(prev) = self.cache.last.get(addr) {
                 match self.store.node(prev.0) {
                     Some(Node::Seq(p)) if p.obj == obj && p.ty == ty && p.kind == kind => {
-                        if p.len == len && *p.items == *items {
+                        if p.len == len && *p.items == *items && self.fresh_enough(prev) {
                             self.cache.stack.truncate(base);
                             return prev;
                         }
                         delta_base = Some(prev.0);
                     }
                     Some(Node::SeqDelta(d)) if d.obj == obj && d.ty == ty && d.kind == kind => {
-                        if d.len == len && delta_equals(self.store, d, items) {
+                        if d.len == len && delta_equals(self.store, d, items) && self.fresh_enough(prev) {
                             self.cache.stack.truncate(base);
                             return prev;
                         }
@@ -896,7 +909,7 @@ impl Cx<'_> {
             let entries = &self.cache.pairs[base..];
             if let Some(prev) = self.cache.last.get(addr) {
                 if let Some(Node::Map(p)) = self.store.node(prev.0) {
-                    if p.obj == obj && p.ty == ty && p.len == len && *p.entries == *entries {
+                    if p.obj == obj && p.ty == ty && p.len == len && *p.entries == *entries && self.fresh_enough(prev) {
                         self.cache.pairs.truncate(base);
                         return prev;
                     }
@@ -994,7 +1007,7 @@ impl Cx<'_> {
             let attrs = &self.cache.attrs[base..];
             if let Some(prev) = self.cache.last.get(addr) {
                 if let Some(Node::Object(p)) = self.store.node(prev.0) {
-                    if p.obj == obj && p.ty == ty && *p.attrs == *attrs {
+                    if p.obj == obj && p.ty == ty && *p.attrs == *attrs && self.fresh_enough(prev) {
                         self.cache.attrs.truncate(base);
                         return prev;
                     }
@@ -1144,6 +1157,12 @@ impl Cx<'_> {
         // empty state: one with contents is worth encoding instead.
         let known =
             self.store.node(prev.0).is_some_and(|n| n.obj() == obj && !matches!(n, Node::Cut(_) | Node::Opaque(_)));
+        if known {
+            // What a reader resolving this reference needs the value's node to be above: the
+            // state it finds, and the writes to the object since (see `fresh_enough`).
+            let written = self.cache.written.get(o as usize).map_or(0, |w| w.0);
+            self.newest_dep = self.newest_dep.max(prev.0 + 1).max(written);
+        }
         known.then_some(CutNode { ty, obj, len })
     }
 
@@ -1166,6 +1185,15 @@ impl Cx<'_> {
             self.cache.path.pop();
         }
         self.obj_left = outer;
+    }
+
+    /// Whether the recorded value may be `prev`, an equal node stored earlier: a reader resolves
+    /// the references inside a value to the states and writes stored before the value's node, so
+    /// a reused node must be above every state and write its references need (`newest_dep`),
+    /// or the value would be shown as of an older entry than it was recorded at. Nodes inside
+    /// the value are resolved with the value's own bound: only the value itself is checked.
+    fn fresh_enough(&self, prev: ValRef) -> bool {
+        !self.cache.path.is_empty() || self.newest_dep <= prev.0
     }
 
     /// A reference node for the object at `o`, shared with the last one made there when equal.

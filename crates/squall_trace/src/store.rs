@@ -569,7 +569,8 @@ impl ValueStore {
             };
         };
         *left = left.saturating_sub(1);
-        let cut = depth == 0 || *left == 0;
+        // An object met again inside its own expansion is a cycle: shown once, as a `Cut`.
+        let cut = depth == 0 || *left == 0 || (node.obj() != 0 && path.objs.contains(&node.obj()));
         match node {
             Node::Float(f) => Snap::Float(*f),
             Node::Int(i) => Snap::Int(*i),
