@@ -26,10 +26,12 @@ from __future__ import annotations
 from typing import Any, Callable, Optional
 
 from squall import _engine
+from squall._materialize import MaterializeError
 
 __all__ = [
     "CutBytes",
     "Earlier",
+    "MaterializeError",
     "CutStr",
     "MapSnapshot",
     "ObjectSnapshot",
@@ -37,6 +39,8 @@ __all__ = [
     "Truncated",
     "deref_val_id",
     "get_snapshot_budget",
+    "materialize",
+    "materialize_value",
     "register_snapshot",
     "safe_repr",
     "set_snapshot_budget",
@@ -216,6 +220,28 @@ def deref_val_id(value_ref: Optional[int]) -> Any:
             f"deref_val_id expects a value ref (an int from an entry's `*_ref` key), got {value_ref!r}"
         )
     return _engine.deref(value_ref)
+
+
+def materialize(value_ref: Optional[int]) -> Any:
+    """Real objects rebuilt from the value a ref names, to re-run a call with its recorded
+    arguments: ``fn(*materialize(call["fn_args_ref"]))``. :func:`materialize_value` does the same
+    for a value :func:`deref_val_id` already gave.
+
+    Instances of the recorded classes are made with ``cls.__new__`` and given their recorded
+    fields (``__init__`` is not called, nor a class's own ``__setattr__``); builtin containers
+    and their subclasses with their items; objects recorded with the same identity become one
+    object (shared references and cycles as they were). Importing the classes' modules is the one
+    step that runs program code. An earlier state (:class:`Earlier`) is used as it is. Raises
+    :class:`MaterializeError`, naming where, for what cannot be rebuilt: a value the budget cut,
+    a function or C object recorded by name, a class that cannot be imported."""
+    return materialize_value(deref_val_id(value_ref))
+
+
+def materialize_value(value: Any) -> Any:
+    """:func:`materialize` of a value :func:`deref_val_id` (or ``Recording.deref_val_id``) gave."""
+    from squall._materialize import materialize_value as build
+
+    return build(value)
 
 
 def safe_repr(value: Any, max_chars: int = 10_000) -> str:

@@ -1,0 +1,4 @@
+"""Records shop.main() with its classes importable as materialize_programs.shop."""
+from materialize_programs import shop
+
+print(shop.main())
