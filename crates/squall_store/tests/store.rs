@@ -582,3 +582,74 @@ fn switch_marks_round_trip_in_an_optional_chunk() {
     let rec = read(&bad).unwrap();
     assert!(rec.cut_short.unwrap().contains("switch marks not increasing"));
 }
+
+fn seq(store: &mut squall_trace::ValueStore, items: &[i64]) -> ValRef {
+    let ty = store.intern("list");
+    let items: Vec<ValRef> = items.iter().map(|&i| ValRef::small_int(i).unwrap()).collect();
+    let len = items.len() as u64;
+    store
+        .push(squall_trace::Node::Seq(Box::new(squall_trace::SeqNode {
+            kind: SeqKind::List,
+            ty,
+            obj: 5,
+            len,
+            items: items.into(),
+        })))
+        .unwrap()
+}
+
+fn delta(store: &mut squall_trace::ValueStore, base: ValRef, n_items: u32, changes: &[(u32, i64)]) -> ValRef {
+    let ty = store.intern("list");
+    let changes: Vec<(u32, ValRef)> = changes.iter().map(|&(i, v)| (i, ValRef::small_int(v).unwrap())).collect();
+    store
+        .push(squall_trace::Node::SeqDelta(Box::new(squall_trace::SeqDeltaNode {
+            kind: SeqKind::List,
+            ty,
+            obj: 5,
+            len: u64::from(n_items),
+            base: base.0,
+            n_items,
+            changes: changes.into(),
+        })))
+        .unwrap()
+}
+
+fn through_a_file(store: &squall_trace::ValueStore) -> Recording {
+    let mut w = Writer::new(Vec::new(), &Header::default()).unwrap();
+    w.thread(&ThreadMeta::default()).unwrap();
+    w.values(0, store).unwrap();
+    read(&w.finish(0, &[]).unwrap()).unwrap()
+}
+
+#[test]
+fn sequence_changes_round_trip() {
+    let mut s = squall_trace::ValueStore::new();
+    let base = seq(&mut s, &[1, 2, 3, 4]);
+    let appended = delta(&mut s, base, 5, &[(4, 5)]);
+    let changed = delta(&mut s, base, 4, &[(1, 20), (3, 40)]);
+    let rec = through_a_file(&s);
+    assert_eq!(rec.cut_short, None);
+    let items = |v: ValRef| match rec.timelines[0].values.to_snap(v, squall_trace::ExpandBudget::FULL) {
+        Snap::Seq { items, .. } => items,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(items(appended), [1, 2, 3, 4, 5].map(Snap::Int));
+    assert_eq!(items(changed), [1, 20, 3, 40].map(Snap::Int));
+}
+
+#[test]
+fn a_sequence_change_without_a_sequence_base_is_refused() {
+    let mut s = squall_trace::ValueStore::new();
+    let base = seq(&mut s, &[1, 2]);
+    // An item its base does not have, and a base that is itself a delta.
+    delta(&mut s, base, 3, &[]);
+    let rec = through_a_file(&s);
+    let why = rec.cut_short.expect("the bad node stops the read");
+    assert!(why.contains("corrupt chunk") && why.contains("value nodes"), "{why}");
+    let mut s = squall_trace::ValueStore::new();
+    let base = seq(&mut s, &[1, 2]);
+    let d = delta(&mut s, base, 2, &[(0, 9)]);
+    delta(&mut s, d, 2, &[]);
+    let why = through_a_file(&s).cut_short.expect("the bad node stops the read");
+    assert!(why.contains("corrupt chunk") && why.contains("value nodes"), "{why}");
+}
