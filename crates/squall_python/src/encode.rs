@@ -562,8 +562,8 @@ impl Cx<'_> {
                     self.seq(o, SeqKind::Tuple, items, depth, false)
                 }
                 TypeKind::Dict => self.map(o, depth),
-                TypeKind::Set | TypeKind::FrozenSet => {
-                    let frozen = self.type_info(tp).kind == TypeKind::FrozenSet;
+                set @ (TypeKind::Set | TypeKind::FrozenSet) => {
+                    let frozen = set == TypeKind::FrozenSet;
                     let kind = if frozen { SeqKind::FrozenSet } else { SeqKind::Set };
                     let base = if frozen { &raw mut ffi::PyFrozenSet_Type } else { &raw mut ffi::PySet_Type };
                     match base_iter(base, o) {
@@ -628,8 +628,15 @@ impl Cx<'_> {
             let members = if members.is_empty() {
                 0
             } else {
-                self.cache.member_lists.push(members.into());
-                self.cache.member_lists.len() as u32
+                // Equal lists share one entry: a type missed in the direct-mapped cache, or one
+                // without a version tag (never cached), must not add a list at every object.
+                match self.cache.member_lists.iter().position(|l| **l == *members) {
+                    Some(i) => i as u32 + 1,
+                    None => {
+                        self.cache.member_lists.push(members.into());
+                        self.cache.member_lists.len() as u32
+                    }
+                }
             };
             let info = TypeInfo {
                 kind: classify(tp),
@@ -1131,8 +1138,9 @@ impl Cx<'_> {
     }
 
     /// At the object-depth limit, a reference to instance `o` (identity `obj`) when this
-    /// timeline holds a state of it already; `None`: encode its contents (above the limit, or its first
-    /// state). An earlier state missed in the direct-mapped cache only costs an encoding.
+    /// timeline holds a state of it already; `None`: encode its contents (above the limit, or
+    /// its first state). An earlier state missed in the direct-mapped cache only costs an
+    /// encoding.
     fn known_at_limit(
         &mut self,
         o: *mut ffi::PyObject,
@@ -1241,21 +1249,10 @@ impl Cx<'_> {
 
 /// True when delta `d` holds exactly `items`.
 fn delta_equals(store: &ValueStore, d: &SeqDeltaNode, items: &[ValRef]) -> bool {
-    if d.n_items as usize != items.len() {
-        return false;
-    }
-    let Some(Node::Seq(b)) = store.node(d.base) else { return false };
-    let mut changes = d.changes.iter().peekable();
-    items.iter().enumerate().all(|(i, &v)| match changes.peek() {
-        Some(&&(j, c)) if j as usize == i => {
-            changes.next();
-            c == v
-        }
-        _ => b.items.get(i) == Some(&v),
-    })
+    d.n_items as usize == items.len() && store.delta_items(d).eq(items.iter().copied())
 }
 
-/// `items` as changes against full state `base`, when that is well under half their size (a
+/// `items` as changes against full state `base`, when fewer than a quarter of them differ (a
 /// list appended to, a few items replaced); `None`: store them in full.
 fn delta(
     store: &ValueStore,

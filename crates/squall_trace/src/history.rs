@@ -12,7 +12,7 @@
 use crate::entry::Kind;
 use crate::forms::Forms;
 use crate::queries::total_order;
-use crate::store::{Node, ObjId, ValueStore};
+use crate::store::{ObjId, ValueStore};
 use crate::timeline::Timeline;
 use crate::value::{Decoded, ValRef};
 
@@ -86,39 +86,24 @@ impl NodeEntries {
     }
 }
 
-/// True for nodes that are a state of an object: what `history` lists. A `Cut` node is not (the
-/// budget stopped before the object's contents), so an earlier full state stays the latest.
-fn is_state(n: &Node, obj: ObjId) -> bool {
-    !matches!(n, Node::Cut(_)) && n.obj() == obj
-}
-
-/// Every distinct recorded state of object `obj` in this timeline, oldest first.
+/// Every distinct recorded state of object `obj` in this timeline, oldest first (the store's
+/// states: a `Cut` node is not one, the budget stopped before the object's contents, so an
+/// earlier full state stays the latest).
 pub fn history(store: &ValueStore, entries: &NodeEntries, obj: ObjId) -> Vec<State> {
-    if obj == 0 || store.legacy_len() > 0 {
+    if store.legacy_len() > 0 {
         return Vec::new();
     }
-    store
-        .nodes()
-        .iter()
-        .enumerate()
-        .filter(|(_, n)| is_state(n, obj))
-        .map(|(s, _)| State { slot: s as u32, idx: entries.entry_of(s as u32) })
-        .collect()
+    store.states_of(obj).into_iter().map(|slot| State { slot, idx: entries.entry_of(slot) }).collect()
 }
 
-/// The newest state of object `obj` recorded at or before entry `idx`, searching down from the
-/// reach of `idx` to `floor` (a slot known to be a state of `obj`, e.g. the bound value: the
-/// search never goes below it). `None`: no newer state than `floor`.
+/// The newest state of object `obj` recorded at or before entry `idx`, above `floor` (a slot
+/// known to be a state of `obj`, e.g. the bound value). `None`: no newer state than `floor`.
 pub fn latest_state(store: &ValueStore, entries: &NodeEntries, obj: ObjId, idx: u32, floor: u32) -> Option<State> {
-    if obj == 0 || store.legacy_len() > 0 {
+    if store.legacy_len() > 0 {
         return None;
     }
     let top = entries.reach_at(idx).min(store.len() as u32);
-    let nodes = store.nodes();
-    (floor.saturating_add(1)..top)
-        .rev()
-        .find(|&s| is_state(&nodes[s as usize], obj))
-        .map(|s| State { slot: s, idx: entries.entry_of(s) })
+    store.state_before(obj, top).filter(|&s| s > floor).map(|slot| State { slot, idx: entries.entry_of(slot) })
 }
 
 /// One state in a history merged over several timelines: which of them (as given) and where.
@@ -151,7 +136,7 @@ mod tests {
     use super::*;
     use crate::entry::Entry;
     use crate::snapshot::SeqKind;
-    use crate::store::SeqNode;
+    use crate::store::{Node, SeqNode};
 
     fn list(store: &mut ValueStore, obj: ObjId, items: &[ValRef]) -> ValRef {
         let ty = store.intern("list");

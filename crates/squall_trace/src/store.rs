@@ -390,24 +390,26 @@ impl ValueStore {
     pub fn seq_items(&self, slot: u32) -> Vec<ValRef> {
         match self.nodes.get(slot as usize) {
             Some(Node::Seq(n)) => n.items.to_vec(),
-            Some(Node::SeqDelta(d)) => {
-                let base: &[ValRef] = match self.nodes.get(d.base as usize) {
-                    Some(Node::Seq(b)) => &b.items,
-                    _ => &[],
-                };
-                let mut changes = d.changes.iter().peekable();
-                (0..d.n_items)
-                    .map(|i| match changes.peek() {
-                        Some(&&(j, v)) if j == i => {
-                            changes.next();
-                            v
-                        }
-                        _ => base.get(i as usize).copied().unwrap_or(ValRef::ABSENT),
-                    })
-                    .collect()
-            }
+            Some(Node::SeqDelta(d)) => self.delta_items(d).collect(),
             _ => Vec::new(),
         }
+    }
+
+    /// The items delta `d` holds: its changes, and its base's items elsewhere (`ABSENT` where a
+    /// damaged base has none: a file's deltas are checked when read).
+    pub fn delta_items<'a>(&'a self, d: &'a SeqDeltaNode) -> impl Iterator<Item = ValRef> + 'a {
+        let base: &[ValRef] = match self.nodes.get(d.base as usize) {
+            Some(Node::Seq(b)) => &b.items,
+            _ => &[],
+        };
+        let mut changes = d.changes.iter().peekable();
+        (0..d.n_items).map(move |i| match changes.peek() {
+            Some(&&(j, v)) if j == i => {
+                changes.next();
+                v
+            }
+            _ => base.get(i as usize).copied().unwrap_or(ValRef::ABSENT),
+        })
     }
 
     /// A tree of the value an entry's `v` names, as it was recorded, for display and for the
@@ -519,8 +521,10 @@ impl ValueStore {
         path.objs.pop();
     }
 
-    /// The newest state of object `obj` stored before node `bound`.
-    pub fn state_before(&self, obj: ObjId, bound: u32) -> Option<u32> {
+    /// `f` over the slots of object `obj`'s states (every node of it but a `Cut`: the budget or
+    /// a reference stopped before its contents), oldest first, indexing nodes stored since the
+    /// last call.
+    fn with_states<T>(&self, obj: ObjId, f: impl FnOnce(&[u32]) -> T) -> Option<T> {
         if obj == 0 {
             return None;
         }
@@ -533,9 +537,21 @@ impl ValueStore {
             }
         }
         index.indexed = self.nodes.len();
-        let slots = index.by_obj.get(&obj)?;
-        let k = slots.partition_point(|&s| s < bound);
-        k.checked_sub(1).map(|k| slots[k])
+        index.by_obj.get(&obj).map(|slots| f(slots))
+    }
+
+    /// The slots of every state of object `obj`, oldest first.
+    pub fn states_of(&self, obj: ObjId) -> Vec<u32> {
+        self.with_states(obj, <[u32]>::to_vec).unwrap_or_default()
+    }
+
+    /// The newest state of object `obj` stored before node `bound`.
+    pub fn state_before(&self, obj: ObjId, bound: u32) -> Option<u32> {
+        self.with_states(obj, |slots| {
+            let k = slots.partition_point(|&s| s < bound);
+            k.checked_sub(1).map(|k| slots[k])
+        })
+        .flatten()
     }
 
     fn snap_at(&self, v: ValRef, depth: u32, left: &mut usize) -> Snap {
@@ -551,10 +567,6 @@ impl ValueStore {
     /// `snap_at`, with the identities of the objects being expanded around this one (`path`):
     /// a reference to one of them is a cycle, shown as a `Cut`.
     fn snap_in(&self, v: ValRef, depth: u32, left: &mut usize, path: &mut Walk) -> Snap {
-        self.snap_node(v, depth, left, path)
-    }
-
-    fn snap_node(&self, v: ValRef, depth: u32, left: &mut usize, path: &mut Walk) -> Snap {
         let slot = match v.decode() {
             Decoded::Int(i) => return Snap::Int(i),
             Decoded::None | Decoded::Absent => return Snap::None,
