@@ -34,31 +34,38 @@ def _shows(q, deref, ns):
     return out
 
 
-def _live():
+def _live(program=PROGRAM):
+    """The ``show`` arguments of ``program`` recorded in this process (module ``ref_<stem>``)."""
     api.stop_recording()
     api.clear_recordings()
     api.set_flow(0)
     api.start_recording(install_hook=False)
-    mod = types.ModuleType("ref_deep")
-    mod.__file__ = str(PROGRAM)
+    mod = types.ModuleType(f"ref_{program.stem}")
+    mod.__file__ = str(program)
     sys.modules[mod.__name__] = mod
     try:
-        exec(rewrite.compile_instrumented(PROGRAM.read_text(encoding="utf-8"), str(PROGRAM), mod.__name__,
+        exec(rewrite.compile_instrumented(program.read_text(encoding="utf-8"), str(program), mod.__name__,
                                           mode="full"), mod.__dict__)
     finally:
         api.stop_recording()
         sys.modules.pop(mod.__name__, None)
     try:
-        return _shows(indexes._live, values.deref_val_id, "ref_deep")
+        return _shows(indexes._live, values.deref_val_id, mod.__name__)
     finally:
         api.clear_recordings()
 
 
-def _file(tmp_path):
-    out = tmp_path / "deep.sqrec"
-    r = _run([SQUALL, "run", "--no-summary", "--mode", "full", "-o", out, PROGRAM])
+def _saved(tmp_path, program=PROGRAM):
+    """``squall run -o`` of ``program``: the file."""
+    out = tmp_path / f"{program.stem}.sqrec"
+    r = _run([SQUALL, "run", "--no-summary", "--mode", "full", "-o", out, program])
     assert r.returncode == 0, r.stderr
-    rec = squall.load(out)
+    return out
+
+
+def _file(tmp_path, program=PROGRAM):
+    """The ``show`` arguments of ``program`` read back from its recording file."""
+    rec = squall.load(_saved(tmp_path, program))
     return _shows(rec, rec.deref_val_id, "__main__")
 
 
@@ -127,10 +134,7 @@ def test_a_cycle_is_shown_once():
 
 
 def test_previews_mark_earlier_states(tmp_path):
-    out = tmp_path / "deep.sqrec"
-    r = _run([SQUALL, "run", "--no-summary", "--mode", "full", "-o", out, PROGRAM])
-    assert r.returncode == 0, r.stderr
-    r = _run([SQUALL, "query", out, "calls", "show"])
+    r = _run([SQUALL, "query", _saved(tmp_path), "calls", "show"])
     assert r.returncode == 0, r.stderr
     lines = [ln for ln in r.stdout.splitlines() if "show(node=" in ln]
     assert "child=(earlier) Node#" in lines[0], lines[0]
@@ -139,27 +143,7 @@ def test_previews_mark_earlier_states(tmp_path):
 
 def _written(front, tmp_path):
     program = HERE / "reference_programs" / "written.py"
-    if front == "file":
-        out = tmp_path / "written.sqrec"
-        r = _run([SQUALL, "run", "--no-summary", "--mode", "full", "-o", out, program])
-        assert r.returncode == 0, r.stderr
-        rec = squall.load(out)
-        return _shows(rec, rec.deref_val_id, "__main__")
-    api.stop_recording()
-    api.clear_recordings()
-    api.set_flow(0)
-    api.start_recording(install_hook=False)
-    mod = types.ModuleType("ref_written")
-    mod.__file__ = str(program)
-    try:
-        exec(rewrite.compile_instrumented(program.read_text(encoding="utf-8"), str(program), mod.__name__,
-                                          mode="full"), mod.__dict__)
-    finally:
-        api.stop_recording()
-    try:
-        return _shows(indexes._live, values.deref_val_id, "ref_written")
-    finally:
-        api.clear_recordings()
+    return _file(tmp_path, program) if front == "file" else _live(program)
 
 
 @pytest.mark.parametrize("front", ["live", "file"])
@@ -174,4 +158,3 @@ def test_an_earlier_state_has_the_writes_made_since(front, tmp_path):
     # The value recorded for a is equal to the one before, but is not that entry's value: the
     # write since is shown (a value reused from an earlier entry would resolve as of then).
     assert fourth.peer.name == "C"
-    assert "name" not in third.peer.value.attrs

@@ -16,7 +16,7 @@ program's code, because it is asked for. What cannot be rebuilt faithfully raise
 from __future__ import annotations
 
 import importlib
-from typing import Any, Dict, List
+from typing import Any, Dict
 
 __all__ = ["MaterializeError", "materialize_value"]
 
@@ -35,25 +35,16 @@ class MaterializeError(ValueError):
 
 
 def _find_class(type_name: str, path: str) -> type:
-    module_name, _, qualname = type_name.rpartition(".")
-    candidates: List[str] = []
-    # `module.QualName` where QualName may itself be dotted (a nested class): try each split.
+    # `module.QualName`, where both parts may be dotted (a package, a nested class): try each
+    # split, longest module first; a name without a module is a builtin.
     parts = type_name.split(".")
-    for cut in range(len(parts) - 1, 0, -1):
-        candidates.append(".".join(parts[:cut]))
-    if not module_name:
-        candidates = ["builtins"]
-        qualname = type_name
-    for mod_name in candidates:
+    splits = [(".".join(parts[:cut]), parts[cut:]) for cut in range(len(parts) - 1, 0, -1)]
+    for mod_name, attrs in splits or [("builtins", parts)]:
         try:
             obj: Any = importlib.import_module(mod_name)
-        except ImportError:
-            continue
-        rest = type_name[len(mod_name) + 1 :] if mod_name != "builtins" else qualname
-        try:
-            for attr in rest.split("."):
+            for attr in attrs:
                 obj = getattr(obj, attr)
-        except AttributeError:
+        except (ImportError, AttributeError):
             continue
         if isinstance(obj, type):
             return obj
