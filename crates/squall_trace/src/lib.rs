@@ -6,6 +6,7 @@
 mod entry;
 mod error;
 mod forms;
+pub mod grow;
 pub mod history;
 mod limits;
 pub mod printer;

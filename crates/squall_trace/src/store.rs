@@ -291,13 +291,10 @@ impl ValueStore {
     /// Appends `node`; `None` when the table is full (the value is then not recorded).
     pub fn push(&mut self, node: Node) -> Option<ValRef> {
         let r = ValRef::slot(self.nodes.len() as u32)?;
-        if self.nodes.len() == self.nodes.capacity() {
-            // Grown by a quarter, not doubled: what the memory limit counts stays close to what
-            // is used.
-            self.nodes.reserve_exact((self.nodes.len() / 4).max(64));
-        }
         self.heap_bytes += node.heap_bytes();
-        self.nodes.push(node);
+        // Past 16 MB grown by steps, not doubled: what the memory limit counts stays close to
+        // what is used (and the new room is faulted in ahead: `grow`).
+        crate::grow::push(&mut self.nodes, node);
         Some(r)
     }
 

@@ -8,6 +8,7 @@
 //!   (frames skipped by a function call limit sit on it with idx `NONE`).
 
 use crate::entry::{Entry, Kind, NONE};
+use crate::grow;
 use crate::limits::{LimitHit, Limits};
 use crate::value::ValRef;
 
@@ -236,7 +237,7 @@ impl Timeline {
     #[inline(always)]
     pub fn push_event(&mut self, kind: Kind, site: u32, frame: u32, value: ValRef) {
         debug_assert!(kind.is_event());
-        self.entries.push(Entry::new(kind, site, frame, value.0, 0));
+        grow::push(&mut self.entries, Entry::new(kind, site, frame, value.0, 0));
     }
 
     /// Writes a `Write` in `frame`, which `innermost_frame_of` just gave: what `write` writes
@@ -244,8 +245,8 @@ impl Timeline {
     #[inline(always)]
     pub fn push_write(&mut self, site: u32, frame: u32, obj: crate::ObjId, key: ValRef, value: ValRef, store_len: u32) {
         let at = self.args_base + self.args.len() as u32;
-        self.entries.push(Entry::new(Kind::Write, site, frame, value.0, at));
-        self.args.extend_from_slice(&[obj as u32, (obj >> 32) as u32, key.0, store_len]);
+        grow::push(&mut self.entries, Entry::new(Kind::Write, site, frame, value.0, at));
+        grow::extend(&mut self.args, &[obj as u32, (obj >> 32) as u32, key.0, store_len]);
     }
 
     /// Writes the exit of the innermost open frame, after `innermost_frame_of` found it.
@@ -254,7 +255,7 @@ impl Timeline {
         debug_assert!(kind.is_exit());
         let Some(top) = self.stack.pop() else { return };
         let idx = self.len() as u32;
-        self.entries.push(Entry::new(kind, id, top.call_idx, value.0, 0));
+        grow::push(&mut self.entries, Entry::new(kind, id, top.call_idx, value.0, 0));
         if let Some(call) = self.get_mut(top.call_idx) {
             call.b = idx;
         }
@@ -312,6 +313,9 @@ impl Timeline {
             [one] => one.0,
             many => {
                 let at = self.args_base + self.args.len() as u32;
+                if self.args.capacity() - self.args.len() < many.len() {
+                    grow::grow(&mut self.args, many.len());
+                }
                 self.args.extend(many.iter().map(|v| v.0));
                 at
             }
@@ -334,7 +338,7 @@ impl Timeline {
     #[inline(always)]
     fn push_open(&mut self, kind: Kind, form: u32, idx: u32, c: u32) {
         let parent = self.parent();
-        self.entries.push(Entry::new(kind, form, parent, NONE, c));
+        grow::push(&mut self.entries, Entry::new(kind, form, parent, NONE, c));
         self.stack.push(Open { call_idx: idx, form, parent_for_children: idx });
     }
 
@@ -361,7 +365,7 @@ impl Timeline {
                 let idx = self.len();
                 if (idx as u64) < cap {
                     self.stack.pop();
-                    self.entries.push(Entry::new(kind, id, top.call_idx, value.0, 0));
+                    grow::push(&mut self.entries, Entry::new(kind, id, top.call_idx, value.0, 0));
                     if let Some(call) = self.get_mut(top.call_idx) {
                         call.b = idx as u32;
                     }
@@ -403,7 +407,7 @@ impl Timeline {
             Ok(idx) => idx,
             Err(r) => return r,
         };
-        self.entries.push(Entry::new(kind, id, open.call_idx, value.0, 0));
+        grow::push(&mut self.entries, Entry::new(kind, id, open.call_idx, value.0, 0));
         if let Some(call) = self.get_mut(open.call_idx) {
             call.b = idx;
         }
@@ -429,7 +433,7 @@ impl Timeline {
         let at = self.args_base + self.args.len() as u32;
         let r = self.event(Kind::Write, site, form, resumable, value, limits);
         if r == Recorded::Written {
-            self.args.extend([obj as u32, (obj >> 32) as u32, key.0, store_len]);
+            grow::extend(&mut self.args, &[obj as u32, (obj >> 32) as u32, key.0, store_len]);
             if let Some(e) = self.entries.last_mut() {
                 e.c = at;
             }
@@ -492,7 +496,7 @@ impl Timeline {
         }
         match self.next_idx(limits) {
             Ok(_) => {
-                self.entries.push(Entry::new(kind, site, frame, value.0, 0));
+                grow::push(&mut self.entries, Entry::new(kind, site, frame, value.0, 0));
                 Recorded::Written
             }
             Err(r) => r,
@@ -509,7 +513,7 @@ impl Timeline {
                 continue;
             }
             let Ok(idx) = self.next_idx(limits) else { return };
-            self.entries.push(Entry::new(Kind::Unwind, o.form, o.call_idx, value.0, 0));
+            grow::push(&mut self.entries, Entry::new(Kind::Unwind, o.form, o.call_idx, value.0, 0));
             if let Some(call) = self.get_mut(o.call_idx) {
                 call.b = idx;
             }
