@@ -18,7 +18,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use pyo3::exceptions::{PyOSError, PyRuntimeError};
 use pyo3::prelude::*;
-use squall_store::{Header, ThreadMeta, Writer};
+use squall_store::{Header, ThreadMeta, Writer, Written};
 
 use crate::engine::{Engine, ENGINE};
 use crate::gil_cell::GilCell;
@@ -72,6 +72,7 @@ pub fn open_sink(
     }
     let header = Header { program, argv, python, squall, started_unix_ms: now_ms(), cwd };
     let writer = Writer::create(&path, &header)
+        .and_then(Writer::in_background)
         .map_err(|e| PyOSError::new_err(format!("cannot write the recording to `{}`: {e}", path.display())))?;
     let (stop, flusher) = spawn_flusher()?;
     FLUSHER_RUNNING.store(true, Ordering::Relaxed);
@@ -186,26 +187,44 @@ fn flusher_loop(stop: &(Mutex<bool>, Condvar)) {
         // SAFETY of the flush: it runs with the GIL held, like every other engine access. A panic
         // must not end the flusher (memory would then grow unbounded): it ends the saving,
         // reported like any other saving error.
-        Python::attach(|py| {
+        let written = Python::attach(|py| {
             let t0 = std::time::Instant::now();
             let _report = Defer(move || {
                 if std::env::var_os("SQUALL_DEBUG_PAUSES").is_some() && t0.elapsed().as_millis() > 30 {
                     eprintln!("squall flush: {} ms", t0.elapsed().as_millis());
                 }
             });
-            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| flush_now(py))).is_err() {
-                if let Some(sink) = unsafe { SINK.get() }.as_mut() {
-                    if sink.error.is_none() {
-                        let msg = format!(
-                            "squall: saving the recording to `{}` failed (internal error); it stops here",
-                            sink.path.display()
-                        );
-                        eprintln!("{msg}");
-                        sink.error = Some(msg);
+            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| flush_now(py))) {
+                Ok(written) => written,
+                Err(_) => {
+                    if let Some(sink) = unsafe { SINK.get() }.as_mut() {
+                        if sink.error.is_none() {
+                            let msg = format!(
+                                "squall: saving the recording to `{}` failed (internal error); it stops here",
+                                sink.path.display()
+                            );
+                            eprintln!("{msg}");
+                            sink.error = Some(msg);
+                        }
                     }
+                    None
                 }
             }
         });
+        // The writer's thread compresses and writes what the flush handed over, without the
+        // GIL; the next flush starts once it is on disk, so a killed program loses at most the
+        // last half second, as before.
+        if let Some((written, ticket)) = written {
+            written.wait(ticket);
+            if let Some(e) = written.failed() {
+                // SAFETY: GIL held inside `attach`.
+                Python::attach(|_py| {
+                    if let Some(sink) = unsafe { SINK.get() }.as_mut() {
+                        stop_saving(sink, &e);
+                    }
+                });
+            }
+        }
     }
 }
 
@@ -231,22 +250,36 @@ fn interpreter_gone() -> bool {
 
 /// Appends everything recorded since the last flush. Errors are kept and reported at close; the
 /// program is never disturbed.
-fn flush_now(_py: Python<'_>) {
+/// Returns what to wait on for the flush to be written (the writer's thread and the flush's
+/// ticket).
+fn flush_now(_py: Python<'_>) -> Option<(Written, u64)> {
     // SAFETY: GIL held.
-    let Some(sink) = (unsafe { SINK.get() }).as_mut() else { return };
+    let sink = (unsafe { SINK.get() }).as_mut()?;
     if sink.error.is_some() || sink.pid != std::process::id() {
-        return;
+        return None;
     }
     let eng = unsafe { ENGINE.get() };
-    if let Err(e) = flush_into(sink, eng) {
+    match flush_into(sink, eng) {
+        Ok(ticket) => Some((sink.writer.as_ref()?.written()?, ticket)),
+        Err(e) => {
+            stop_saving(sink, &e);
+            None
+        }
+    }
+}
+
+/// Saving failed with `e`: says so once, on stderr, and keeps it for the summary.
+fn stop_saving(sink: &mut Sink, e: &dyn std::fmt::Display) {
+    if sink.error.is_none() {
         let msg = format!("squall: saving the recording to `{}` failed ({e}); it stops here", sink.path.display());
         eprintln!("{msg}");
         sink.error = Some(msg);
     }
 }
 
-fn flush_into(sink: &mut Sink, eng: &mut Engine) -> Result<(), squall_store::StoreError> {
-    let Some(writer) = sink.writer.as_mut() else { return Ok(()) };
+/// Hands everything recorded since the last flush to the writer; returns the flush's ticket.
+fn flush_into(sink: &mut Sink, eng: &mut Engine) -> Result<u64, squall_store::StoreError> {
+    let Some(writer) = sink.writer.as_mut() else { return Ok(0) };
     writer.forms(&eng.forms)?;
     for number in 0..eng.recs.len() {
         let Some(rec) = eng.recs.get_mut(number).and_then(|r| r.as_deref_mut()) else { continue };
@@ -297,9 +330,9 @@ fn flush_into(sink: &mut Sink, eng: &mut Engine) -> Result<(), squall_store::Sto
         }
         writer.values(number as u32, &rec.values)?;
     }
-    writer.flush()?;
+    let ticket = writer.flush()?;
     evict_saved(sink, eng);
-    Ok(())
+    Ok(ticket)
 }
 
 /// Over half the memory limit, entries and args already saved leave memory: the recording
@@ -325,10 +358,12 @@ pub fn saving() -> bool {
     unsafe { SINK.get() }.is_some()
 }
 
-/// Flushes now (also done every half second by the flusher).
+/// Flushes now (also done every half second by the flusher): returns once it is written.
 #[pyfunction]
 pub fn flush_sink(py: Python<'_>) {
-    flush_now(py);
+    if let Some((written, ticket)) = flush_now(py) {
+        py.detach(|| written.wait(ticket));
+    }
 }
 
 /// The file being written, if any.

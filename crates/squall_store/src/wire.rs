@@ -96,6 +96,33 @@ pub(crate) fn put_body(out: &mut Vec<u8>, codec: Codec, raw: &[u8]) {
     }
 }
 
+/// A zstd context kept between chunks: [`put_body`] makes (and zeroes the memory of) a new one
+/// for every body.
+#[derive(Default)]
+pub(crate) struct Compressor {
+    cx: Option<(i32, zstd::bulk::Compressor<'static>)>,
+    buf: Vec<u8>,
+}
+
+/// [`put_body`] with a context kept in `z`.
+pub(crate) fn put_body_with(out: &mut Vec<u8>, codec: Codec, raw: &[u8], z: &mut Compressor) {
+    let Codec::Zstd(level) = codec else { return put_body(out, codec, raw) };
+    if z.cx.as_ref().is_none_or(|(l, _)| *l != level) {
+        z.cx = zstd::bulk::Compressor::new(level).ok().map(|c| (level, c));
+    }
+    let Some((_, cx)) = z.cx.as_mut() else { return put_body(out, codec, raw) };
+    z.buf.clear();
+    z.buf.reserve(zstd::zstd_safe::compress_bound(raw.len()));
+    match cx.compress_to_buffer(raw, &mut z.buf) {
+        Ok(_) => {
+            out.push(CODEC_ZSTD);
+            put_uv(out, raw.len() as u64);
+            out.extend_from_slice(&z.buf);
+        }
+        Err(_) => put_body(out, Codec::None, raw),
+    }
+}
+
 /// Decompresses a body written by [`put_body`].
 pub(crate) fn get_body(body: &[u8]) -> Result<Vec<u8>, Bad> {
     let mut r = Rd::new(body);

@@ -4,12 +4,18 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
 
 use squall_trace::{Entry, Forms, ValueStore};
 
 use crate::codec::{encode_entries, Streams};
 use crate::nodecodec::put_node;
-use crate::wire::{chunk, put_body, put_chunk, put_str, put_uv, Codec, FLAG_OPTIONAL, FORMAT_VERSION, MAGIC};
+use crate::wire::{
+    chunk, put_body_with, put_chunk, put_str, put_uv, Codec, Compressor, FLAG_OPTIONAL, FORMAT_VERSION, MAGIC,
+};
 use crate::{Header, StoreError, ThreadMeta};
 
 /// Entries per ENTRIES chunk at most: bounds a chunk's memory and lets readers decode in parallel.
@@ -31,18 +37,100 @@ struct TlState {
 /// Streams a recording to `W`: a header, then chunks as the recorder hands over data. Every chunk
 /// is written whole with one `write_all`; after [`Writer::flush`] the data so far survives the
 /// process being killed. Call [`Writer::finish`] to mark the recording complete.
+///
+/// After [`Writer::in_background`], chunk bodies are compressed and written by a thread of the
+/// writer's own, in order: the caller only encodes (a recorder flushing under a lock its program
+/// needs holds it for less). [`Writer::written`] then tells when what was handed over is written.
 pub struct Writer<W: Write> {
-    w: W,
-    codec: Codec,
+    out: Out<W>,
     forms: u32,
     sites: u32,
     nparams: Vec<u32>,
     timelines: HashMap<u32, TlState>,
     streams: Streams,
     raw: Vec<u8>,
+}
+
+/// Compresses chunk bodies and writes chunks to `W`.
+struct Chunker<W> {
+    w: W,
+    codec: Codec,
+    zstd: Compressor,
     payload: Vec<u8>,
     out: Vec<u8>,
-    bytes: u64,
+    bytes: Arc<AtomicU64>,
+}
+
+impl<W: Write> Chunker<W> {
+    fn emit(&mut self, ty: u8, flags: u8, raw: &[u8]) -> Result<(), StoreError> {
+        self.payload.clear();
+        put_body_with(&mut self.payload, self.codec, raw, &mut self.zstd);
+        self.out.clear();
+        put_chunk(&mut self.out, ty, flags, &self.payload);
+        self.w.write_all(&self.out)?;
+        self.bytes.fetch_add(self.out.len() as u64, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+enum Job {
+    Chunk(u8, u8, Vec<u8>),
+    Flush(u64),
+}
+
+/// How many chunks may wait for the background thread before the caller waits for it.
+const QUEUED_CHUNKS: usize = 16;
+
+/// What the background thread has written: the ticket of the last [`Writer::flush`] it did, or
+/// the error it stopped at.
+#[derive(Default)]
+struct Progress {
+    flushed: u64,
+    failed: Option<String>,
+}
+
+/// A handle on the background thread's progress, usable without the writer.
+#[derive(Clone, Default)]
+pub struct Written(Arc<(Mutex<Progress>, Condvar)>);
+
+impl Written {
+    /// Waits until the flush that returned `ticket` is written (or the thread stopped).
+    pub fn wait(&self, ticket: u64) {
+        let (lock, cv) = &*self.0;
+        let Ok(mut p) = lock.lock() else { return };
+        while p.flushed < ticket && p.failed.is_none() {
+            p = match cv.wait(p) {
+                Ok(p) => p,
+                Err(_) => return,
+            };
+        }
+    }
+
+    /// The error the thread stopped at, if it did.
+    pub fn failed(&self) -> Option<String> {
+        self.0 .0.lock().ok().and_then(|p| p.failed.clone())
+    }
+
+    fn set(&self, f: impl FnOnce(&mut Progress)) {
+        let (lock, cv) = &*self.0;
+        if let Ok(mut p) = lock.lock() {
+            f(&mut p);
+        }
+        cv.notify_all();
+    }
+}
+
+enum Out<W> {
+    Here(Chunker<W>),
+    Background {
+        tx: Option<SyncSender<Job>>,
+        /// Raw buffers the thread is done with, for reuse.
+        spent: Receiver<Vec<u8>>,
+        thread: Option<JoinHandle<Result<Chunker<W>, StoreError>>>,
+        written: Written,
+        tickets: u64,
+        bytes: Arc<AtomicU64>,
+    },
 }
 
 impl Writer<BufWriter<File>> {
@@ -63,17 +151,20 @@ impl<W: Write> Writer<W> {
     /// Starts a recording on `w`: writes the magic, the format version and the header chunk.
     pub fn new(w: W, header: &Header) -> Result<Self, StoreError> {
         let mut me = Writer {
-            w,
-            codec: Codec::default(),
+            out: Out::Here(Chunker {
+                w,
+                codec: Codec::default(),
+                zstd: Compressor::default(),
+                payload: Vec::new(),
+                out: Vec::new(),
+                bytes: Arc::default(),
+            }),
             forms: 0,
             sites: 0,
             nparams: Vec::new(),
             timelines: HashMap::new(),
             streams: Streams::default(),
             raw: Vec::new(),
-            payload: Vec::new(),
-            out: Vec::new(),
-            bytes: 0,
         };
         let mut p = Vec::new();
         put_str(&mut p, &header.program);
@@ -89,37 +180,85 @@ impl<W: Write> Writer<W> {
         out.extend_from_slice(&MAGIC);
         out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
         put_chunk(&mut out, chunk::HEADER, 0, &p);
-        me.w.write_all(&out)?;
-        me.bytes += out.len() as u64;
+        if let Out::Here(c) = &mut me.out {
+            c.w.write_all(&out)?;
+            c.bytes.fetch_add(out.len() as u64, Ordering::Relaxed);
+        }
         Ok(me)
     }
 
     /// Chooses how later chunk bodies are compressed (default: zstd level 1). For benchmarks and
-    /// tests; every reader reads every codec.
+    /// tests; every reader reads every codec. Call it before [`Writer::in_background`].
     pub fn set_codec(&mut self, codec: Codec) {
-        self.codec = codec;
+        if let Out::Here(c) = &mut self.out {
+            c.codec = codec;
+        }
     }
 
     /// Gives back the underlying stream without writing the end marker (after flushing it): the
     /// file reads as cut short, as after a crash. For tests and for abandoning a recording.
     pub fn into_inner(mut self) -> Result<W, StoreError> {
-        self.w.flush()?;
-        Ok(self.w)
+        let mut c = self.join()?;
+        c.w.flush()?;
+        Ok(c.w)
     }
 
     /// Bytes handed to the underlying stream so far.
     pub fn bytes_written(&self) -> u64 {
-        self.bytes
+        match &self.out {
+            Out::Here(c) => c.bytes.load(Ordering::Relaxed),
+            Out::Background { bytes, .. } => bytes.load(Ordering::Relaxed),
+        }
+    }
+
+    /// The background thread's progress ([`Written::wait`] on a [`Writer::flush`]'s ticket);
+    /// `None` when chunks are written by the caller.
+    pub fn written(&self) -> Option<Written> {
+        match &self.out {
+            Out::Here(_) => None,
+            Out::Background { written, .. } => Some(written.clone()),
+        }
     }
 
     fn emit(&mut self, ty: u8, flags: u8) -> Result<(), StoreError> {
-        self.payload.clear();
-        put_body(&mut self.payload, self.codec, &self.raw);
-        self.out.clear();
-        put_chunk(&mut self.out, ty, flags, &self.payload);
-        self.w.write_all(&self.out)?;
-        self.bytes += self.out.len() as u64;
-        Ok(())
+        match &mut self.out {
+            Out::Here(c) => c.emit(ty, flags, &self.raw),
+            Out::Background { tx, spent, .. } => {
+                let mut next = spent.try_recv().unwrap_or_default();
+                next.clear();
+                let raw = std::mem::replace(&mut self.raw, next);
+                if tx.as_ref().is_some_and(|tx| tx.send(Job::Chunk(ty, flags, raw)).is_ok()) {
+                    return Ok(());
+                }
+                // The thread stopped at an error: it says which.
+                self.join().map(|_| ()).and(Err(StoreError::Usage("the writer's thread stopped".into())))
+            }
+        }
+    }
+
+    /// Stops the background thread (if any) after everything handed over, and takes its chunker.
+    fn join(&mut self) -> Result<Chunker<W>, StoreError> {
+        match std::mem::replace(
+            &mut self.out,
+            Out::Background {
+                tx: None,
+                spent: sync_channel(0).1,
+                thread: None,
+                written: Written::default(),
+                tickets: 0,
+                bytes: Arc::default(),
+            },
+        ) {
+            Out::Here(c) => Ok(c),
+            Out::Background { tx, thread, .. } => {
+                drop(tx);
+                match thread.map(JoinHandle::join) {
+                    Some(Ok(r)) => r,
+                    Some(Err(_)) => Err(StoreError::Usage("the writer's thread panicked".into())),
+                    None => Err(StoreError::Usage("the writer was already finished".into())),
+                }
+            }
+        }
     }
 
     /// Writes the forms and sites registered since the last call (ids are indexes, append-only).
@@ -317,9 +456,23 @@ impl<W: Write> Writer<W> {
 
     /// Hands everything written so far to the OS: it survives the process being killed (not a
     /// power loss: there is no fsync).
-    pub fn flush(&mut self) -> Result<(), StoreError> {
-        self.w.flush()?;
-        Ok(())
+    /// With a background thread, returns a ticket for [`Written::wait`]: the flush is done once
+    /// the thread reaches it.
+    pub fn flush(&mut self) -> Result<u64, StoreError> {
+        match &mut self.out {
+            Out::Here(c) => {
+                c.w.flush()?;
+                Ok(0)
+            }
+            Out::Background { tx, tickets, .. } => {
+                *tickets += 1;
+                let ticket = *tickets;
+                if tx.as_ref().is_some_and(|tx| tx.send(Job::Flush(ticket)).is_ok()) {
+                    return Ok(ticket);
+                }
+                self.join().map(|_| 0).and(Err(StoreError::Usage("the writer's thread stopped".into())))
+            }
+        }
     }
 
     /// Writes the end marker (the recording completed) with the recorder's closing statistics,
@@ -334,7 +487,47 @@ impl<W: Write> Writer<W> {
             put_uv(r, *v);
         }
         self.emit(chunk::END, 0)?;
-        self.w.flush()?;
-        Ok(self.w)
+        let mut c = self.join()?;
+        c.w.flush()?;
+        Ok(c.w)
+    }
+}
+
+impl<W: Write + Send + 'static> Writer<W> {
+    /// From now on, chunk bodies are compressed and written by a thread of this writer's own.
+    /// Errors it meets are returned by the next call (and by [`Writer::finish`]).
+    pub fn in_background(mut self) -> Result<Self, StoreError> {
+        let mut c = self.join()?;
+        let (tx, rx) = sync_channel::<Job>(QUEUED_CHUNKS);
+        let (spent_tx, spent) = sync_channel::<Vec<u8>>(QUEUED_CHUNKS);
+        let written = Written::default();
+        let bytes = c.bytes.clone();
+        let progress = written.clone();
+        let thread = std::thread::Builder::new()
+            .name("squall-writer".into())
+            .spawn(move || {
+                for job in rx {
+                    let r = match job {
+                        Job::Chunk(ty, flags, raw) => {
+                            let r = c.emit(ty, flags, &raw);
+                            let _ = spent_tx.try_send(raw);
+                            r
+                        }
+                        Job::Flush(ticket) => {
+                            let r = c.w.flush().map_err(StoreError::from);
+                            progress.set(|p| p.flushed = ticket);
+                            r
+                        }
+                    };
+                    if let Err(e) = r {
+                        progress.set(|p| p.failed = Some(e.to_string()));
+                        return Err(e);
+                    }
+                }
+                Ok(c)
+            })
+            .map_err(|e| StoreError::Usage(format!("cannot start the writer's thread: {e}")))?;
+        self.out = Out::Background { tx: Some(tx), spent, thread: Some(thread), written, tickets: 0, bytes };
+        Ok(self)
     }
 }

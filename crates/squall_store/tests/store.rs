@@ -79,6 +79,60 @@ fn writer_create_streams_to_disk() {
 }
 
 #[test]
+fn a_writer_in_the_background_writes_the_same_file() {
+    let write = |background: bool| {
+        let mut w = Writer::new(Vec::new(), &common::header()).unwrap();
+        if background {
+            w = w.in_background().unwrap();
+        }
+        w.forms(&common::forms()).unwrap();
+        for (i, meta) in common::metas().iter().enumerate() {
+            w.thread(meta).unwrap();
+            let t = common::timeline(i as u32);
+            w.entries(meta.timeline, 0, t.entries(), 0, t.args()).unwrap();
+            let ticket = w.flush().unwrap();
+            if let Some(written) = w.written() {
+                written.wait(ticket); // returns: the thread got there
+            }
+        }
+        w.finish(7, &[("entries".into(), 3)]).unwrap()
+    };
+    let (here, there) = (write(false), write(true));
+    assert_eq!(here, there);
+    assert!(read(&there).unwrap().completed);
+}
+
+#[test]
+fn a_background_writers_error_comes_back_to_the_caller() {
+    /// Takes the header, then fails every write.
+    struct Full(usize);
+    impl std::io::Write for Full {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            if self.0 == 0 {
+                return Err(std::io::Error::other("no space left on device"));
+            }
+            self.0 -= 1;
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut w = Writer::new(Full(1), &common::header()).unwrap().in_background().unwrap();
+    w.forms(&common::forms()).unwrap();
+    let ticket = w.flush().unwrap();
+    w.written().unwrap().wait(ticket); // the thread stopped at the error: no hang
+    let meta = &common::metas()[0];
+    let t = common::timeline(0);
+    let later = w.thread(meta).and_then(|_| w.entries(0, 0, t.entries(), 0, t.args())).and_then(|_| w.flush());
+    let e = match later {
+        Err(e) => e,
+        Ok(_) => w.finish(0, &[]).err().expect("the failed write is reported"),
+    };
+    assert!(e.to_string().contains("no space left on device"), "{e}");
+}
+
+#[test]
 fn missing_end_marker_is_cut_short() {
     let rec = read(&common::write(false)).unwrap();
     check_same(&rec, false);
