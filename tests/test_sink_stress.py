@@ -323,6 +323,29 @@ def test_a_disk_that_fills_up_mid_run_leaves_a_cut_file_and_says_so(tmp_path):
     assert 0 < _calls(rec, "work") < 4 * 9300
 
 
+def test_a_disk_full_at_the_last_flush_is_said_as_when_the_flusher_meets_it(tmp_path):
+    """The program ends before any periodic flush, so the file fills up in the flush at exit:
+    stderr says so with the same line as mid-run (it said so only in the summary, with other
+    words: which flush meets a full disk is a matter of timing)."""
+    resource = pytest.importorskip("resource")
+    script = tmp_path / "short.py"
+    script.write_text("def f(i):\n    return str(i) * 3\n\nprint(sum(len(f(i)) for i in range(20000)))\n")
+    out = tmp_path / "full.sqrec"
+    py = _run([sys.executable, str(script)], tmp_path)
+
+    def small_files():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+
+    sq = _run([SQUALL, "run", "-o", str(out), str(script)], tmp_path, preexec_fn=small_files)
+    failed = f"squall: saving the recording to `{out}` failed (writing the recording failed: File too large"
+    assert sq.stderr.startswith(failed), sq.stderr[:2000]
+    sq.stderr = sq.stderr.split("\n", 1)[1]
+    summary = _same_as_python(py, sq)
+    assert f"recording NOT saved completely: {failed[len('squall: '):]}" in summary
+    assert out.stat().st_size <= 4096
+    _assert_cut(out, summary)
+
+
 # --- a file cut anywhere ---------------------------------------------------------------------
 
 

@@ -402,7 +402,9 @@ pub fn close_sink(py: Python<'_>, mut stats: Vec<(String, u64)>) -> PyResult<Opt
     let eng = unsafe { ENGINE.get() };
     if sink.error.is_none() {
         if let Err(e) = flush_into(&mut sink, eng) {
-            sink.error = Some(format!("saving the recording to `{}` failed: {e}", sink.path.display()));
+            // Said on stderr as when the flusher meets it: which flush meets a full disk is
+            // a matter of timing.
+            stop_saving(&mut sink, &e);
         }
     }
     if let Some(msg) = sink.error {
@@ -415,9 +417,11 @@ pub fn close_sink(py: Python<'_>, mut stats: Vec<(String, u64)>) -> PyResult<Opt
         }
     }
     if let Some(writer) = sink.writer.take() {
-        writer.finish(now_ms(), &stats).map_err(|e| {
-            PyOSError::new_err(format!("finishing the recording `{}` failed: {e}", sink.path.display()))
-        })?;
+        // The writer's thread may only now say that a chunk of the last flushes failed.
+        if let Err(e) = writer.finish(now_ms(), &stats) {
+            stop_saving(&mut sink, &e);
+            return Err(PyOSError::new_err(sink.error.unwrap_or_default()));
+        }
     }
     Ok(Some(sink.path))
 }

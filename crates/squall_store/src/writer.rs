@@ -75,6 +75,16 @@ impl<W: Write> Chunker<W> {
 
 enum Job {
     Chunk(u8, u8, Vec<u8>),
+    /// Entries to encode into ENTRIES chunks there (`Writer::entries`' arguments, copied).
+    Entries {
+        timeline: u32,
+        first_idx: u64,
+        entries: Vec<Entry>,
+        args_first: u64,
+        args: Vec<u32>,
+    },
+    /// Parameter counts of forms added since (entries' encoding needs them).
+    Params(Vec<u32>),
     Flush(u64),
 }
 
@@ -126,6 +136,9 @@ enum Out<W> {
         tx: Option<SyncSender<Job>>,
         /// Raw buffers the thread is done with, for reuse.
         spent: Receiver<Vec<u8>>,
+        /// Entry and args buffers the thread is done with, for reuse: fresh ones of a chunk's
+        /// size would be mapped anew, and their pages zeroed, at every flush.
+        spent_entries: Receiver<(Vec<Entry>, Vec<u32>)>,
         thread: Option<JoinHandle<Result<Chunker<W>, StoreError>>>,
         written: Written,
         tickets: u64,
@@ -243,6 +256,7 @@ impl<W: Write> Writer<W> {
             Out::Background {
                 tx: None,
                 spent: sync_channel(0).1,
+                spent_entries: sync_channel(0).1,
                 thread: None,
                 written: Written::default(),
                 tickets: 0,
@@ -310,6 +324,12 @@ impl<W: Write> Writer<W> {
         }
         self.forms = all.len() as u32;
         self.sites = first_site + nsites;
+        if let Out::Background { tx: Some(tx), .. } = &self.out {
+            let params = self.nparams[first_form.min(self.nparams.len())..].to_vec();
+            if !params.is_empty() {
+                let _ = tx.send(Job::Params(params));
+            }
+        }
         self.emit(chunk::FORMS, 0)
     }
 
@@ -360,27 +380,35 @@ impl<W: Write> Writer<W> {
         if entries.is_empty() && args.is_empty() {
             return Ok(());
         }
-        let nchunks = entries.len().div_ceil(ENTRIES_PER_CHUNK).max(1);
-        let args_per = args.len().div_ceil(nchunks);
-        for k in 0..nchunks {
-            let e =
-                &entries[(k * ENTRIES_PER_CHUNK).min(entries.len())..((k + 1) * ENTRIES_PER_CHUNK).min(entries.len())];
-            let lo = (k * args_per).min(args.len());
-            let g = &args[lo..(lo + args_per).min(args.len())];
-            self.raw.clear();
-            encode_entries(
-                &mut self.raw,
-                &mut self.streams,
-                timeline,
-                first_idx + (k * ENTRIES_PER_CHUNK) as u64,
-                e,
-                args_first + lo as u64,
-                g,
-                &self.nparams,
-            );
-            self.emit(chunk::ENTRIES, 0)?;
+        if let Out::Background { tx, spent_entries, .. } = &self.out {
+            // Encoded by the writer's thread: the caller only copies them, a chunk's worth per
+            // job (the queue's bound then bounds the copies), split as `entry_chunks` splits.
+            let nchunks = entries.len().div_ceil(ENTRIES_PER_CHUNK).max(1);
+            let args_per = args.len().div_ceil(nchunks);
+            for k in 0..nchunks {
+                let lo = (k * args_per).min(args.len());
+                let piece =
+                    (k * ENTRIES_PER_CHUNK).min(entries.len())..((k + 1) * ENTRIES_PER_CHUNK).min(entries.len());
+                let (mut e, mut g) = spent_entries.try_recv().unwrap_or_default();
+                e.clear();
+                e.extend_from_slice(&entries[piece]);
+                g.clear();
+                g.extend_from_slice(&args[lo..(lo + args_per).min(args.len())]);
+                let job = Job::Entries {
+                    timeline,
+                    first_idx: first_idx + (k * ENTRIES_PER_CHUNK) as u64,
+                    entries: e,
+                    args_first: args_first + lo as u64,
+                    args: g,
+                };
+                if tx.as_ref().is_none_or(|tx| tx.send(job).is_err()) {
+                    return self.join().map(|_| ()).and(Err(StoreError::Usage("the writer's thread stopped".into())));
+                }
+            }
+            return Ok(());
         }
-        Ok(())
+        let Out::Here(c) = &mut self.out else { unreachable!("handled above") };
+        entry_chunks(c, &mut self.raw, &mut self.streams, &self.nparams, timeline, first_idx, entries, args_first, args)
     }
 
     /// Appends what `store` (a timeline's value store) holds beyond what was written before:
@@ -493,6 +521,41 @@ impl<W: Write> Writer<W> {
     }
 }
 
+/// Encodes entries (and their args) into ENTRIES chunks of at most `ENTRIES_PER_CHUNK` entries.
+#[allow(clippy::too_many_arguments)]
+fn entry_chunks<W: Write>(
+    c: &mut Chunker<W>,
+    raw: &mut Vec<u8>,
+    streams: &mut Streams,
+    nparams: &[u32],
+    timeline: u32,
+    first_idx: u64,
+    entries: &[Entry],
+    args_first: u64,
+    args: &[u32],
+) -> Result<(), StoreError> {
+    let nchunks = entries.len().div_ceil(ENTRIES_PER_CHUNK).max(1);
+    let args_per = args.len().div_ceil(nchunks);
+    for k in 0..nchunks {
+        let e = &entries[(k * ENTRIES_PER_CHUNK).min(entries.len())..((k + 1) * ENTRIES_PER_CHUNK).min(entries.len())];
+        let lo = (k * args_per).min(args.len());
+        let g = &args[lo..(lo + args_per).min(args.len())];
+        raw.clear();
+        encode_entries(
+            raw,
+            streams,
+            timeline,
+            first_idx + (k * ENTRIES_PER_CHUNK) as u64,
+            e,
+            args_first + lo as u64,
+            g,
+            nparams,
+        );
+        c.emit(chunk::ENTRIES, 0, raw)?;
+    }
+    Ok(())
+}
+
 impl<W: Write + Send + 'static> Writer<W> {
     /// From now on, chunk bodies are compressed and written by a thread of this writer's own.
     /// Errors it meets are returned by the next call (and by [`Writer::finish`]).
@@ -500,14 +563,36 @@ impl<W: Write + Send + 'static> Writer<W> {
         let mut c = self.join()?;
         let (tx, rx) = sync_channel::<Job>(QUEUED_CHUNKS);
         let (spent_tx, spent) = sync_channel::<Vec<u8>>(QUEUED_CHUNKS);
+        let (spent_entries_tx, spent_entries) = sync_channel::<(Vec<Entry>, Vec<u32>)>(QUEUED_CHUNKS);
         let written = Written::default();
         let bytes = c.bytes.clone();
         let progress = written.clone();
+        let mut nparams = self.nparams.clone();
         let thread = std::thread::Builder::new()
             .name("squall-writer".into())
             .spawn(move || {
+                let (mut raw, mut streams) = (Vec::new(), Streams::default());
                 for job in rx {
                     let r = match job {
+                        Job::Entries { timeline, first_idx, entries, args_first, args } => {
+                            let r = entry_chunks(
+                                &mut c,
+                                &mut raw,
+                                &mut streams,
+                                &nparams,
+                                timeline,
+                                first_idx,
+                                &entries,
+                                args_first,
+                                &args,
+                            );
+                            let _ = spent_entries_tx.try_send((entries, args));
+                            r
+                        }
+                        Job::Params(more) => {
+                            nparams.extend_from_slice(&more);
+                            Ok(())
+                        }
                         Job::Chunk(ty, flags, raw) => {
                             let r = c.emit(ty, flags, &raw);
                             let _ = spent_tx.try_send(raw);
@@ -527,7 +612,8 @@ impl<W: Write + Send + 'static> Writer<W> {
                 Ok(c)
             })
             .map_err(|e| StoreError::Usage(format!("cannot start the writer's thread: {e}")))?;
-        self.out = Out::Background { tx: Some(tx), spent, thread: Some(thread), written, tickets: 0, bytes };
+        self.out =
+            Out::Background { tx: Some(tx), spent, spent_entries, thread: Some(thread), written, tickets: 0, bytes };
         Ok(self)
     }
 }
