@@ -49,6 +49,8 @@ pub struct Writer<W: Write> {
     timelines: HashMap<u32, TlState>,
     streams: Streams,
     raw: Vec<u8>,
+    /// A NODES chunk's nodes, before its header (which counts them) is known.
+    body: Vec<u8>,
 }
 
 /// Compresses chunk bodies and writes chunks to `W`.
@@ -178,6 +180,7 @@ impl<W: Write> Writer<W> {
             timelines: HashMap::new(),
             streams: Streams::default(),
             raw: Vec::new(),
+            body: Vec::new(),
         };
         let mut p = Vec::new();
         put_str(&mut p, &header.program);
@@ -434,15 +437,16 @@ impl<W: Write> Writer<W> {
                 put_str(&mut self.raw, n);
             }
             name = names.len();
-            let mut body = Vec::new();
+            let body = &mut self.body;
+            body.clear();
             let start = node;
             while node < nodes.len() && body.len() < VALUE_BYTES_PER_CHUNK {
-                put_node(&mut body, node as u32, &nodes[node]);
+                put_node(body, node as u32, &nodes[node]);
                 node += 1;
             }
             put_uv(&mut self.raw, start as u64);
             put_uv(&mut self.raw, (node - start) as u64);
-            self.raw.extend_from_slice(&body);
+            self.raw.extend_from_slice(body);
             self.emit(chunk::NODES, 0)?;
         }
         Ok(())
