@@ -322,3 +322,37 @@ def test_a_repr_that_takes_the_programs_lock_does_not_block_the_recorded_run(tmp
     assert sq is not None, f"killed after {sq_s:.1f}s; __repr__ ran {calls}x"
     assert_same_run(py, sq)
     assert calls == 0
+
+
+# --- code run through runpy ----------------------------------------------------------------------------
+
+RUNPY_MAIN = '''
+import os, runpy, sys
+here = os.path.dirname(os.path.abspath(__file__))
+g = runpy.run_path(os.path.join(here, "tool.py"))
+print(g["__name__"], g["double"](4))
+sys.path.insert(0, here)
+g = runpy.run_module("helper", run_name="__helper__")
+print(g["__name__"], g["triple"](2))
+'''
+
+
+def test_code_run_through_runpy_is_recorded_like_an_import(tmp_path):
+    """`runpy.run_path(file)` compiles the file itself, past the import system: its functions were
+    not recorded. Now they are, as its import would be (run_module goes through the import system).
+    The program prints the same as with plain python."""
+    import squall
+
+    (tmp_path / "main.py").write_text(RUNPY_MAIN)
+    (tmp_path / "tool.py").write_text("def double(x):\n    return x * 2\n\ndouble(1)\n")
+    (tmp_path / "helper.py").write_text("def triple(x):\n    return x * 3\n\ntriple(1)\n")
+    py = subprocess.run([PYTHON, "main.py"], cwd=str(tmp_path), env=_env(), capture_output=True, text=True,
+                        timeout=60)
+    out = tmp_path / "r.sqrec"
+    sq = subprocess.run([str(SQUALL), "run", "--no-summary", "-o", str(out), "main.py"], cwd=str(tmp_path),
+                        env=_env(), capture_output=True, text=True, timeout=60)
+    assert py.stdout == "<run_path> 8\n__helper__ 6\n" and py.returncode == 0
+    assert (sq.stdout, sq.stderr, sq.returncode) == (py.stdout, py.stderr, py.returncode)
+    rec = squall.load(str(out))
+    stats = {s["fn_name"]: s["cnt"] for s in rec.fn_call_stats(0)}
+    assert stats.get("double") == 2 and stats.get("triple") == 2, stats
