@@ -356,3 +356,48 @@ def test_code_run_through_runpy_is_recorded_like_an_import(tmp_path):
     rec = squall.load(str(out))
     stats = {s["fn_name"]: s["cnt"] for s in rec.fn_call_stats(0)}
     assert stats.get("double") == 2 and stats.get("triple") == 2, stats
+
+
+# --- recursion headroom ------------------------------------------------------------------------------
+
+RECURSE = '''
+import sys
+DEEPEST = [0]
+
+def down(n):
+    DEEPEST[0] = n
+    down(n + 1)
+
+try:
+    down(1)
+except RecursionError:
+    pass
+print(DEEPEST[0], sys.getrecursionlimit())
+'''
+
+
+@pytest.mark.parametrize("how", ["unrecorded", "recorded", "python -m squall", "-m module"])
+def test_the_program_has_the_recursion_headroom_plain_python_gives_it(tmp_path, how):
+    """squall's own frames below the program's `__main__` (its console script, `main`, `cmd_run`,
+    ...) counted against the recursion limit: a recursive function reached 6 frames fewer before
+    `RecursionError` (9 under `python -m squall`). Recorded code reaches one frame fewer before
+    3.12: there every call of a C function counts against the limit too, and in the deepest frame
+    the recording entry points' calls are the ones that raise (from 3.12 on C calls have their
+    own limit)."""
+    (tmp_path / "deep.py").write_text(RECURSE)
+    py = subprocess.run([PYTHON, "deep.py"], cwd=str(tmp_path), env=_env(), capture_output=True, text=True,
+                        timeout=60)
+    squall = [str(SQUALL), "run", "--no-summary", "--no-save"]
+    cmd = {
+        "unrecorded": [*squall, "--skip", "__main__", "deep.py"],
+        "recorded": [*squall, "deep.py"],
+        "python -m squall": [PYTHON, "-m", "squall", "run", "--no-summary", "--no-save", "--skip", "__main__",
+                             "deep.py"],
+        "-m module": [*squall, "--skip", "deep", "--skip", "__main__", "-m", "deep"],
+    }[how]
+    sq = subprocess.run(cmd, cwd=str(tmp_path), env=_env(), capture_output=True, text=True, timeout=60)
+    assert py.returncode == 0 and sq.returncode == 0, sq.stderr
+    plain_depth, limit = map(int, py.stdout.split())
+    assert limit == 1000 and plain_depth > 900
+    fewer = 1 if how == "recorded" and sys.version_info < (3, 12) else 0
+    assert sq.stdout.split() == [str(plain_depth - fewer), str(limit)]

@@ -365,9 +365,44 @@ def _handle_system_exit(e: SystemExit) -> int:
     return 1
 
 
-def _execute(code, globs: dict, outcome: _Outcome) -> None:
+def _uncount_own_frames() -> int:
+    """Makes squall's frames below the program (the console script, ``main``, ``cmd_run``, ...)
+    not count against the recursion limit, so that the program gets the headroom plain python
+    gives it. Before 3.12 C calls count too: ``recursion_used`` itself while it runs (which
+    the ``exec`` below then takes over); the module frame of squall's console script counts as
+    the program's own does under plain python, so it is not shifted away.
+    Returns the shift made (0: none, e.g. on an interpreter whose layout is not known)."""
     try:
-        exec(code, globs)
+        from squall import _engine
+
+        used = _engine.recursion_used()
+        if used is None:
+            return 0
+        n = used - (1 if sys.version_info < (3, 12) else 0)
+        return n if _engine.shift_recursion(n) else 0
+    except Exception:  # no engine: the program runs with squall's frames counted
+        return 0
+
+
+def _recount_own_frames(n: int) -> None:
+    if n:
+        try:
+            from squall import _engine
+
+            # Refused (left shifted) if the program lowered the limit below squall's own
+            # frames: squall's code after it then has more headroom, the program none less.
+            _engine.shift_recursion(-n)
+        except Exception:
+            pass
+
+
+def _execute(code, globs: dict, outcome: _Outcome) -> None:
+    shifted = _uncount_own_frames()
+    try:
+        try:
+            exec(code, globs)
+        finally:
+            _recount_own_frames(shifted)
     except SystemExit as e:
         outcome.uncaught.append(e)
         outcome.exit_code = _handle_system_exit(e)

@@ -13,6 +13,7 @@ mod ints;
 mod loop_iter;
 mod query;
 mod record;
+mod recursion;
 mod sink;
 mod snap;
 mod ui;
@@ -284,5 +285,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sink::resume_flusher, m)?)?;
     m.add_function(wrap_pyfunction!(ui::serve_file, m)?)?;
     m.add_function(wrap_pyfunction!(ui::serve_live, m)?)?;
+    m.add_function(wrap_pyfunction!(recursion::recursion_used, m)?)?;
+    m.add_function(wrap_pyfunction!(recursion::shift_recursion, m)?)?;
     Ok(())
 }
