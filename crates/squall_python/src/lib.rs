@@ -18,6 +18,7 @@ mod sink;
 mod snap;
 mod ui;
 mod write_entry;
+mod write_slot;
 mod writes;
 
 use std::ffi::CStr;
@@ -286,6 +287,8 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ui::serve_file, m)?)?;
     m.add_function(wrap_pyfunction!(ui::serve_live, m)?)?;
     m.add_function(wrap_pyfunction!(recursion::recursion_used, m)?)?;
+    m.add_function(wrap_pyfunction!(write_slot::wslot, m)?)?;
+    m.add_class::<write_slot::WriteSlot>()?;
     m.add_function(wrap_pyfunction!(recursion::shift_recursion, m)?)?;
     Ok(())
 }
