@@ -29,7 +29,8 @@ impl WriteSlot {
         let (obj, key, value) = (self.obj.as_ptr(), self.key.as_ptr(), value.as_ptr());
         // SAFETY: GIL held; valid objects, kept alive by `self` and the caller.
         unsafe {
-            let r = if self.item { ffi::PyObject_SetItem(obj, key, value) } else { ffi::PyObject_SetAttr(obj, key, value) };
+            let r =
+                if self.item { ffi::PyObject_SetItem(obj, key, value) } else { ffi::PyObject_SetAttr(obj, key, value) };
             if r < 0 {
                 return Err(PyErr::fetch(py));
             }

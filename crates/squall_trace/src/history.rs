@@ -15,6 +15,7 @@ use crate::queries::total_order;
 use crate::store::{ObjId, ValueStore};
 use crate::timeline::Timeline;
 use crate::value::{Decoded, ValRef};
+use crate::writes::{writes, WriteFact, WriteFilter};
 
 /// One recorded state of an object: node `slot` of its timeline's store, first recorded by
 /// entry `idx` (`None`: by an entry no longer in memory, or by none: see `NodeEntries`).
@@ -129,6 +130,55 @@ pub fn history_merged(timelines: &[(&Timeline, &ValueStore, &NodeEntries)], obj:
     }
     out.sort_by_key(|&(pos, idx, m)| (pos, m.timeline * usize::from(pos == 0), idx, m.state.slot));
     out.into_iter().map(|x| x.2).collect()
+}
+
+/// One change in an object's history: a recorded state, or a write to it (between states:
+/// instrumented code's `obj.a = v`, `obj[k] = v`, `del`).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Change {
+    State(State),
+    Write(WriteFact),
+}
+
+/// One change in a history merged over several timelines: which of them (as given) and what.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MergedChange {
+    pub timeline: usize,
+    pub change: Change,
+}
+
+/// `history_merged` with the writes to `obj` in between its states, in recorded order (a write
+/// after a state recorded by the same entry).
+pub fn history_with_writes(
+    timelines: &[(&Timeline, &ValueStore, &NodeEntries)],
+    forms: &Forms,
+    obj: ObjId,
+) -> Vec<MergedChange> {
+    let tls: Vec<&Timeline> = timelines.iter().map(|t| t.0).collect();
+    let segments = total_order(&tls);
+    let pos_of = |t: usize, idx: Option<u32>| {
+        idx.and_then(|i| segments.iter().position(|s| s.timeline == t && s.from <= i && i < s.to).map(|p| p + 1))
+            .unwrap_or(0)
+    };
+    let mut out: Vec<((usize, usize, u32, u8, u32), MergedChange)> = Vec::new();
+    for (t, (tl, store, entries)) in timelines.iter().enumerate() {
+        for state in history(store, entries, obj) {
+            let pos = pos_of(t, state.idx);
+            let key = (pos, t * usize::from(pos == 0), state.idx.unwrap_or(0), 0, state.slot);
+            out.push((key, MergedChange { timeline: t, change: Change::State(state) }));
+        }
+        if store.legacy_len() > 0 {
+            continue;
+        }
+        let filter = WriteFilter { obj: Some(obj), ..WriteFilter::default() };
+        for w in writes(tl, forms, store, &filter) {
+            let pos = pos_of(t, Some(w.idx));
+            let key = (pos, t * usize::from(pos == 0), w.idx, 1, 0);
+            out.push((key, MergedChange { timeline: t, change: Change::Write(w) }));
+        }
+    }
+    out.sort_by_key(|x| x.0);
+    out.into_iter().map(|x| x.1).collect()
 }
 
 #[cfg(test)]
