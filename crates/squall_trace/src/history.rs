@@ -160,7 +160,9 @@ pub fn history_with_writes(
         idx.and_then(|i| segments.iter().position(|s| s.timeline == t && s.from <= i && i < s.to).map(|p| p + 1))
             .unwrap_or(0)
     };
-    let mut out: Vec<((usize, usize, u32, u8, u32), MergedChange)> = Vec::new();
+    // Sorted by (segment, timeline when not placed, idx, state before write, slot).
+    type Order = (usize, usize, u32, u8, u32);
+    let mut out: Vec<(Order, MergedChange)> = Vec::new();
     for (t, (tl, store, entries)) in timelines.iter().enumerate() {
         for state in history(store, entries, obj) {
             let pos = pos_of(t, state.idx);
