@@ -192,3 +192,17 @@ def test_query_text(saved):
     assert lines[0] == "3 recorded state(s) and 2 write(s) of object #3 in flow 0 (all threads, in recorded order):"
     assert lines[2].split()[:2] == ["idx", "12"] and lines[2].endswith("write .total = 0  -> Cart#3(total=0)")
     assert lines[4].split()[:2] == ["idx", "15"] and lines[4].endswith("write .total = 9  -> Cart#3(total=9)")
+
+
+def test_the_ui_locals_apply_writes_too(saved):
+    """The UI's frame route shows `cart` at `cart.total = 9` with the write applied, marked."""
+    import urllib.request
+
+    from squall import _engine
+
+    url = _engine.serve_file(str(saved), "127.0.0.1", 0)
+    base, token = url.split("?token=")
+    with urllib.request.urlopen(f"{base.rstrip('/')}/api/frame?token={token}&tl=0&idx=15", timeout=30) as r:
+        frame = json.loads(r.read())
+    (cart,) = [b for b in frame["bindings"] if b["symbol"] == "cart"]
+    assert (_anon(cart["value"]["preview"]), cart["state_idx"], cart["writes_applied"]) == ("Cart#(total=9)", 15, 1)
