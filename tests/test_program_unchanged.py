@@ -401,3 +401,18 @@ def test_the_program_has_the_recursion_headroom_plain_python_gives_it(tmp_path, 
     assert limit == 1000 and plain_depth > 900
     fewer = 1 if how == "recorded" and sys.version_info < (3, 12) else 0
     assert sq.stdout.split() == [str(plain_depth - fewer), str(limit)]
+
+
+def test_a_program_may_lower_the_recursion_limit_as_under_plain_python(tmp_path):
+    """`sys.setrecursionlimit(5)` at module level: plain python allows it (depth 1); under squall
+    its own frames made the depth 6 ("the limit is too low"). After the program squall's counter
+    stays shifted (refused to go back above the program's limit): squall still exits cleanly."""
+    (tmp_path / "low.py").write_text(
+        "import sys\nsys.setrecursionlimit(5)\n\ndef f(n):\n    return f(n + 1)\n\n"
+        "try:\n    f(0)\nexcept RecursionError as e:\n    print('RecursionError', e)\nprint('limit', sys.getrecursionlimit())\n"
+    )
+    py = subprocess.run([PYTHON, "low.py"], cwd=str(tmp_path), env=_env(), capture_output=True, text=True, timeout=60)
+    sq = subprocess.run([str(SQUALL), "run", "--no-summary", "--skip", "__main__", "-o", "low.sqrec", "low.py"],
+                        cwd=str(tmp_path), env=_env(), capture_output=True, text=True, timeout=60)
+    assert py.stdout.splitlines()[-1] == "limit 5" and py.returncode == 0
+    assert (sq.stdout, sq.stderr, sq.returncode) == (py.stdout, py.stderr, py.returncode)

@@ -396,6 +396,28 @@ def _recount_own_frames(n: int) -> None:
             pass
 
 
+class _own_headroom:
+    """While squall finishes the recording after the program: a recursion limit the program
+    lowered below what that takes (``sys.setrecursionlimit(5)``) is raised, then put back."""
+
+    NEEDED = 1000
+
+    def __enter__(self) -> None:
+        self.limit = sys.getrecursionlimit()
+        if self.limit < self.NEEDED:
+            try:
+                sys.setrecursionlimit(self.NEEDED)
+            except Exception:
+                pass
+
+    def __exit__(self, *exc: object) -> None:
+        if sys.getrecursionlimit() != self.limit:
+            try:
+                sys.setrecursionlimit(self.limit)
+            except Exception:  # deeper now than that limit allows: left raised
+                pass
+
+
 def _execute(code, globs: dict, outcome: _Outcome) -> None:
     shifted = _uncount_own_frames()
     try:
@@ -744,8 +766,9 @@ def cmd_run(opts, prog_argv: list[str]) -> int:
 
     _wait_for_threads()
     _stop_recording()
-    saved = _finish_saving(outcome)
-    _print_summary(opts, outcome, saved)
+    with _own_headroom():
+        saved = _finish_saving(outcome)
+        _print_summary(opts, outcome, saved)
     if getattr(opts, "ui", False):
         _serve_ui_until_interrupted(opts, saved)
     if outcome.keyboard_interrupt:
