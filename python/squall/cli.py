@@ -370,7 +370,7 @@ def _uncount_own_frames() -> int:
     not count against the recursion limit, so that the program gets the headroom plain python
     gives it: the counter in use is shifted by all it holds but one, so that the program's
     module starts with the count plain python starts it with (measured, not derived: the same
-    depth as plain python on 3.9, 3.11, 3.12 and 3.13, tests/test_program_unchanged.py "headroom").
+    depth as plain python on 3.9 to 3.13, tests/test_program_unchanged.py "headroom").
     Returns the shift made (0: none, e.g. on an interpreter whose layout is not known)."""
     try:
         from squall import _engine
