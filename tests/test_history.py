@@ -121,16 +121,44 @@ def _id_of_container(q, b: dict) -> int:
 
 
 def test_history_lists_states_in_order(q):
+    """States, and the writes to the object between them (what changed, and the object as of
+    that write: its last state with the writes since applied)."""
     tid = _main_thread(q)
-    hist = {sym: [(s["idx"], _anon(s["preview"])) for s in q.history(_obj_id(q, tid, sym), flow_id=0)]
+    hist = {sym: [(s["kind"], s["idx"], _anon(s["preview"])) for s in q.history(_obj_id(q, tid, sym), flow_id=0)]
             for sym in ("basket", "prices", "cart")}
     assert hist == {
-        "basket": [(1, "[1, 2]"), (5, "[1, 2, 3]")],
-        "prices": [(7, "{'pen': 1}"), (9, "{'pen': 1, 'ink': 2}")],
-        "cart": [(11, "<Cart#>"), (14, "Cart#(total=0)"), (16, "Cart#(total=9)")],
+        "basket": [("state", 1, "[1, 2]"), ("state", 5, "[1, 2, 3]")],
+        "prices": [("state", 7, "{'pen': 1}"), ("write", 8, "{'pen': 1, 'ink': 2}"),
+                   ("state", 9, "{'pen': 1, 'ink': 2}")],
+        "cart": [("state", 11, "<Cart#>"), ("write", 12, "Cart#(total=0)"), ("state", 14, "Cart#(total=0)"),
+                 ("write", 15, "Cart#(total=9)"), ("state", 16, "Cart#(total=9)")],
     }
+    writes = [(w["name"], w["is_attr"], w["new_preview"]) for w in q.history(_obj_id(q, tid, "cart"), flow_id=0)
+              if w["kind"] == "write"]
+    assert writes == [("total", True, "0"), ("total", True, "9")]
+    (ink,) = [w for w in q.history(_obj_id(q, tid, "prices"), flow_id=0) if w["kind"] == "write"]
+    assert (ink["name"], ink["is_attr"], ink["new_preview"]) == ("'ink'", False, "2")
+    assert q._b.deref(ink["value_ref"]) == {"pen": 1, "ink": 2}
     assert q.history(_obj_id(q, tid, "basket"), flow_id=0, thread_id=tid) == q.history(_obj_id(q, tid, "basket"))
     assert q.history(0) == []
+
+
+def test_locals_at_a_write_show_it_applied(q):
+    """At `cart.total = 9` (idx 15) `cart`'s last recorded state (idx 14) says total=0: the write
+    is applied, and the state is marked as of that write (`state_idx`), with `writes_applied`.
+    Inside `Cart.__init__` after `self.total = 0`, `self` (recorded bare at the call) has it."""
+    tid = _main_thread(q)
+    at_write = {b["symbol"]: (_pv(q, b), b.get("state_idx"), b.get("writes_applied"))
+                for b in q.bindings(0, tid, 15)}
+    assert at_write["cart"] == ("Cart#(total=9)", 15, 1)
+    assert at_write["prices"] == ("{'pen': 1, 'ink': 2}", 9, None)
+    before = {b["symbol"]: (_pv(q, b), b.get("state_idx")) for b in q.bindings(0, tid, 14)}
+    assert before["cart"] == ("Cart#(total=0)", None)
+    (self_,) = q.bindings(0, tid, 12)
+    assert (self_["symbol"], _pv(q, self_), self_["state_idx"], self_["writes_applied"]) == \
+        ("self", "Cart#(total=0)", 12, 1)
+    fd = q._b.frame_data(0, tid, 15)
+    assert {b["symbol"]: _pv(q, b) for b in fd["bindings"]}["cart"] == "Cart#(total=9)"
 
 
 def test_live_and_file_answer_the_same(live, saved):
@@ -156,3 +184,25 @@ def test_query_text(saved):
     d = json.loads(r.stdout)
     assert (d["states"], d["shown"], d["left_out"]) == (2, 1, 1)
     assert d["history"][0]["value"] == "[1, 2, 3]"
+    r = _run([SQUALL, "query", saved, "bindings", "15"])
+    assert "  cart = Cart#3(total=9)  (line 21)  (as of idx 15: 1 write applied to its last recorded state)" \
+        in r.stdout
+    r = _run([SQUALL, "query", saved, "history", "3"])
+    lines = r.stdout.splitlines()
+    assert lines[0] == "3 recorded state(s) and 2 write(s) of object #3 in flow 0 (all threads, in recorded order):"
+    assert lines[2].split()[:2] == ["idx", "12"] and lines[2].endswith("write .total = 0  -> Cart#3(total=0)")
+    assert lines[4].split()[:2] == ["idx", "15"] and lines[4].endswith("write .total = 9  -> Cart#3(total=9)")
+
+
+def test_the_ui_locals_apply_writes_too(saved):
+    """The UI's frame route shows `cart` at `cart.total = 9` with the write applied, marked."""
+    import urllib.request
+
+    from squall import _engine
+
+    url = _engine.serve_file(str(saved), "127.0.0.1", 0)
+    base, token = url.split("?token=")
+    with urllib.request.urlopen(f"{base.rstrip('/')}/api/frame?token={token}&tl=0&idx=15", timeout=30) as r:
+        frame = json.loads(r.read())
+    (cart,) = [b for b in frame["bindings"] if b["symbol"] == "cart"]
+    assert (_anon(cart["value"]["preview"]), cart["state_idx"], cart["writes_applied"]) == ("Cart#(total=9)", 15, 1)

@@ -322,3 +322,97 @@ def test_a_repr_that_takes_the_programs_lock_does_not_block_the_recorded_run(tmp
     assert sq is not None, f"killed after {sq_s:.1f}s; __repr__ ran {calls}x"
     assert_same_run(py, sq)
     assert calls == 0
+
+
+# --- code run through runpy ----------------------------------------------------------------------------
+
+RUNPY_MAIN = '''
+import os, runpy, sys
+here = os.path.dirname(os.path.abspath(__file__))
+g = runpy.run_path(os.path.join(here, "tool.py"))
+print(g["__name__"], g["double"](4))
+sys.path.insert(0, here)
+g = runpy.run_module("helper", run_name="__helper__")
+print(g["__name__"], g["triple"](2))
+'''
+
+
+def test_code_run_through_runpy_is_recorded_like_an_import(tmp_path):
+    """`runpy.run_path(file)` compiles the file itself, past the import system: its functions were
+    not recorded. Now they are, as its import would be (run_module goes through the import system).
+    The program prints the same as with plain python."""
+    import squall
+
+    (tmp_path / "main.py").write_text(RUNPY_MAIN)
+    (tmp_path / "tool.py").write_text("def double(x):\n    return x * 2\n\ndouble(1)\n")
+    (tmp_path / "helper.py").write_text("def triple(x):\n    return x * 3\n\ntriple(1)\n")
+    py = subprocess.run([PYTHON, "main.py"], cwd=str(tmp_path), env=_env(), capture_output=True, text=True,
+                        timeout=60)
+    out = tmp_path / "r.sqrec"
+    sq = subprocess.run([str(SQUALL), "run", "--no-summary", "-o", str(out), "main.py"], cwd=str(tmp_path),
+                        env=_env(), capture_output=True, text=True, timeout=60)
+    assert py.stdout == "<run_path> 8\n__helper__ 6\n" and py.returncode == 0
+    assert (sq.stdout, sq.stderr, sq.returncode) == (py.stdout, py.stderr, py.returncode)
+    rec = squall.load(str(out))
+    stats = {s["fn_name"]: s["cnt"] for s in rec.fn_call_stats(0)}
+    assert stats.get("double") == 2 and stats.get("triple") == 2, stats
+
+
+# --- recursion headroom ------------------------------------------------------------------------------
+
+RECURSE = '''
+import sys
+DEEPEST = [0]
+
+def down(n):
+    DEEPEST[0] = n
+    down(n + 1)
+
+try:
+    down(1)
+except RecursionError:
+    pass
+print(DEEPEST[0], sys.getrecursionlimit())
+'''
+
+
+@pytest.mark.parametrize("how", ["unrecorded", "recorded", "python -m squall", "-m module"])
+def test_the_program_has_the_recursion_headroom_plain_python_gives_it(tmp_path, how):
+    """squall's own frames below the program's `__main__` (its console script, `main`, `cmd_run`,
+    ...) counted against the recursion limit: a recursive function reached 6 frames fewer before
+    `RecursionError` (9 under `python -m squall`). Recorded code reaches one frame fewer before
+    3.12: there every call of a C function counts against the limit too, and in the deepest frame
+    the recording entry points' calls are the ones that raise (from 3.12 on C calls have their
+    own limit)."""
+    (tmp_path / "deep.py").write_text(RECURSE)
+    py = subprocess.run([PYTHON, "deep.py"], cwd=str(tmp_path), env=_env(), capture_output=True, text=True,
+                        timeout=60)
+    squall = [str(SQUALL), "run", "--no-summary", "--no-save"]
+    cmd = {
+        "unrecorded": [*squall, "--skip", "__main__", "deep.py"],
+        "recorded": [*squall, "deep.py"],
+        "python -m squall": [PYTHON, "-m", "squall", "run", "--no-summary", "--no-save", "--skip", "__main__",
+                             "deep.py"],
+        "-m module": [*squall, "--skip", "deep", "--skip", "__main__", "-m", "deep"],
+    }[how]
+    sq = subprocess.run(cmd, cwd=str(tmp_path), env=_env(), capture_output=True, text=True, timeout=60)
+    assert py.returncode == 0 and sq.returncode == 0, sq.stderr
+    plain_depth, limit = map(int, py.stdout.split())
+    assert limit == 1000 and plain_depth > 900
+    fewer = 1 if how == "recorded" and sys.version_info < (3, 12) else 0
+    assert sq.stdout.split() == [str(plain_depth - fewer), str(limit)]
+
+
+def test_a_program_may_lower_the_recursion_limit_as_under_plain_python(tmp_path):
+    """`sys.setrecursionlimit(5)` at module level: plain python allows it (depth 1); under squall
+    its own frames made the depth 6 ("the limit is too low"). After the program squall's counter
+    stays shifted (refused to go back above the program's limit): squall still exits cleanly."""
+    (tmp_path / "low.py").write_text(
+        "import sys\nsys.setrecursionlimit(5)\n\ndef f(n):\n    return f(n + 1)\n\n"
+        "try:\n    f(0)\nexcept RecursionError as e:\n    print('RecursionError', e)\nprint('limit', sys.getrecursionlimit())\n"
+    )
+    py = subprocess.run([PYTHON, "low.py"], cwd=str(tmp_path), env=_env(), capture_output=True, text=True, timeout=60)
+    sq = subprocess.run([str(SQUALL), "run", "--no-summary", "--skip", "__main__", "-o", "low.sqrec", "low.py"],
+                        cwd=str(tmp_path), env=_env(), capture_output=True, text=True, timeout=60)
+    assert py.stdout.splitlines()[-1] == "limit 5" and py.returncode == 0
+    assert (sq.stdout, sq.stderr, sq.returncode) == (py.stdout, py.stderr, py.returncode)

@@ -117,3 +117,30 @@ def test_without_the_flag_nothing_is_recorded(project):
     result.assert_outcomes(passed=1, failed=2)
     assert "squall recording" not in result.stdout.str()
     assert recordings(project) == []
+
+
+def test_squall_run_m_pytest_passes_where_plain_pytest_passes_with_warnings_as_errors(tmp_path):
+    """`squall run -m pytest` on a project whose pytest.ini says `filterwarnings = error`: squall
+    (which provides a pytest plugin, so pytest marks it for assertion rewriting) is imported before
+    pytest starts; pytest warned that it could not rewrite it, and the warning, an error there,
+    stopped pytest at startup."""
+    (tmp_path / "pytest.ini").write_text("[pytest]\nfilterwarnings =\n    error\n")
+    (tmp_path / "calc.py").write_text("def add(a, b):\n    return a + b\n")
+    (tmp_path / "test_calc.py").write_text(
+        "from calc import add\n\n"
+        "def test_add():\n"
+        "    assert add(1, 2) == 3\n\n"
+        "def test_fails():\n"
+        "    assert add(1, 1) == 3\n"
+    )
+    args = ["-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly"]
+
+    def outcome(cmd):
+        r = subprocess.run(cmd, cwd=str(tmp_path), capture_output=True, text=True, timeout=120)
+        last = r.stdout.strip().splitlines()[-1] if r.stdout.strip() else r.stderr
+        return r.returncode, last.split(" in ")[0]
+
+    plain = outcome([sys.executable, *args])
+    recorded = outcome([SQUALL, "run", "--no-summary", "-o", str(tmp_path / "t.sqrec"), *args])
+    assert plain == (1, "1 failed, 1 passed")
+    assert recorded == plain

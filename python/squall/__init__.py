@@ -3,6 +3,11 @@
 Record a program (``squall run script.py``), then walk its timelines: ``squall.indexes`` for the
 queries, ``squall.values`` to see values as they were, ``squall.api`` to control recording and
 ``squall.config`` for what is instrumented.
+
+PYTEST_DONT_REWRITE: pytest marks this package for assertion rewriting (it provides a pytest
+plugin), and under ``squall run -m pytest`` it is imported before pytest starts; without this
+marker pytest warns that it cannot rewrite it, which a ``filterwarnings = error`` configuration
+turns into a startup failure.
 """
 
 from squall import api, config, indexes, values

@@ -106,6 +106,25 @@ def waugitem(site_id: int, obj: Any, key: Any, op: int, operand: Any) -> None:
 def wsetattr(site_id: int, obj: Any, name: Any, value: Any) -> None:
     """``setattr(obj, name, value)``."""
 
+def recursion_used() -> Optional[int]:
+    """Frames (and, before 3.12, C calls) of the calling thread counted against the recursion
+    limit now; None if the interpreter's thread state is not laid out as expected."""
+
+def shift_recursion(n: int) -> bool:
+    """Makes the calling thread's recursion counter say ``n`` fewer frames are in use (``cli``:
+    squall's own frames below the program); whether it did."""
+
+class WriteSlot:
+    """A write target ``obj.key`` / ``obj[key]``: storing ``.v`` stores there and records it,
+    loading ``.v`` loads it (see ``wslot``)."""
+
+    v: Any
+
+def wslot(site_id: int, obj: Any, key: Any, item: bool) -> WriteSlot:
+    """The target ``obj.key`` (``item`` false) or ``obj[key]`` for a store Python evaluates itself
+    (tuple targets, chains with names, ``for``/``with`` targets, augmented writes):
+    ``a.x, b[i] = v`` is rewritten to ``_sq_wslot(S1, a, "x", False).v, _sq_wslot(S2, b, i, True).v = v``."""
+
 def bound_entry(entry: str, id: int) -> Callable[..., Any]:
     """``entry`` ("call", "ret", "expr", "bind" or a write entry: "wattr", "witem", "wdelattr",
     "wdelitem", "waugattr", "waugitem", "wsetattr") bound to one form (call) or site: the result

@@ -554,8 +554,11 @@ def bindings(q: Queries, idx: int, flow: Optional[int] = None, thread: ThreadRef
         row = {"symbol": b["symbol"], "value": preview(c.deref(b["value_ref"]), print_level, print_length),
                "line": b["coord"][0] if b.get("coord") else None, "since_idx": b["visible_after"]}
         if b.get("state_idx") is not None:
-            # The object changed after it was bound: its newest state up to idx, from this entry.
+            # The object changed after it was bound: its newest state up to idx, from this entry
+            # (with `writes_applied`: the last write applied to its last recorded state).
             row["state_idx"] = b["state_idx"]
+        if b.get("writes_applied"):
+            row["writes_applied"] = b["writes_applied"]
         rows.append(row)
     return {**c.where(fid, tid), "idx": idx, "fn_call_idx": call_idx, "fn": c.fn(call_e), "bindings": rows}
 
@@ -563,9 +566,11 @@ def bindings(q: Queries, idx: int, flow: Optional[int] = None, thread: ThreadRef
 def history(q: Queries, obj_id: int, flow: Optional[int] = None, thread: ThreadRef = None,
             limit: int = 50) -> dict:
     """Every recorded state of the object with identity ``obj_id`` (the ``#N`` of a preview),
-    oldest first, each with the thread and idx that first recorded it and its preview; all
-    threads merged in recorded order unless ``thread`` picks one. At most ``limit`` states: the
-    first ``limit - 1`` and the last, ``left_out`` says how many in between were not shown."""
+    oldest first, each with the thread and idx that first recorded it and its preview, and the
+    recorded writes to it in between (``kind`` "write": the attribute or key, the new value, and
+    the object's preview as of that write); all threads merged in recorded order unless
+    ``thread`` picks one. At most ``limit`` rows: the first ``limit - 1`` and the last,
+    ``left_out`` says how many in between were not shown."""
     c = _Ctx(q)
     fid = c.flow(flow)
     tid = None if thread is None or thread == "" else c.thread(fid, thread)
@@ -573,10 +578,18 @@ def history(q: Queries, obj_id: int, flow: Optional[int] = None, thread: ThreadR
         raise AgentError(f"object id {obj_id!r} is not one: pass the number after '#' in a preview (e.g. 12 for list#12)")
     states = q.history(obj_id, flow_id=fid, thread_id=tid)
     shown = states if len(states) <= limit else states[:max(limit - 1, 0)] + states[-1:]
-    rows = [{"thread_id": s["thread_id"], "thread_name": c.thread_name(fid, s["thread_id"]), "idx": s["idx"],
-             "value": s["preview"]} for s in shown]
-    return {"flow_id": fid, "obj_id": obj_id, "thread_id": tid, "states": len(states), "shown": len(rows),
-            "left_out": len(states) - len(rows), "history": rows}
+    rows = []
+    for s in shown:
+        row = {"kind": s.get("kind", "state"), "thread_id": s["thread_id"],
+               "thread_name": c.thread_name(fid, s["thread_id"]), "idx": s["idx"], "value": s["preview"]}
+        if row["kind"] == "write":
+            target = f".{s['name']}" if s["is_attr"] else f"[{s['name']}]"
+            row["write"] = f"del {target}" if s["new_preview"] is None else f"{target} = {s['new_preview']}"
+        rows.append(row)
+    n_states = sum(1 for s in states if s.get("kind", "state") == "state")
+    return {"flow_id": fid, "obj_id": obj_id, "thread_id": tid, "states": n_states,
+            "writes": len(states) - n_states, "shown": len(rows), "left_out": len(states) - len(rows),
+            "history": rows}
 
 
 def source(q: Queries, idx: int, flow: Optional[int] = None, thread: ThreadRef = None, context: int = 3) -> dict:

@@ -365,9 +365,66 @@ def _handle_system_exit(e: SystemExit) -> int:
     return 1
 
 
-def _execute(code, globs: dict, outcome: _Outcome) -> None:
+def _uncount_own_frames() -> int:
+    """Makes squall's frames below the program (the console script, ``main``, ``cmd_run``, ...)
+    not count against the recursion limit, so that the program gets the headroom plain python
+    gives it: the counter in use is shifted by all it holds but one, so that the program's
+    module starts with the count plain python starts it with (measured, not derived: the same
+    depth as plain python on 3.9 to 3.13, tests/test_program_unchanged.py "headroom").
+    Returns the shift made (0: none, e.g. on an interpreter whose layout is not known)."""
     try:
-        exec(code, globs)
+        from squall import _engine
+
+        used = _engine.recursion_used()
+        if used is None:
+            return 0
+        n = used - 1
+        return n if _engine.shift_recursion(n) else 0
+    except Exception:  # no engine: the program runs with squall's frames counted
+        return 0
+
+
+def _recount_own_frames(n: int) -> None:
+    if n:
+        try:
+            from squall import _engine
+
+            # Refused (left shifted) if the program lowered the limit below squall's own
+            # frames: squall's code after it then has more headroom, the program none less.
+            _engine.shift_recursion(-n)
+        except Exception:
+            pass
+
+
+class _own_headroom:
+    """While squall finishes the recording after the program: a recursion limit the program
+    lowered below what that takes (``sys.setrecursionlimit(5)``) is raised, then put back."""
+
+    NEEDED = 1000
+
+    def __enter__(self) -> None:
+        self.limit = sys.getrecursionlimit()
+        if self.limit < self.NEEDED:
+            try:
+                sys.setrecursionlimit(self.NEEDED)
+            except Exception:
+                pass
+
+    def __exit__(self, *exc: object) -> None:
+        if sys.getrecursionlimit() != self.limit:
+            try:
+                sys.setrecursionlimit(self.limit)
+            except Exception:  # deeper now than that limit allows: left raised
+                pass
+
+
+def _execute(code, globs: dict, outcome: _Outcome) -> None:
+    shifted = _uncount_own_frames()
+    try:
+        try:
+            exec(code, globs)
+        finally:
+            _recount_own_frames(shifted)
     except SystemExit as e:
         outcome.uncaught.append(e)
         outcome.exit_code = _handle_system_exit(e)
@@ -709,8 +766,9 @@ def cmd_run(opts, prog_argv: list[str]) -> int:
 
     _wait_for_threads()
     _stop_recording()
-    saved = _finish_saving(outcome)
-    _print_summary(opts, outcome, saved)
+    with _own_headroom():
+        saved = _finish_saving(outcome)
+        _print_summary(opts, outcome, saved)
     if getattr(opts, "ui", False):
         _serve_ui_until_interrupted(opts, saved)
     if outcome.keyboard_interrupt:

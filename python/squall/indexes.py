@@ -302,14 +302,21 @@ class Queries:
         to ``idx`` its latest binding (loops included): dicts with ``symbol``, ``value_ref``,
         ``coord``, ``visible_after`` (the idx from which the binding holds). A value with an
         identity (list, dict, object) is shown in its newest state recorded in this thread at or
-        before ``idx``, not as it was bound; ``state_idx`` then says which entry recorded it."""
+        before ``idx``, not as it was bound; ``state_idx`` then says which entry recorded it. The
+        writes recorded to it after that state, up to ``idx``, are applied: ``writes_applied``
+        says how many, and ``state_idx`` is then the last of them (the value is the object as of
+        that write)."""
         return list(self._b.bindings(flow_id, thread_id, idx))
 
     def history(self, obj_id: int, flow_id: int = 0, thread_id: Optional[int] = None) -> List[dict]:
-        """Every distinct recorded state of the object with recorded identity ``obj_id``, oldest
-        first: dicts with ``thread_id``, ``idx`` (the entry that first recorded that state; None
-        when that entry is not held), ``value_ref`` and ``preview``. All threads of the flow are
-        merged in the order their entries were recorded, unless ``thread_id`` picks one."""
+        """Every distinct recorded state of the object with recorded identity ``obj_id``, and the
+        writes to it in between, oldest first: dicts with ``kind`` ("state" or "write"),
+        ``thread_id``, ``idx`` (the entry that first recorded that state, None when that entry
+        is not held; or the write entry), ``value_ref`` and ``preview`` (for a write: the object
+        as of that write, its last state with the writes since applied); a write also has
+        ``name`` (the attribute, or the key's preview), ``is_attr``, ``new_ref`` and
+        ``new_preview`` (None: a delete). All threads of the flow are merged in the order their
+        entries were recorded, unless ``thread_id`` picks one."""
         return list(self._b.history(flow_id, obj_id, thread_id))
 
     def find_expr_entry(self, 

@@ -165,9 +165,11 @@ def build_server(rec: Any) -> Any:
     @tool
     def history(obj_id: int, thread: Thread = None, flow: Optional[int] = None, limit: int = 50) -> dict:
         """Every recorded state of one object (obj_id: the N of `#N` in a value preview), oldest
-        first, each with the thread and idx that first recorded it and its preview; all threads
-        merged in recorded order unless `thread` is given. At most `limit` states (the first
-        limit-1 and the last): `states` is how many there are, `left_out` how many are not shown."""
+        first, each with the thread and idx that first recorded it and its preview, and the writes
+        to it in between (kind "write": `write` says what was written, `value` is the object as
+        of that write); all threads merged in recorded order unless `thread` is given. At most
+        `limit` rows (the first limit-1 and the last): `states` and `writes` say how many there
+        are, `left_out` how many rows are not shown."""
         return agent.history(rec, obj_id, flow=flow, thread=thread, limit=min(max(limit, 1), 200))
 
     return server

@@ -242,18 +242,25 @@ def _bindings(d: dict) -> List[str]:
     for b in d["bindings"]:
         at = f"  (line {b['line']})" if b["line"] is not None else ""
         state = f"  (as of idx {b['state_idx']})" if b.get("state_idx") is not None else ""
+        if b.get("writes_applied"):
+            n = b["writes_applied"]
+            state = f"  (as of idx {b['state_idx']}: {n} write{'s' if n > 1 else ''} applied to its last recorded state)"
         out.append(f"  {b['symbol']} = {b['value']}{at}{state}")
     return out
 
 
 def _history(d: dict) -> List[str]:
     where = "all threads, in recorded order" if d["thread_id"] is None else f"thread {d['thread_id']}"
-    out = [f"{d['states']} recorded state(s) of object #{d['obj_id']} in flow {d['flow_id']} ({where}):"]
+    writes = f" and {d['writes']} write(s)" if d.get("writes") else ""
+    out = [f"{d['states']} recorded state(s){writes} of object #{d['obj_id']} in flow {d['flow_id']} ({where}):"]
     for i, h in enumerate(d["history"]):
         if d["left_out"] and i == len(d["history"]) - 1:
-            out.append(f"  ... {d['left_out']} state(s) left out (--limit)")
+            out.append(f"  ... {d['left_out']} row(s) left out (--limit)")
         idx = "?" if h["idx"] is None else h["idx"]
-        out.append(f"  idx {idx:>6} thread {_thread(h)}  {h['value']}")
+        if h.get("kind") == "write":
+            out.append(f"  idx {idx:>6} thread {_thread(h)}  write {h['write']}  -> {h['value']}")
+        else:
+            out.append(f"  idx {idx:>6} thread {_thread(h)}  {h['value']}")
     return out
 
 

@@ -13,10 +13,12 @@ mod ints;
 mod loop_iter;
 mod query;
 mod record;
+mod recursion;
 mod sink;
 mod snap;
 mod ui;
 mod write_entry;
+mod write_slot;
 mod writes;
 
 use std::ffi::CStr;
@@ -285,5 +287,9 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sink::resume_flusher, m)?)?;
     m.add_function(wrap_pyfunction!(ui::serve_file, m)?)?;
     m.add_function(wrap_pyfunction!(ui::serve_live, m)?)?;
+    m.add_function(wrap_pyfunction!(recursion::recursion_used, m)?)?;
+    m.add_function(wrap_pyfunction!(write_slot::wslot, m)?)?;
+    m.add_class::<write_slot::WriteSlot>()?;
+    m.add_function(wrap_pyfunction!(recursion::shift_recursion, m)?)?;
     Ok(())
 }

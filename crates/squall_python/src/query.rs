@@ -52,6 +52,21 @@ fn args_ref(rec: &TlView<'_>, call_idx: u32) -> u64 {
     (u64::from(rec.number) << NUMBER_SHIFT) | ARGS_BIT | u64::from(call_idx)
 }
 
+/// The ref of "the target of write entry `write_idx` as of that write": shaped as an args ref
+/// (which names a call entry), told apart by the kind of the entry it names.
+fn after_write_ref(rec: &TlView<'_>, write_idx: u32) -> u64 {
+    args_ref(rec, write_idx)
+}
+
+/// The target of write entry `idx` as of that write: its newest state stored before the write,
+/// with the writes to it since (up to this one) applied. `None`: no state of it was recorded.
+fn after_write(store: &ValueStore, tl: &Timeline, forms: &Forms, idx: u32) -> Option<squall_trace::Snap> {
+    let (obj, _, store_len) = tl.write_record(idx as usize)?;
+    squall_trace::sync_writes(tl, forms, store);
+    let state = store.state_before(obj, store_len)?;
+    Some(store.node_as_of(state, idx, squall_trace::ExpandBudget::FULL))
+}
+
 pub fn trace_err(e: TraceError) -> PyErr {
     PyValueError::new_err(e.to_string())
 }
@@ -151,6 +166,12 @@ pub fn deref_value<B: Backend + ?Sized>(py: Python<'_>, b: &B, r: u64) -> PyResu
     let rec = b
         .by_number(number)
         .map_err(|e| Python::attach(|py| PyKeyError::new_err(format!("value ref {r}: {}", e.value(py)))))?;
+    if r & ARGS_BIT != 0 && rec.tl.get(local as usize).is_some_and(|e| e.kind() == Kind::Write) {
+        let snap = b.store(&rec).and_then(|store| after_write(store, rec.tl, b.forms(), local)).ok_or_else(|| {
+            PyKeyError::new_err(format!("value ref {r}: no state of the target of write entry {local} was recorded"))
+        })?;
+        return crate::snap::to_python(py, &snap);
+    }
     if r & ARGS_BIT != 0 {
         let call = rec.tl.get(local as usize).filter(|e| e.kind().is_call()).ok_or_else(|| {
             PyKeyError::new_err(format!("value ref {r} names the args of entry {local}, which is not a call"))
@@ -431,6 +452,7 @@ pub mod q {
         }
         let Ok(at) = u32::try_from(idx) else { return Ok(()) };
         let entries = NodeEntries::upto(rec.tl, b.forms(), store, at as usize + 1);
+        squall_trace::sync_writes(rec.tl, b.forms(), store);
         for d in binds {
             if d.get_item("visible_after")?.and_then(|v| v.extract::<u64>().ok()).is_none_or(|v| v > idx) {
                 continue;
@@ -438,9 +460,18 @@ pub mod q {
             let Some(r) = d.get_item("value_ref")?.and_then(|v| v.extract::<u64>().ok()) else { continue };
             let Decoded::Slot(slot) = ValRef((r & 0xFFFF_FFFF) as u32).decode() else { continue };
             let obj = store.node(slot).map_or(0, squall_trace::Node::obj);
+            let mut state_slot = slot;
             if let Some(state) = squall_trace::latest_state(store, &entries, obj, at, slot) {
                 d.set_item("value_ref", value_ref(rec, ValRef(state.slot)))?;
                 d.set_item("state_idx", state.idx)?;
+                state_slot = state.slot;
+            }
+            // Writes recorded after that state (up to idx) are applied: the value is the object
+            // as of the last of them (`state_idx`), `writes_applied` says how many.
+            if let Some((n, last)) = store.writes_since(state_slot, at) {
+                d.set_item("value_ref", after_write_ref(rec, last))?;
+                d.set_item("state_idx", last)?;
+                d.set_item("writes_applied", n)?;
             }
         }
         Ok(())
@@ -471,18 +502,38 @@ pub mod q {
             })
             .collect();
         let refs: Vec<(&Timeline, &ValueStore, &NodeEntries)> = parts.iter().map(|p| (p.0, p.1, &p.2)).collect();
-        squall_trace::history_merged(&refs, obj)
+        squall_trace::history_with_writes(&refs, b.forms(), obj)
             .into_iter()
             .map(|m| {
                 let view = &views[m.timeline];
+                let store = refs[m.timeline].1;
                 let d = PyDict::new(py);
                 d.set_item("thread_id", view.thread_id)?;
-                d.set_item("idx", m.state.idx)?;
-                d.set_item("value_ref", value_ref(view, ValRef(m.state.slot)))?;
-                d.set_item(
-                    "preview",
-                    squall_trace::printer::preview_ref(ValRef(m.state.slot), refs[m.timeline].1, 200),
-                )?;
+                match m.change {
+                    squall_trace::Change::State(state) => {
+                        d.set_item("kind", "state")?;
+                        d.set_item("idx", state.idx)?;
+                        d.set_item("value_ref", value_ref(view, ValRef(state.slot)))?;
+                        d.set_item("preview", squall_trace::printer::preview_ref(ValRef(state.slot), store, 200))?;
+                    }
+                    squall_trace::Change::Write(w) => {
+                        // The object as of this write (its last state with the writes since
+                        // applied), and what was written.
+                        d.set_item("kind", "write")?;
+                        d.set_item("idx", w.idx)?;
+                        d.set_item("value_ref", after_write_ref(view, w.idx))?;
+                        let after = after_write(store, view.tl, b.forms(), w.idx);
+                        d.set_item("preview", after.map(|s| squall_trace::printer::preview(&s, 200)))?;
+                        let name = match &w.name {
+                            squall_trace::Snap::Str(s) if w.is_attr => s.clone(),
+                            key => squall_trace::printer::preview(key, 80),
+                        };
+                        d.set_item("name", name)?;
+                        d.set_item("is_attr", w.is_attr)?;
+                        d.set_item("new_ref", w.new.and_then(|v| value_ref(view, v)))?;
+                        d.set_item("new_preview", w.new.map(|v| squall_trace::printer::preview_ref(v, store, 200)))?;
+                    }
+                }
                 Ok(d)
             })
             .collect()

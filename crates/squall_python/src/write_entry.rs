@@ -46,7 +46,7 @@ unsafe fn bad_call(what: &std::ffi::CStr) -> *mut ffi::PyObject {
 /// Records a write that has happened: at `site_obj`'s site, to `obj`, under `key` (NULL: an
 /// attribute, which the site names), with `value` (NULL: a delete). Never raises.
 #[inline(always)]
-unsafe fn record_write(
+pub(crate) unsafe fn record_write(
     site_obj: *mut ffi::PyObject,
     obj: *mut ffi::PyObject,
     key: *mut ffi::PyObject,

@@ -243,23 +243,44 @@ pub fn frame(view: &dyn View, q: &Q) -> ApiResult {
             let e = t.get(i as usize)?;
             let mut value = e.value();
             let mut state_idx = None;
+            let mut applied = None;
             if let (Some(store), squall_trace::Decoded::Slot(slot)) = (store, value.decode()) {
                 let obj = store.node(slot).map_or(0, squall_trace::Node::obj);
                 if obj != 0 {
                     let ne = node_entries
                         .get_or_insert_with(|| squall_trace::NodeEntries::upto(t, forms, store, idx as usize + 1));
+                    let mut state_slot = slot;
                     if let Some(s) = squall_trace::latest_state(store, ne, obj, idx, slot) {
                         value = ValRef(s.slot);
                         state_idx = s.idx;
+                        state_slot = s.slot;
+                    }
+                    // Writes recorded since that state, up to idx, are applied (the object as of
+                    // the last of them); `v` stays the state's, which expanding shows unapplied.
+                    squall_trace::sync_writes(t, forms, store);
+                    if let Some((n, last)) = store.writes_since(state_slot, idx) {
+                        let mut node = crate::values::snap_node(
+                            &store.node_as_of(state_slot, idx, squall_trace::ExpandBudget::FULL),
+                            PREVIEW_MAX,
+                        );
+                        node["v"] = json!(value.0);
+                        applied = Some((n, node));
+                        state_idx = Some(last);
                     }
                 }
             }
+            let writes_applied = applied.as_ref().map(|a| a.0);
+            let value = match applied {
+                Some((_, node)) => node,
+                None => val_node(view, tl, value, PREVIEW_MAX),
+            };
             Some(json!({
                 "idx": i,
                 "symbol": forms.site(e.id()).and_then(|s| s.symbol.as_deref()),
                 "coord": coord_json(forms, e.id()),
-                "value": val_node(view, tl, value, PREVIEW_MAX),
+                "value": value,
                 "state_idx": state_idx,
+                "writes_applied": writes_applied,
             }))
         })
         .collect();

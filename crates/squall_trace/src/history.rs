@@ -15,6 +15,7 @@ use crate::queries::total_order;
 use crate::store::{ObjId, ValueStore};
 use crate::timeline::Timeline;
 use crate::value::{Decoded, ValRef};
+use crate::writes::{writes, WriteFact, WriteFilter};
 
 /// One recorded state of an object: node `slot` of its timeline's store, first recorded by
 /// entry `idx` (`None`: by an entry no longer in memory, or by none: see `NodeEntries`).
@@ -131,6 +132,57 @@ pub fn history_merged(timelines: &[(&Timeline, &ValueStore, &NodeEntries)], obj:
     out.into_iter().map(|x| x.2).collect()
 }
 
+/// One change in an object's history: a recorded state, or a write to it (between states:
+/// instrumented code's `obj.a = v`, `obj[k] = v`, `del`).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Change {
+    State(State),
+    Write(WriteFact),
+}
+
+/// One change in a history merged over several timelines: which of them (as given) and what.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MergedChange {
+    pub timeline: usize,
+    pub change: Change,
+}
+
+/// `history_merged` with the writes to `obj` in between its states, in recorded order (a write
+/// after a state recorded by the same entry).
+pub fn history_with_writes(
+    timelines: &[(&Timeline, &ValueStore, &NodeEntries)],
+    forms: &Forms,
+    obj: ObjId,
+) -> Vec<MergedChange> {
+    let tls: Vec<&Timeline> = timelines.iter().map(|t| t.0).collect();
+    let segments = total_order(&tls);
+    let pos_of = |t: usize, idx: Option<u32>| {
+        idx.and_then(|i| segments.iter().position(|s| s.timeline == t && s.from <= i && i < s.to).map(|p| p + 1))
+            .unwrap_or(0)
+    };
+    // Sorted by (segment, timeline when not placed, idx, state before write, slot).
+    type Order = (usize, usize, u32, u8, u32);
+    let mut out: Vec<(Order, MergedChange)> = Vec::new();
+    for (t, (tl, store, entries)) in timelines.iter().enumerate() {
+        for state in history(store, entries, obj) {
+            let pos = pos_of(t, state.idx);
+            let key = (pos, t * usize::from(pos == 0), state.idx.unwrap_or(0), 0, state.slot);
+            out.push((key, MergedChange { timeline: t, change: Change::State(state) }));
+        }
+        if store.legacy_len() > 0 {
+            continue;
+        }
+        let filter = WriteFilter { obj: Some(obj), ..WriteFilter::default() };
+        for w in writes(tl, forms, store, &filter) {
+            let pos = pos_of(t, Some(w.idx));
+            let key = (pos, t * usize::from(pos == 0), w.idx, 1, 0);
+            out.push((key, MergedChange { timeline: t, change: Change::Write(w) }));
+        }
+    }
+    out.sort_by_key(|x| x.0);
+    out.into_iter().map(|x| x.1).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -174,6 +226,63 @@ mod tests {
         assert_eq!(history(&s, &ne, 0), vec![]);
         assert_eq!(latest_state(&s, &ne, 7, 2, 0), None);
         assert_eq!(latest_state(&s, &ne, 7, 3, 0), Some(State { slot: 2, idx: Some(3) }));
+    }
+
+    /// Entries: expr(Cart#7(total=0)); write .total = 9; write .n = 1; expr(Cart#7(total=9, n=1)).
+    fn written() -> (Timeline, ValueStore, Forms) {
+        use crate::forms::{Coord, Form, FormKind, Site, SiteKind};
+        use crate::store::ObjectNode;
+        let mut forms = Forms::default();
+        let form = Form {
+            ns: "m".into(),
+            name: "f".into(),
+            file: "m.py".into(),
+            line: 1,
+            params: Vec::new(),
+            kind: FormKind::Function,
+        };
+        let form = forms.add_form(form).unwrap();
+        let coord = Coord { line: 2, col: 0, end_line: 2, end_col: 1 };
+        let total = forms.add_site(Site { form, kind: SiteKind::Write, coord, symbol: Some("total".into()) }).unwrap();
+        let n = forms.add_site(Site { form, kind: SiteKind::Write, coord, symbol: Some("n".into()) }).unwrap();
+        let mut s = ValueStore::new();
+        let (ty, t, nn) = (s.intern("Cart"), s.intern("total"), s.intern("n"));
+        let int = |i| ValRef::small_int(i).unwrap();
+        let a = s.push(Node::Object(Box::new(ObjectNode { ty, obj: 7, attrs: vec![(t, int(0))].into() }))).unwrap();
+        let mut args = Vec::new();
+        let mut es = vec![Entry::new(Kind::Expr, 0, 0, a.0, 0)];
+        for (site, v) in [(total, 9), (n, 1)] {
+            es.push(Entry::new(Kind::Write, site, 0, int(v).0, args.len() as u32));
+            args.extend_from_slice(&[7, 0, ValRef::ABSENT.0, s.len() as u32]);
+        }
+        let b = s
+            .push(Node::Object(Box::new(ObjectNode { ty, obj: 7, attrs: vec![(t, int(9)), (nn, int(1))].into() })))
+            .unwrap();
+        es.push(Entry::new(Kind::Expr, 0, 0, b.0, 0));
+        (Timeline::from_parts(es, args), s, forms)
+    }
+
+    #[test]
+    fn writes_come_between_states_and_apply_to_the_state_before_them() {
+        let (tl, s, forms) = written();
+        crate::writes::sync_writes(&tl, &forms, &s);
+        let ne = NodeEntries::new(&tl, &forms, &s);
+        let got: Vec<(bool, u32)> = history_with_writes(&[(&tl, &s, &ne)], &forms, 7)
+            .into_iter()
+            .map(|m| match m.change {
+                Change::State(st) => (true, st.idx.unwrap()),
+                Change::Write(w) => (false, w.idx),
+            })
+            .collect();
+        assert_eq!(got, vec![(true, 0), (false, 1), (false, 2), (true, 3)]);
+        // As of each write: the state before it with the writes up to it applied.
+        let preview = |upto| crate::printer::preview(&s.node_as_of(0, upto, crate::ExpandBudget::FULL), 80);
+        assert_eq!(preview(0), "Cart#7(total=0)");
+        assert_eq!(preview(1), "Cart#7(total=9)");
+        assert_eq!(preview(2), "Cart#7(total=9, n=1)");
+        assert_eq!(s.writes_since(0, 0), None);
+        assert_eq!(s.writes_since(0, 2), Some((2, 2)));
+        assert_eq!(s.writes_since(1, 3), None); // the later state holds them already
     }
 
     #[test]

@@ -20,7 +20,9 @@ mod writes;
 pub use entry::{Entry, Kind, MAX_ID, NONE, WRITE_WORDS};
 pub use error::TraceError;
 pub use forms::{Coord, Form, FormKind, Forms, Site, SiteKind};
-pub use history::{history, history_merged, latest_state, MergedState, NodeEntries, State};
+pub use history::{
+    history, history_merged, history_with_writes, latest_state, Change, MergedChange, MergedState, NodeEntries, State,
+};
 pub use limits::{LimitHit, Limits};
 pub use queries::{display_name, merge_call_stats, total_order, CallStat, Drift, FrameRef, Segment};
 pub use snapshot::{SeqKind, Snap};

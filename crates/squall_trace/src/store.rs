@@ -206,6 +206,8 @@ pub struct LoggedWrite {
     pub key: WriteKey,
     pub value: Option<ValRef>,
     pub at: u32,
+    /// The write entry's idx in its timeline.
+    pub idx: u32,
 }
 
 #[derive(Debug, Default)]
@@ -466,6 +468,40 @@ impl ValueStore {
             .map_or_else(Vec::new, |ws| ws.iter().filter(|w| w.at > after && w.at <= before).cloned().collect())
     }
 
+    /// The writes to `obj` made after node `after` was stored, by entries up to idx `upto`.
+    fn writes_after(&self, obj: ObjId, after: u32, upto: u32) -> Vec<LoggedWrite> {
+        let Ok(log) = self.writes.lock() else { return Vec::new() };
+        log.by_obj
+            .get(&obj)
+            .map_or_else(Vec::new, |ws| ws.iter().filter(|w| w.at > after && w.idx <= upto).cloned().collect())
+    }
+
+    /// The writes (`writes::sync_writes` logs them) to the object of node `slot` made after that
+    /// node was stored, by entries up to idx `upto`: how many, and the idx of the last.
+    pub fn writes_since(&self, slot: u32, upto: u32) -> Option<(usize, u32)> {
+        let obj = self.nodes.get(slot as usize).map_or(0, Node::obj);
+        if obj == 0 {
+            return None;
+        }
+        let writes = self.writes_after(obj, slot, upto);
+        writes.iter().map(|w| w.idx).max().map(|last| (writes.len(), last))
+    }
+
+    /// A tree of node `slot` (an object's state) with the writes made to that object after it,
+    /// by entries up to idx `upto`, applied (see `writes_since`): the object as of `upto`, as
+    /// far as the recording knows (code that is not instrumented may have changed it too).
+    pub fn node_as_of(&self, slot: u32, upto: u32, budget: ExpandBudget) -> Snap {
+        let mut left = budget.max_nodes;
+        let mut path = Walk { objs: Vec::new(), bound: slot };
+        let mut snap = self.snap_in(ValRef(slot), budget.max_depth, &mut left, &mut path);
+        let obj = self.nodes.get(slot as usize).map_or(0, Node::obj);
+        if obj != 0 {
+            let writes = self.writes_after(obj, slot, upto);
+            self.apply_logged(obj, writes, &mut snap, budget.max_depth, &mut left, &mut path);
+        }
+        snap
+    }
+
     /// `state` (a tree of an object's earlier state, node `slot`) with the writes made to it
     /// since, up to node `bound`, applied: attributes of objects, items of dicts.
     fn apply_writes(
@@ -478,12 +514,33 @@ impl ValueStore {
         path: &mut Walk,
     ) {
         let writes = self.writes_between(obj, slot, bound);
+        self.apply_logged(obj, writes, state, depth, left, path);
+    }
+
+    /// `writes` (to `obj`, oldest first) applied to `state`, a tree of one of its states.
+    fn apply_logged(
+        &self,
+        obj: ObjId,
+        writes: Vec<LoggedWrite>,
+        state: &mut Snap,
+        depth: u32,
+        left: &mut usize,
+        path: &mut Walk,
+    ) {
         if writes.is_empty() || depth == 0 {
             return;
         }
         path.objs.push(obj);
         for w in writes {
             let value = w.value.map(|v| self.snap_in(v, depth - 1, left, path));
+            // An object recorded with no attributes is `<Type#id>` (an opaque node with no
+            // text): an attribute written to it makes it one with that attribute.
+            if let (Snap::Opaque { type_name, id, repr }, WriteKey::Attr(_)) = (&*state, &w.key) {
+                if *repr == crate::printer::opaque_repr(type_name, *id, "") {
+                    let (type_name, id) = (type_name.clone(), *id);
+                    *state = Snap::Object { type_name, id, repr: String::new(), attrs: Vec::new() };
+                }
+            }
             match (state as &mut Snap, w.key) {
                 (Snap::Object { attrs, repr, type_name, id }, WriteKey::Attr(name)) => {
                     let at = attrs.iter().position(|(k, _)| **k == *name);

@@ -147,7 +147,7 @@ pub fn sync_writes(tl: &Timeline, forms: &Forms, store: &ValueStore) {
             (false, k) => WriteKey::Item(k),
         };
         let value = (e.value() != ValRef::ABSENT).then_some(e.value());
-        out.push((obj, LoggedWrite { key, value, at }));
+        out.push((obj, LoggedWrite { key, value, at, idx: idx as u32 }));
     }
     store.log_writes(tl.len(), out);
 }

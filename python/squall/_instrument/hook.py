@@ -7,6 +7,7 @@ writes ``__pycache__`` (instrumented bytecode must never land in a pyc an unreco
 """
 
 import importlib.machinery
+import importlib.util
 import os
 import sys
 import threading
@@ -142,6 +143,65 @@ class SquallFinder:
         pass
 
 
+# --- runpy.run_path ------------------------------------------------------------------------------
+#
+# ``runpy.run_path(file)`` compiles the file itself (``runpy._get_code_from_file``), past the
+# import system: while the hook is installed that function is replaced by one that instruments
+# the source when the config says so for the module named after the file (``tool.py`` ->
+# ``tool``), as an import of it would be. A directory or zip file runs its ``__main__`` through
+# the import system, which the finder already sees; ``runpy.run_module`` too.
+
+_runpy_original: Any = None
+
+
+def _run_path_code(*args: Any) -> Any:
+    """``runpy._get_code_from_file(run_name, fname)`` (``(fname)`` from 3.13 on), instrumented."""
+    fname = args[-1]
+    code = None
+    finder = _finder
+    if finder is not None:
+        try:
+            code = _instrumented_run_path_code(fname, finder)
+        except SyntaxError:
+            raise  # the program's own error, raised as runpy would
+        except Exception:  # noqa: BLE001 - runpy's own compile below
+            code = None
+    if code is None:
+        return _runpy_original(*args)
+    return (code, fname) if len(args) == 2 else code
+
+
+def _instrumented_run_path_code(fname: Any, finder: "SquallFinder") -> Optional[types.CodeType]:
+    path = os.path.abspath(os.fsdecode(fname))
+    name = os.path.splitext(os.path.basename(path))[0]
+    if not path.endswith(".py"):
+        return None
+    cfg = finder.config()
+    decision = _config.remember(cfg.decide(name, path))
+    if not decision.instrumented:
+        return None
+    import io
+
+    with io.open_code(path) as f:
+        source = f.read()
+    if source[:4] == importlib.util.MAGIC_NUMBER:
+        return None  # a pyc: runpy runs it as it is
+    code = _instrumented_code(source, os.fsdecode(fname), name, finder.engine, cfg.mode_for(name))
+    return None if code is None else rewrite.bind_entry_constants(code)
+
+
+def _patch_runpy(on: bool) -> None:
+    global _runpy_original
+    import runpy
+
+    current = getattr(runpy, "_get_code_from_file", None)
+    if on and current is not None and current is not _run_path_code:
+        _runpy_original = current
+        runpy._get_code_from_file = _run_path_code  # type: ignore[attr-defined]
+    elif not on and current is _run_path_code and _runpy_original is not None:
+        runpy._get_code_from_file = _runpy_original  # type: ignore[attr-defined]
+
+
 def install(cfg: Optional[_config.Config] = None, engine: Any = None) -> "SquallFinder":
     """Puts the finder first on ``sys.meta_path`` (replacing a previous squall finder).
     ``cfg`` None: use ``config.current()`` at each import."""
@@ -150,6 +210,7 @@ def install(cfg: Optional[_config.Config] = None, engine: Any = None) -> "Squall
         uninstall()
         _finder = SquallFinder(cfg, engine)
         sys.meta_path.insert(0, _finder)
+        _patch_runpy(True)
         return _finder
 
 
@@ -158,6 +219,7 @@ def uninstall() -> None:
     with _state_lock:
         sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, SquallFinder)]
         _finder = None
+        _patch_runpy(False)
 
 
 def is_installed() -> bool:

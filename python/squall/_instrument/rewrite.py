@@ -71,6 +71,7 @@ ENTRY_NAMES = {
     "waugattr": "_sq_waugattr",
     "waugitem": "_sq_waugitem",
     "wsetattr": "_sq_wsetattr",
+    "wslot": "_sq_wslot",
 }
 EXC_NAME = "_sq_exc"
 
@@ -151,6 +152,23 @@ def _py_wdelitem(_site: Any, obj: Any, key: Any) -> None:
     del obj[key]
 
 
+class _PySlot:
+    """``WriteSlot`` (write_slot.rs) for an engine without ``wslot``: stores through the engine's
+    ``wattr`` / ``witem`` (or its fallback)."""
+
+    __slots__ = ("_site", "_obj", "_key", "_item", "_store")
+
+    def __init__(self, site: Any, obj: Any, key: Any, item: bool, store: Any) -> None:
+        for k, v in (("_site", site), ("_obj", obj), ("_key", key), ("_item", item), ("_store", store)):
+            object.__setattr__(self, k, v)
+
+    def __setattr__(self, _name: str, value: Any) -> None:
+        self._store(self._site, value, self._obj, self._key)
+
+    def __getattr__(self, _name: str) -> Any:
+        return self._obj[self._key] if self._item else getattr(self._obj, self._key)
+
+
 # What a write entry point does for an engine without its own (the store must happen: unlike
 # the recording-only entry points, these cannot be ignored).
 _WRITE_FALLBACKS = {
@@ -199,6 +217,9 @@ def _entry_point(eng: Any, k: str) -> Any:
         return lambda site, form, obj: real(site, form, obj, suspend, resume)
     if k in _WRITE_FALLBACKS:
         return _WRITE_FALLBACKS[k]
+    if k == "wslot":
+        wattr, witem = _entry_point(eng, "wattr"), _entry_point(eng, "witem")
+        return lambda site, obj, key, item: _PySlot(site, obj, key, item, witem if item else wattr)
     return _ignore
 
 
@@ -934,6 +955,31 @@ class _Full:
             return _entry_call("wattr", [site, value, t.value, _const(t.attr, t)], t)
         return _entry_call("witem", [site, value, t.value, t.slice], t)
 
+    def _slot(self, t: Any) -> ast.Attribute:
+        """The write target ``t`` (writable) as ``_sq_wslot(SITE, obj, key, item).v``: a target
+        Python evaluates and stores in its own order (write_slot.rs)."""
+        self._target(t)
+        site = self._write_site(t)
+        if isinstance(t, ast.Attribute):
+            args = [site, t.value, _const(t.attr, t), _const(False, t)]
+        else:
+            args = [site, t.value, t.slice, _const(True, t)]
+        call = _entry_call("wslot", args, t)
+        return ast.copy_location(ast.Attribute(value=call, attr="v", ctx=ast.Store()), t)
+
+    def _store_target(self, t: Any) -> Any:
+        """An assignment target with its writable attribute and item targets, at any depth of
+        tuples, lists and starred targets, as write slots; the rest as ``_target`` leaves it."""
+        if isinstance(t, (ast.Attribute, ast.Subscript)) and self._writable(t):
+            return self._slot(t)
+        if isinstance(t, ast.Starred):
+            t.value = self._store_target(t.value)
+            return t
+        if isinstance(t, (ast.Tuple, ast.List)):
+            t.elts = [self._store_target(x) for x in t.elts]
+            return t
+        return self._target(t)
+
     def _scoped(self, form: Optional[int], locals_: frozenset, fn: Any) -> Any:
         saved = (self.form, self.locals, self.lazy)
         self.form, self.locals, self.lazy = form, locals_, 0
@@ -1211,7 +1257,9 @@ class _Full:
             t = node.targets[0]
             node.value = self._bind_call(t, t.id, node.value)
             return node
-        node.targets = [self._target(t) for t in node.targets]
+        # Tuple targets and chains mixing names and writes store through write slots: Python
+        # evaluates each target, and stores, in its own order.
+        node.targets = [self._store_target(t) for t in node.targets]
         names: List[ast.Name] = []
         for t in node.targets:
             _target_names(t, names)
@@ -1237,6 +1285,13 @@ class _Full:
             else:
                 call = _entry_call("waugitem", [site, t.value, t.slice, op, value], t)
             return ast.copy_location(ast.Expr(value=call), node)
+        if self._writable(node.target):
+            # `obj.a += f()` -> `_sq_wslot(S, obj, "a", False).v += f()`: Python loads the target
+            # through the slot, evaluates the operand, applies the operator and stores through
+            # the slot (recorded), in its own order.
+            node.target = self._slot(node.target)
+            node.value = self.e(node.value)
+            return node
         # `x += v`: the binding records the new x (the old one is x's previous binding), so the
         # operand itself is not recorded; `self.n += v` / `a[i] += v` record the operand.
         named = isinstance(node.target, ast.Name)
@@ -1250,7 +1305,7 @@ class _Full:
             return node
         simple = isinstance(node.target, ast.Name)
         node.value = self.e(node.value, wrap=not simple)
-        node.target = self._target(node.target)
+        node.target = self._store_target(node.target)
         if self._fusable(node.target):
             node.value = self._bind_call(node.target, node.target.id, node.value)
             return node
@@ -1258,7 +1313,7 @@ class _Full:
 
     def s_For(self, node: Any) -> Any:
         node.iter = self.e(node.iter)
-        node.target = self._target(node.target)
+        node.target = self._store_target(node.target)
         if _LOOP_ITER and isinstance(node, ast.For) and self._fusable(node.target):
             # `for x in _sq_for(S, it)`: the engine's iterator records each binding
             node.iter = self._loop_iter(node.target, node.iter, node)
@@ -1287,7 +1342,7 @@ class _Full:
         for it in node.items:
             it.context_expr = self.e(it.context_expr)
             if it.optional_vars is not None:
-                it.optional_vars = self._target(it.optional_vars)
+                it.optional_vars = self._store_target(it.optional_vars)
                 _target_names(it.optional_vars, names)
         node.body = self._binds(names) + self.stmts(node.body)
         return node
