@@ -461,3 +461,70 @@ def test_cli_previews_show_each_objects_identity(saved):
     for tag in ("a-first", "a-second", "b", "c"):
         assert re.search(rf"#{ids[tag]}\b", by_tag[tag]), (tag, ids[tag], by_tag[tag])
     assert not re.search(rf"#{ids['c']}\b", by_tag["b"])
+
+
+# --- big containers recorded again (fingerprints) ------------------------------------------------
+
+
+def _agrees(recorded: Any, expected: Any, where: str) -> None:
+    """``recorded`` (a deref) is ``expected`` as far as the snapshot budget kept it: a
+    ``Truncated`` marker stands for the items left out and says how many there were."""
+    if isinstance(recorded, values.Truncated):
+        assert recorded.length == len(expected), (where, recorded, expected)
+        return
+    if isinstance(expected, (list, tuple)):
+        assert type(recorded) is type(expected), (where, type(recorded))
+        items = [x for x in recorded if not isinstance(x, values.Truncated)]
+        cut = [x for x in recorded if isinstance(x, values.Truncated)]
+        if cut:
+            assert cut[0].length == len(expected) and len(items) + cut[0].omitted == len(expected), (where, cut[0])
+        else:
+            assert len(items) == len(expected), (where, len(items), len(expected))
+        for i, (a, b) in enumerate(zip(items, expected)):
+            _agrees(a, b, f"{where}[{i}]")
+        return
+    if isinstance(expected, (set, frozenset)):
+        items = {x for x in recorded if not isinstance(x, values.Truncated)}
+        cut = [x for x in recorded if isinstance(x, values.Truncated)]
+        if cut:
+            assert items <= set(expected) and len(items) + cut[0].omitted == len(expected), (where, cut[0])
+        else:
+            assert items == set(expected), (where, sorted(items ^ set(expected)))
+        return
+    if type(expected).__name__ == "array":
+        assert isinstance(recorded, values.ObjectSnapshot) and recorded.type_name == "array.array", (where, recorded)
+        return
+    assert recorded == expected and type(recorded) is type(expected), (where, recorded, expected)
+
+
+@pytest.mark.parametrize("frontend", FRONTENDS)
+def test_big_containers_recorded_again_show_each_change(tmp_path, frontend):
+    """tests/value_programs/big_containers.py: lists, sets, frozensets and tuples of 16 items or
+    more recorded again unchanged, changed in place (by Python and C code), changed to an equal
+    value, grown, past max_length and past max_items: each record shows the state at its call."""
+    if frontend == "live":
+        api.stop_recording()
+        api.clear_recordings()
+        api.set_flow(0)
+        api.start_recording(install_hook=False)
+        try:
+            mod, seen = run_live("big_containers.py")
+        finally:
+            api.stop_recording()
+        front = Front(indexes, values.deref_val_id, mod.__name__, seen)
+    else:
+        out = tmp_path / "big.sqrec"
+        record_to_file("big_containers.py", out)
+        rec = squall.load(out)
+        front = Front(rec, rec.deref_val_id, "__main__", None)
+        mod, seen = run_live("big_containers.py")  # the program's own copies, run again
+    calls = [args for _, _, args in front.calls("observe")]
+    assert [a[0] for a in calls[: len(seen)]] == [tag for tag, _ in seen]
+    for n, ((tag, expected), args) in enumerate(zip(seen, calls)):
+        _agrees(args[1], expected, f"call {n} ({tag})")
+    cycles = calls[len(seen):]
+    assert [c[0] for c in cycles] == ["cycle", "cycle"]
+    assert cycles[0][1][:20] == cycles[1][1][:20] == list(range(20))
+    if frontend == "live":
+        api.clear_recordings()
+    sys.modules.pop(mod.__name__, None)

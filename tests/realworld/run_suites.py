@@ -13,8 +13,9 @@ twice with the plugin ``squall_rw_plugin`` (this directory):
    outcomes (as `squall run` does; `--no-save` keeps it in memory only).
 
 Prints, per library, how many tests ran and every test whose outcome differs, and writes
-``results.json`` in the work directory. squall itself is taken from this checkout (``python/``,
-with the engine built by ``maturin develop``), so use the interpreter of the checkout's venv.
+``results.json`` in the work directory. squall is the one this interpreter imports (its package
+directory is linked into the library's PYTHONPATH), so run this with the checkout's venv after
+``scripts/setup.sh``.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import tempfile
 import time
 from pathlib import Path
 
@@ -39,6 +41,8 @@ LIBRARIES = [
     ("toolz", "1.0.0", ["toolz", "tlz"], [], None, ["--pyargs", "toolz"]),
     ("attrs", "24.2.0", ["attr", "attrs"], ["hypothesis", "pympler", "cloudpickle"], "tests",
      ["-p", "no:mypy-plugins"]),
+    ("jinja2", "3.1.4", ["jinja2"], ["trio"], "tests", []),
+    ("pyparsing", "3.1.4", ["pyparsing"], ["railroad-diagrams", "jinja2"], "tests", []),
 ]
 
 
@@ -62,21 +66,41 @@ def sdist_tests(work: Path, name: str, version: str, tests: str, venv_py: Path) 
     if not out.exists():
         with tarfile.open(tgz) as t:
             t.extractall(work / "extract")
-        top = next((work / "extract").glob(f"*{version}"))
+        top = next(p for p in (work / "extract").iterdir()
+                   if p.name.lower().replace("_", "-") == f"{name}-{version}".lower())
         shutil.rmtree(work / "extract" / top.name, ignore_errors=False) if False else None
         dest = work / f"{name}-tests-root"
         dest.mkdir(exist_ok=True)
         shutil.copytree(top / tests, dest / tests, dirs_exist_ok=True)
+        if (top / "examples").is_dir():  # some suites import them (pyparsing)
+            shutil.copytree(top / "examples", dest / "examples", dirs_exist_ok=True)
         if (top / "conftest.py").exists():
             shutil.copy(top / "conftest.py", dest / "conftest.py")
         out.mkdir()
     return work / f"{name}-tests-root"
 
 
+def squall_path(work: Path) -> Path:
+    """A directory holding only `squall`: the package this interpreter imports (installed with
+    its engine, e.g. by scripts/setup.sh), linked, so that the library's venv gets squall and
+    nothing else of this one."""
+    import squall
+
+    d = work / "squall-path"
+    d.mkdir(parents=True, exist_ok=True)
+    link = d / "squall"
+    target = Path(squall.__file__).resolve().parent
+    if link.is_symlink() and link.resolve() != target:
+        link.unlink()
+    if not link.exists():
+        link.symlink_to(target, target_is_directory=True)
+    return d
+
+
 def run_pytest(venv_py: Path, cwd: Path, args, include, out_json: Path, mode: str,
                save: bool = True) -> dict:
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(HERE), str(ROOT / "python")])
+    env["PYTHONPATH"] = os.pathsep.join([str(HERE), str(squall_path(out_json.parent))])
     env["SQUALL_RW_OUT"] = str(out_json)
     env["PYTHONHASHSEED"] = "0"
     env.pop("SQUALL_RW_INCLUDE", None)
@@ -86,14 +110,22 @@ def run_pytest(venv_py: Path, cwd: Path, args, include, out_json: Path, mode: st
         if save:
             env["SQUALL_RW_SAVE"] = str(out_json.with_suffix(".sqrec"))
     t0 = time.perf_counter()
-    r = subprocess.run([str(venv_py), "-m", "pytest", "-q", "-p", "squall_rw_plugin", "-p",
-                        "no:cacheprovider", "-x" if False else "-rN", *args],
-                       cwd=str(cwd), env=env, capture_output=True, text=True)
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        p = subprocess.Popen([str(venv_py), "-m", "pytest", "-q", "-p", "squall_rw_plugin", "-p",
+                              "no:cacheprovider", "-rN", *args],
+                             cwd=str(cwd), env=env, stdout=out, stderr=err, text=True)
+        # wait4 gives this child's own peak RSS (getrusage's covers every child so far).
+        _, status, usage = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        r = subprocess.CompletedProcess(p.args, p.returncode, out.read(), err.read())
     dt = time.perf_counter() - t0
     if not out_json.exists():
         raise SystemExit(f"pytest wrote no outcomes (exit {r.returncode}):\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
     data = json.loads(out_json.read_text())
     data["seconds"] = round(dt, 1)
+    data["peak_rss_mb"] = round(usage.ru_maxrss / 1024)
     data["stderr_tail"] = r.stderr[-2000:]
     data["stdout_tail"] = r.stdout[-2000:]
     return data
@@ -121,6 +153,7 @@ def run_per_file(venv_py: Path, cwd: Path, tests: str, pyargs, include, out_dir:
         if d.get("recording_stopped_in"):
             merged["recording_stopped_in"].append(d["recording_stopped_in"])
         merged["seconds"] += d["seconds"]
+        merged["peak_rss_mb"] = max(merged.get("peak_rss_mb", 0), d["peak_rss_mb"])
         merged["stdout_tail"] += d["stdout_tail"][-300:]
         merged["stderr_tail"] += d["stderr_tail"][-300:]
     merged["seconds"] = round(merged["seconds"], 1)
@@ -179,6 +212,8 @@ def main() -> int:
             "differences": diffs,
             "plain_seconds": plain["seconds"],
             "squall_seconds": inst["seconds"],
+            "plain_peak_rss_mb": plain["peak_rss_mb"],
+            "squall_peak_rss_mb": inst["peak_rss_mb"],
             "engine_stats": inst.get("engine_stats"),
             "limits_hit": inst.get("limits_hit"),
             "recorded_tests": inst.get("recorded_tests"),
@@ -190,7 +225,8 @@ def main() -> int:
         }
         r = results[name]
         print(f"{name} {version}: {r['tests']} tests {counts}, same outcome {r['same']}, "
-              f"differences {len(diffs)}; plain {r['plain_seconds']}s, squall {r['squall_seconds']}s; "
+              f"differences {len(diffs)}; plain {r['plain_seconds']}s {r['plain_peak_rss_mb']} MB, squall "
+              f"{r['squall_seconds']}s {r['squall_peak_rss_mb']} MB (peak RSS); "
               f"{r['instrumented_modules']} modules instrumented; entries "
               f"{(r['engine_stats'] or {}).get('entries')}; limits hit {r['limits_hit']}; tests fully "
               f"recorded {r['recorded_tests']} (stopped in {r['recording_stopped_in']})", flush=True)

@@ -26,6 +26,8 @@ use squall_trace::{
 use crate::engine::{without_recording, Engine, ThreadRec};
 use crate::identity::IDS;
 
+mod fingerprint;
+
 pub struct Budget {
     pub max_depth: u32,
     pub max_length: usize,
@@ -121,6 +123,8 @@ pub struct EncodeCache {
     written: LastNodes,
     /// Per type with members (`TypeInfo::members`): each member's interned name and offset.
     member_lists: Vec<Box<[(u32, isize)]>>,
+    /// Big containers' fingerprints (`fingerprint`): an unchanged one reuses its last node.
+    prints: fingerprint::Prints,
 }
 
 const ATTR_SLOTS: usize = 1 << 10;
@@ -269,6 +273,7 @@ impl Default for EncodeCache {
             member_lists: Vec::new(),
             path: Vec::new(),
             written: LastNodes::with_slots(CUT_SLOTS),
+            prints: fingerprint::Prints::default(),
         }
     }
 }
@@ -284,6 +289,7 @@ impl EncodeCache {
         (self.last.bytes() + self.cuts.bytes() + self.static_types.capacity() * 16 + self.stack.capacity() * 4) as u64
             + (self.heap_types.capacity() * 16 + self.attr_names.len() * 24) as u64
             + (self.pairs.capacity() * 8 + self.attrs.capacity() * 8 + self.text.capacity()) as u64
+            + self.prints.bytes() as u64
     }
 }
 
@@ -513,8 +519,36 @@ struct Cx<'a> {
 /// Sequence storage read directly.
 enum Items {
     Array(*mut *mut ffi::PyObject, usize),
-    /// Through the base type's own C iterator (sets, deques): runs no Python code.
+    /// A set's hash table (`set_table`), in the order its iterator gives.
+    Set(*mut ffi::setentry, usize),
+    /// Through the base type's own C iterator (deques): runs no Python code.
     Iter(ffi::iternextfunc, *mut ffi::PyObject),
+}
+
+/// The hash table of set or frozenset `o` (of any subclass: the storage is the base's). Its
+/// iterator walks the same slots in the same order, skipping empty ones and removed ones
+/// (setobject.c: a removed key is the dummy with hash -1, which no live key has); read here
+/// without making an iterator object per set.
+///
+/// # Safety
+/// GIL held; `o` a valid set or frozenset.
+unsafe fn set_table(o: *mut ffi::PyObject) -> Items {
+    unsafe {
+        let so = o.cast::<ffi::PySetObject>();
+        Items::Set((*so).table, ((*so).mask.max(0) as usize) + 1)
+    }
+}
+
+/// The key in slot `i` of a set's table, if one is there.
+///
+/// # Safety
+/// As `set_table`, `i` below its slot count.
+#[inline(always)]
+unsafe fn set_key(table: *mut ffi::setentry, i: usize) -> Option<*mut ffi::PyObject> {
+    unsafe {
+        let e = &*table.add(i);
+        (!e.key.is_null() && e.hash != -1).then_some(e.key)
+    }
 }
 
 impl Cx<'_> {
@@ -565,11 +599,7 @@ impl Cx<'_> {
                 set @ (TypeKind::Set | TypeKind::FrozenSet) => {
                     let frozen = set == TypeKind::FrozenSet;
                     let kind = if frozen { SeqKind::FrozenSet } else { SeqKind::Set };
-                    let base = if frozen { &raw mut ffi::PyFrozenSet_Type } else { &raw mut ffi::PySet_Type };
-                    match base_iter(base, o) {
-                        Some(items) => self.seq(o, kind, items, depth, !frozen),
-                        None => self.opaque(o, String::new()),
-                    }
+                    self.seq(o, kind, set_table(o), depth, !frozen)
                 }
                 TypeKind::Deque(deque) => match base_iter(deque, o) {
                     Some(items) => self.seq(o, SeqKind::Other, items, depth, true),
@@ -810,14 +840,46 @@ impl Cx<'_> {
         }
     }
 
+    /// A list, tuple, set, frozenset or deque: its last node when a big one's fingerprint is
+    /// unchanged (`fingerprint`), else `seq_encode`.
     unsafe fn seq(&mut self, o: *mut ffi::PyObject, kind: SeqKind, items: Items, depth: u32, identity: bool) -> ValRef {
+        unsafe {
+            let len = match &items {
+                Items::Array(_, n) => *n as u64,
+                Items::Set(..) | Items::Iter(..) => obj_len(o),
+            };
+            if len < fingerprint::MIN_ITEMS || depth == 0 || kind == SeqKind::Other {
+                return self.seq_encode(o, kind, items, depth, identity);
+            }
+            let obj = if identity { self.identity(o) } else { 0 };
+            if let Some(v) = self.unchanged(o, obj, depth) {
+                if let Items::Iter(_, it) = items {
+                    ffi::Py_DecRef(it);
+                }
+                return v;
+            }
+            let left_before = *self.left;
+            let v = self.seq_encode(o, kind, items, depth, identity);
+            self.remember(o, obj, depth, v, left_before);
+            v
+        }
+    }
+
+    unsafe fn seq_encode(
+        &mut self,
+        o: *mut ffi::PyObject,
+        kind: SeqKind,
+        items: Items,
+        depth: u32,
+        identity: bool,
+    ) -> ValRef {
         unsafe {
             let tp = ffi::Py_TYPE(o);
             let obj = if identity { self.identity(o) } else { 0 };
             let ty = self.type_name(tp);
             let (len, base) = match &items {
                 Items::Array(_, n) => (*n as u64, self.cache.stack.len()),
-                Items::Iter(..) => (obj_len(o), self.cache.stack.len()),
+                Items::Set(..) | Items::Iter(..) => (obj_len(o), self.cache.stack.len()),
             };
             let at_limit =
                 if depth == 0 { Some(CutNode { ty, obj, len }) } else { self.known_at_limit(o, ty, obj, len, false) };
@@ -837,6 +899,16 @@ impl Cx<'_> {
                         }
                         let v = self.enc(*p.add(i), depth - 1);
                         self.cache.stack.push(v);
+                    }
+                }
+                Items::Set(table, slots) => {
+                    let mut i = 0;
+                    while i < slots && self.cache.stack.len() - base < max && *self.left > 0 {
+                        if let Some(key) = set_key(table, i) {
+                            let v = self.enc(key, depth - 1);
+                            self.cache.stack.push(v);
+                        }
+                        i += 1;
                     }
                 }
                 Items::Iter(next, it) => {

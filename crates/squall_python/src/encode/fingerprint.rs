@@ -1,0 +1,263 @@
+//! Fingerprints: a cheap test that a container is as it was when it was last encoded.
+//!
+//! Encoding an unchanged container again costs a node lookup or two per item, only to end by
+//! reusing the node made the time before: a function called in a loop with the same big list
+//! (a matrix, a board, a table of candidates) paid it at every call (pyperformance's scimark
+//! and meteor_contest: 30–40x in calls mode). A fingerprint is what that node depends on, read
+//! straight from storage in one pass: per item its scalar value (floats and ints by value, ASCII
+//! strs by address and hash, `None`, bools and small ints inline), per nested container its type,
+//! identity and length, per C object shown by its type alone that type. When a container of
+//! [`MIN_ITEMS`] or more items was encoded (as far as the item budget went, nothing shown as a
+//! reference) and its fingerprint now equals the one taken then, the node made then is its value.
+//! Containers holding anything else (instances, dicts, big ints ...) take no fingerprint.
+//!
+//! A str is recognised by its address and its 64-bit hash: a different str at the same address
+//! with the same hash and length is the one case a fingerprint would take for unchanged.
+
+use pyo3::ffi;
+use squall_trace::{Node, ObjId, ValRef};
+
+use super::{inline_value, set_key, set_table, Cx, Items, TypeKind};
+
+/// Containers with fewer items are encoded without a fingerprint (the walk would cost about
+/// what the encoding does).
+pub(super) const MIN_ITEMS: u64 = 16;
+const SLOTS: usize = 1 << 10;
+
+const TAG_INLINE: u64 = 1 << 40;
+const TAG_FLOAT: u64 = 2 << 40;
+const TAG_INT: u64 = 3 << 40;
+const TAG_STR: u64 = 4 << 40;
+const TAG_SEQ: u64 = 5 << 40;
+const TAG_OPAQUE: u64 = 6 << 40;
+
+/// One container's fingerprint: taken when `node` was made for it.
+struct Print {
+    addr: usize,
+    obj: ObjId,
+    node: ValRef,
+    /// What its encoding took of the value's item budget (`Budget::max_items`).
+    used: usize,
+    words: Vec<u64>,
+}
+
+/// The last fingerprint per address, direct-mapped.
+#[derive(Default)]
+pub(in crate::encode) struct Prints {
+    slots: Vec<Print>,
+    scratch: Vec<u64>,
+}
+
+impl Prints {
+    fn slot(addr: usize) -> usize {
+        ((addr >> 4) ^ (addr >> 14)) & (SLOTS - 1)
+    }
+
+    pub(in crate::encode) fn bytes(&self) -> usize {
+        self.slots.iter().map(|p| p.words.capacity() * 8).sum::<usize>()
+            + self.slots.capacity() * std::mem::size_of::<Print>()
+            + self.scratch.capacity() * 8
+    }
+}
+
+impl Cx<'_> {
+    /// The node last made for container `o` (identity `obj`), if its fingerprint is unchanged;
+    /// takes from the item budget what encoding it would.
+    ///
+    /// # Safety
+    /// GIL held; `o` a valid list, tuple, set or frozenset.
+    pub(super) unsafe fn unchanged(&mut self, o: *mut ffi::PyObject, obj: ObjId, depth: u32) -> Option<ValRef> {
+        unsafe {
+            let addr = o as usize;
+            let p = self.cache.prints.slots.get(Prints::slot(addr))?;
+            if p.addr != addr || p.obj != obj || *self.left < p.used || self.cache.last.get(addr) != Some(p.node) {
+                return None;
+            }
+            let mut words = std::mem::take(&mut self.cache.prints.scratch);
+            words.clear();
+            let mut left = *self.left;
+            let same = self.walk_container(o, depth, &mut words, &mut left) && {
+                let p = &self.cache.prints.slots[Prints::slot(addr)];
+                words == p.words
+            };
+            self.cache.prints.scratch = words;
+            if !same {
+                return None;
+            }
+            *self.left = left;
+            Some(self.cache.prints.slots[Prints::slot(addr)].node)
+        }
+    }
+
+    /// After container `o` was encoded to `node`, having `left_before` of the item budget:
+    /// takes its fingerprint when the encoding was whole and the walk read what it read.
+    ///
+    /// # Safety
+    /// As [`Cx::unchanged`].
+    pub(super) unsafe fn remember(
+        &mut self,
+        o: *mut ffi::PyObject,
+        obj: ObjId,
+        depth: u32,
+        node: ValRef,
+        left_before: usize,
+    ) {
+        unsafe {
+            if !matches!(self.store.node(node.0), Some(Node::Seq(_) | Node::SeqDelta(_))) {
+                return;
+            }
+            let mut words = Vec::new();
+            let mut left = left_before;
+            if !self.walk_container(o, depth, &mut words, &mut left) || left != *self.left {
+                return;
+            }
+            let used = left_before - left;
+            let prints = &mut self.cache.prints;
+            if prints.slots.is_empty() {
+                prints.slots.resize_with(SLOTS, || Print {
+                    addr: 0,
+                    obj: 0,
+                    node: ValRef::ABSENT,
+                    used: 0,
+                    words: Vec::new(),
+                });
+            }
+            prints.slots[Prints::slot(o as usize)] = Print { addr: o as usize, obj, node, used, words };
+        }
+    }
+
+    /// Appends `o`'s fingerprint, taking from `left` what `enc` takes; `false`: it has none.
+    unsafe fn walk(&mut self, o: *mut ffi::PyObject, depth: u32, words: &mut Vec<u64>, left: &mut usize) -> bool {
+        unsafe {
+            if let Some(v) = inline_value(o) {
+                words.push(TAG_INLINE | u64::from(v.0));
+                return true;
+            }
+            *left = left.saturating_sub(1);
+            let tp = ffi::Py_TYPE(o);
+            if tp == &raw mut ffi::PyFloat_Type {
+                words.extend([TAG_FLOAT, ffi::PyFloat_AS_DOUBLE(o).to_bits()]);
+                return true;
+            }
+            if tp == &raw mut ffi::PyLong_Type {
+                let mut overflow = 0;
+                let v = ffi::PyLong_AsLongLongAndOverflow(o, &mut overflow);
+                if overflow != 0 || (v == -1 && !ffi::PyErr_Occurred().is_null()) {
+                    ffi::PyErr_Clear();
+                    return false;
+                }
+                words.extend([TAG_INT, v as u64]);
+                return true;
+            }
+            if tp == &raw mut ffi::PyUnicode_Type {
+                if ffi::PyUnicode_IS_COMPACT_ASCII(o) == 0 {
+                    return false;
+                }
+                let len = ffi::PyUnicode_GET_LENGTH(o).max(0) as u64;
+                let hash = (*o.cast::<ffi::PyASCIIObject>()).hash;
+                if len > self.budget.max_string as u64 || hash == -1 {
+                    return false;
+                }
+                words.extend([TAG_STR | len, o as u64, hash as u64]);
+                return true;
+            }
+            if !self.registered.is_empty() && self.registered.iter().any(|&(t, _)| t == tp) {
+                return false;
+            }
+            let info = self.type_info(tp);
+            match info.kind {
+                TypeKind::List | TypeKind::Tuple | TypeKind::Set | TypeKind::FrozenSet => {
+                    self.walk_container(o, depth, words, left)
+                }
+                // What `object` shows as an opaque C object of this type, by type and identity:
+                // no dict, no members (an opaque state is never one a reference points to).
+                TypeKind::Object => {
+                    let flags = (*tp).tp_flags;
+                    let plain = depth > 0
+                        && info.members == 0
+                        && !info.exception
+                        && (*tp).tp_dictoffset == 0
+                        // Py_TPFLAGS_MANAGED_DICT (3.11+): `object` reads such a dict.
+                        && flags & (1 << 4) == 0;
+                    if plain {
+                        let obj = if info.watched { crate::identity::IDS.get().of(o) } else { 0 };
+                        if obj != 0 && self.cache.path.contains(&(o as usize)) {
+                            return false;
+                        }
+                        words.extend([TAG_OPAQUE, tp as u64, obj]);
+                    }
+                    plain
+                }
+                _ => false,
+            }
+        }
+    }
+
+    /// A list's, tuple's, set's or frozenset's fingerprint (`walk` of one).
+    unsafe fn walk_container(
+        &mut self,
+        o: *mut ffi::PyObject,
+        depth: u32,
+        words: &mut Vec<u64>,
+        left: &mut usize,
+    ) -> bool {
+        unsafe {
+            if depth == 0 {
+                return false;
+            }
+            let tp = ffi::Py_TYPE(o);
+            let info = self.type_info(tp);
+            let (obj, items) = match info.kind {
+                TypeKind::List => (
+                    self.identity(o),
+                    Items::Array((*o.cast::<ffi::PyListObject>()).ob_item, ffi::PyList_GET_SIZE(o) as usize),
+                ),
+                TypeKind::Tuple => (
+                    0,
+                    Items::Array(
+                        (*o.cast::<ffi::PyTupleObject>()).ob_item.as_mut_ptr(),
+                        ffi::PyTuple_GET_SIZE(o) as usize,
+                    ),
+                ),
+                TypeKind::Set => (self.identity(o), set_table(o)),
+                TypeKind::FrozenSet => (0, set_table(o)),
+                _ => return false,
+            };
+            // A cycle back to a container being encoded is shown as a reference.
+            if obj != 0 && self.cache.path.contains(&(o as usize)) {
+                return false;
+            }
+            let max = self.budget.max_length;
+            match items {
+                Items::Array(p, n) => {
+                    words.extend([TAG_SEQ, tp as u64, obj, n as u64]);
+                    // Where the item budget runs out, `seq_encode` stops taking items: so does this.
+                    for i in 0..n.min(max) {
+                        if *left == 0 {
+                            break;
+                        }
+                        if !self.walk(*p.add(i), depth - 1, words, left) {
+                            return false;
+                        }
+                    }
+                    true
+                }
+                Items::Set(table, slots) => {
+                    words.extend([TAG_SEQ, tp as u64, obj, (*o.cast::<ffi::PySetObject>()).used.max(0) as u64]);
+                    let (mut i, mut n) = (0, 0);
+                    while i < slots && n < max && *left > 0 {
+                        if let Some(key) = set_key(table, i) {
+                            n += 1;
+                            if !self.walk(key, depth - 1, words, left) {
+                                return false;
+                            }
+                        }
+                        i += 1;
+                    }
+                    true
+                }
+                Items::Iter(..) => false,
+            }
+        }
+    }
+}
