@@ -483,6 +483,9 @@ def _agrees(recorded: Any, expected: Any, where: str) -> None:
         for i, (a, b) in enumerate(zip(items, expected)):
             _agrees(a, b, f"{where}[{i}]")
         return
+    if isinstance(expected, dict):
+        assert type(recorded) is dict and list(recorded.items()) == list(expected.items()), (where, recorded)
+        return
     if isinstance(expected, (set, frozenset)):
         items = {x for x in recorded if not isinstance(x, values.Truncated)}
         cut = [x for x in recorded if isinstance(x, values.Truncated)]
@@ -499,8 +502,8 @@ def _agrees(recorded: Any, expected: Any, where: str) -> None:
 
 @pytest.mark.parametrize("frontend", FRONTENDS)
 def test_big_containers_recorded_again_show_each_change(tmp_path, frontend):
-    """tests/value_programs/big_containers.py: lists, sets, frozensets and tuples of 16 items or
-    more recorded again unchanged, changed in place (by Python and C code), changed to an equal
+    """tests/value_programs/big_containers.py: lists, sets, frozensets, tuples and dicts of 16
+    items or more recorded again unchanged, changed in place (by Python and C code), changed to an equal
     value, grown, past max_length and past max_items: each record shows the state at its call."""
     if frontend == "live":
         api.stop_recording()

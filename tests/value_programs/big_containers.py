@@ -92,6 +92,17 @@ def main():
     rows[290][1] = -1.0
     snap("rows", rows)
 
+    table = {"k%02d" % i: float(i) for i in range(20)}
+    snap("dict", table)
+    snap("dict", table)
+    table["k05"] = -5.0  # a value changed
+    snap("dict", table)
+    del table["k06"]
+    table["k06"] = 6.0  # the same pairs, in another order
+    snap("dict", table)
+    table.update({"k%02d" % i: 0.0 for i in range(10)})  # by C code
+    snap("dict", table)
+
     cycle = list(range(20))
     cycle.append(cycle)
     observe("cycle", cycle)

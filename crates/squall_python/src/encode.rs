@@ -962,7 +962,25 @@ impl Cx<'_> {
         }
     }
 
+    /// A dict: its last node when a big one's fingerprint is unchanged (`fingerprint`), else
+    /// `map_encode`.
     unsafe fn map(&mut self, o: *mut ffi::PyObject, depth: u32) -> ValRef {
+        unsafe {
+            if (ffi::PyDict_Size(o).max(0) as u64) < fingerprint::MIN_ITEMS || depth == 0 {
+                return self.map_encode(o, depth);
+            }
+            let obj = self.identity(o);
+            if let Some(v) = self.unchanged(o, obj, depth) {
+                return v;
+            }
+            let left_before = *self.left;
+            let v = self.map_encode(o, depth);
+            self.remember(o, obj, depth, v, left_before);
+            v
+        }
+    }
+
+    unsafe fn map_encode(&mut self, o: *mut ffi::PyObject, depth: u32) -> ValRef {
         unsafe {
             let obj = self.identity(o);
             let ty = self.type_name(ffi::Py_TYPE(o));

@@ -5,11 +5,12 @@
 //! (a matrix, a board, a table of candidates) paid it at every call (pyperformance's scimark
 //! and meteor_contest: 30–40x in calls mode). A fingerprint is what that node depends on, read
 //! straight from storage in one pass: per item its scalar value (floats and ints by value, ASCII
-//! strs by address and hash, `None`, bools and small ints inline), per nested container its type,
-//! identity and length, per C object shown by its type alone that type. When a container of
-//! [`MIN_ITEMS`] or more items was encoded (as far as the item budget went, nothing shown as a
-//! reference) and its fingerprint now equals the one taken then, the node made then is its value.
-//! Containers holding anything else (instances, dicts, big ints ...) take no fingerprint.
+//! strs by address and hash, `None`, bools and small ints inline), per nested container its
+//! type, identity and length (a dict's pairs in order), per opaque C object its type and
+//! identity. When a list, tuple, set, frozenset or dict of [`MIN_ITEMS`] or more items was
+//! encoded (as far as the item budget went, nothing in it shown as a reference) and its
+//! fingerprint now equals the one taken then, the node made then is its value. Containers
+//! holding anything else (instances, ints past 64 bits, non-ASCII strs ...) take none.
 //!
 //! A str is recognised by its address and its 64-bit hash: a different str at the same address
 //! with the same hash and length is the one case a fingerprint would take for unchanged.
@@ -30,6 +31,7 @@ const TAG_INT: u64 = 3 << 40;
 const TAG_STR: u64 = 4 << 40;
 const TAG_SEQ: u64 = 5 << 40;
 const TAG_OPAQUE: u64 = 6 << 40;
+const TAG_MAP: u64 = 7 << 40;
 
 /// One container's fingerprint: taken when `node` was made for it.
 struct Print {
@@ -65,7 +67,7 @@ impl Cx<'_> {
     /// takes from the item budget what encoding it would.
     ///
     /// # Safety
-    /// GIL held; `o` a valid list, tuple, set or frozenset.
+    /// GIL held; `o` a valid list, tuple, set, frozenset or dict.
     pub(super) unsafe fn unchanged(&mut self, o: *mut ffi::PyObject, obj: ObjId, depth: u32) -> Option<ValRef> {
         unsafe {
             let addr = o as usize;
@@ -103,7 +105,7 @@ impl Cx<'_> {
         left_before: usize,
     ) {
         unsafe {
-            if !matches!(self.store.node(node.0), Some(Node::Seq(_) | Node::SeqDelta(_))) {
+            if !matches!(self.store.node(node.0), Some(Node::Seq(_) | Node::SeqDelta(_) | Node::Map(_))) {
                 return;
             }
             let mut words = Vec::new();
@@ -166,7 +168,7 @@ impl Cx<'_> {
             }
             let info = self.type_info(tp);
             match info.kind {
-                TypeKind::List | TypeKind::Tuple | TypeKind::Set | TypeKind::FrozenSet => {
+                TypeKind::List | TypeKind::Tuple | TypeKind::Set | TypeKind::FrozenSet | TypeKind::Dict => {
                     self.walk_container(o, depth, words, left)
                 }
                 // What `object` shows as an opaque C object of this type, by type and identity:
@@ -193,7 +195,27 @@ impl Cx<'_> {
         }
     }
 
-    /// A list's, tuple's, set's or frozenset's fingerprint (`walk` of one).
+    /// A dict's fingerprint, as `map_encode` reads it: pairs in order while the item budget lasts
+    /// (a pair's value is taken even when its key used the last of it).
+    unsafe fn walk_map(&mut self, o: *mut ffi::PyObject, depth: u32, words: &mut Vec<u64>, left: &mut usize) -> bool {
+        unsafe {
+            let obj = self.identity(o);
+            if obj != 0 && self.cache.path.contains(&(o as usize)) {
+                return false;
+            }
+            words.extend([TAG_MAP, ffi::Py_TYPE(o) as u64, obj, ffi::PyDict_Size(o).max(0) as u64]);
+            let (mut pos, mut k, mut v, mut n) = (0, std::ptr::null_mut(), std::ptr::null_mut(), 0);
+            while n < self.budget.max_length && *left > 0 && ffi::PyDict_Next(o, &mut pos, &mut k, &mut v) != 0 {
+                n += 1;
+                if !self.walk(k, depth - 1, words, left) || !self.walk(v, depth - 1, words, left) {
+                    return false;
+                }
+            }
+            true
+        }
+    }
+
+    /// A list's, tuple's, set's, frozenset's or dict's fingerprint (`walk` of one).
     unsafe fn walk_container(
         &mut self,
         o: *mut ffi::PyObject,
@@ -221,6 +243,7 @@ impl Cx<'_> {
                 ),
                 TypeKind::Set => (self.identity(o), set_table(o)),
                 TypeKind::FrozenSet => (0, set_table(o)),
+                TypeKind::Dict => return self.walk_map(o, depth, words, left),
                 _ => return false,
             };
             // A cycle back to a container being encoded is shown as a reference.
