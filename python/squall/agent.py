@@ -75,10 +75,16 @@ def preview(value: Any, print_level: int = PRINT_LEVEL, print_length: int = PRIN
     return _cut(text, max_chars)
 
 
+_NOT_SAVED = "<not saved>"  # squall_store::MISSING_VALUE: the type of a value a file did not save
+_NOT_SAVED_EXC = "<exception not saved: the recording was cut short before it was written>"
+
+
 def _exc_text(exc: Any, max_chars: int = MAX_CHARS) -> str:
     if exc is None:
         return "<exception not recorded>"
     name = _type_name(exc) or type(exc).__name__
+    if name == _NOT_SAVED:
+        return _NOT_SAVED_EXC
     try:
         msg = str(exc)
     except BaseException:  # noqa: BLE001
@@ -418,7 +424,8 @@ def exceptions(q: Queries, flow: Optional[int] = None, thread: ThreadRef = None,
             "idx": x["idx"],
             "fn_call_idx": x["fn_call_idx"],
             "fn": f"{x['fn_ns']}.{x['fn_name']}",
-            "exception": _cut(f"{x['exc_type']}: {x['message']}", MAX_CHARS),
+            "exception": (_NOT_SAVED_EXC if x["exc_type"] == _NOT_SAVED
+                          else _cut(f"{x['exc_type']}: {x['message']}", MAX_CHARS)),
             "file": form.get("file"),
             "line": chain[0]["line"] if chain else None,
             "unwound": [fr["fn"] for fr in chain],

@@ -14,6 +14,7 @@ import functools
 import json
 import sys
 import threading
+import traceback
 from typing import Any, Callable, Optional, Union
 
 Thread = Union[int, str, None]
@@ -68,6 +69,10 @@ def build_server(rec: Any) -> Any:
                     result = fn(*args, **kwargs)
                 except agent.AgentError as e:
                     raise tool_error(str(e)) from None
+                except Exception as e:  # noqa: BLE001 - a squall bug: the agent gets the reason, stderr the trace
+                    traceback.print_exc(file=sys.stderr)
+                    raise tool_error(f"squall failed to answer `{fn.__name__}` ({type(e).__name__}: {e}); "
+                                     "this is a bug in squall: please report it") from None
             return json.dumps(result, ensure_ascii=False)
 
         run.__annotations__["return"] = str
@@ -176,12 +181,10 @@ def build_server(rec: Any) -> Any:
 def main(path: str) -> int:
     """Loads the recording and serves it over stdio until the client disconnects. A recording
     that cannot be loaded is reported first, whether or not the MCP SDK is installed."""
-    import squall
+    from squall.files_cli import load
 
-    try:
-        rec = squall.load(path, progress=False)
-    except (OSError, ValueError) as e:
-        print(f"squall mcp: {e}", file=sys.stderr)
+    rec = load(path, prog="squall mcp", progress=False)
+    if rec is None:
         return 1
     try:
         import mcp  # noqa: F401

@@ -32,7 +32,7 @@ def argparse_suppress():
 def cmd_open(opts) -> int:
     from squall import _engine
 
-    if not os.path.exists(opts.recording):
+    if not os.path.lexists(opts.recording):
         print(f"squall open: no such file: {opts.recording}", file=sys.stderr)
         return 2
     try:
