@@ -254,6 +254,9 @@ def test_load_and_queries(corpus, case):
         summary = agent.summary(rec)
         exceptions = _ask(agent.exceptions, rec)
         calls = _ask(agent.calls, rec, "price", limit=100)
+        writes = _ask(agent.writes, rec, "total", limit=100)
+        found = _ask(agent.search, rec, "quantity", limit=100)
+        _ask(agent.frequencies, rec)
         for (flow, tid), tl in rows.items():
             if tl:
                 agent.window(rec, len(tl) // 2, flow=flow, thread=tid)
@@ -289,6 +292,16 @@ def test_load_and_queries(corpus, case):
         exp = known[(e["thread_id"], e["idx"])]
         assert e["exception"] in (exp["exception"], agent._NOT_SAVED_EXC), e
         assert e["fn"] == exp["fn"]
+    full_writes = {(w["thread_id"], w["idx"]): w for w in agent.writes(corpus["intact"], "total", limit=100)["writes"]}
+    for w in writes["writes"] if writes else []:
+        exp = full_writes[(w["thread_id"], w["idx"])]
+        _same_or_not_saved(w["new"], exp["new"], f"write {w['idx']} new")
+        if (w["old"], w["old_from"]) != (exp["old"], exp["old_from"]):
+            # What came before was in the part of the file that was lost: said so, not "never recorded".
+            assert w["old_from"] == "unknown (not saved: the recording was cut short)" or NOT_SAVED in str(w["old"]), (
+                w, exp)
+    full_found = {(h["thread_id"], h["idx"], h["in"]) for h in agent.search(corpus["intact"], "quantity", limit=100)["hits"]}
+    assert {(h["thread_id"], h["idx"], h["in"]) for h in found["hits"]} <= full_found if found else True
     full_calls = {(c["thread_id"], c["idx"]): c for c in agent.calls(corpus["intact"], "price", limit=100)["calls"]}
     for c in calls["calls"] if calls else []:
         exp = full_calls[(c["thread_id"], c["idx"])]
@@ -374,6 +387,32 @@ def test_squall_query(corpus, intact_queries, case):
                 assert e["exception"] in (known[(e["thread_id"], e["idx"])], agent._NOT_SAVED_EXC), e
         if not answer.get("completed", True):
             assert "is cut short" in p.stderr
+
+
+@pytest.mark.parametrize("case", SAMPLE)
+def test_squall_export(corpus, case, tmp_path):
+    import sqlite3
+
+    path = corpus["paths"][case]
+    loads = _loadable(corpus, case)
+    for fmt, out in (("sqlite", tmp_path / "x.sqlite"), ("chrome", tmp_path / "x.json")):
+        p = _run(["export", "--format", fmt, "-o", out, path])
+        assert p is not None, f"squall export {path} hung"
+        _no_crash(p.stderr)
+        if not loads:
+            assert p.returncode == 1 and p.stdout == "" and not out.exists(), p.stderr
+            _clear_error(p.stderr, path, case)
+            continue
+        assert p.returncode == 0, p.stderr
+        assert p.stdout.strip() == str(out)
+        if fmt == "sqlite":
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                entries = squall.load(path).info()["entries"]
+            with sqlite3.connect(out) as db:
+                assert db.execute("select count(*) from entries").fetchone()[0] == entries
+        else:
+            assert isinstance(json.loads(out.read_text()), (dict, list))
 
 
 # --- the MCP server, through the official client ----------------------------------------------------

@@ -440,8 +440,8 @@ def writes(q: Queries, name: Optional[str] = None, type_name: Optional[str] = No
     """Where attributes or items were changed (writes in instrumented code), oldest first: by
     attribute name or key ``name``, of objects of recorded type ``type_name`` and/or the object
     ``obj_id``; each with its thread, idx, function, file and line, the value before (``old``,
-    and ``old_from``: "previous write" (``old_idx``), "recorded state" or "unknown (not recorded
-    before)") and after (``new``; ``deleted`` for a del)."""
+    and ``old_from``: "previous write" (``old_idx``), "recorded state", "unknown (not recorded
+    before)" or "unknown (not saved: the recording was cut short)") and after (``new``; ``deleted`` for a del)."""
     if name is None and type_name is None and obj_id is None:
         raise AgentError("writes needs a name, --type or --obj: e.g. `writes price --type Item`")
     c = _Ctx(q)

@@ -122,7 +122,8 @@ def build_server(rec: Any) -> Any:
         """Where an attribute or item was changed (writes in instrumented code), oldest first: by
         attribute `name` (or key), of objects of recorded `type_name` (e.g. "Item") and/or the
         object `obj_id`. Each: idx, thread, function, file and line, `old` (with `old_from`:
-        "previous write", "recorded state" or "unknown (not recorded before)") and `new`. At most
+        "previous write", "recorded state", "unknown (not recorded before)" or "unknown (not saved:
+        the recording was cut short)") and `new`. At most
         `limit`; `left_out` says how many more there are."""
         return agent.writes(rec, name, type_name=type_name, obj_id=obj_id, flow=flow, thread=thread, limit=limit)
 
