@@ -522,6 +522,10 @@ def test_ui_server(corpus, case):
                 continue
             if route == "flows":
                 assert body["info"]["completed"] or body["info"]["cut_short"]
+                intact = {t["thread_id"]: t["entries"] for t in corpus["intact"].flow_threads_info(0)}
+                for f in body["flows"]:
+                    for t in f["threads"]:
+                        assert t["len"] <= intact[t["thread_id"]], t
     finally:
         proc.send_signal(signal.SIGINT)
         try:
