@@ -509,6 +509,11 @@ def test_ui_server(corpus, case):
             return
         assert case not in SPECIAL
         url = line.split("squall UI: ", 1)[1].strip()
+        said = _bounded(proc.stderr.readline)
+        if not _bounded(squall.load, path).info()["completed"]:
+            assert said.startswith(f"squall open: the recording `{path}` is cut short: "), said
+        else:
+            assert said == "(Ctrl-C stops it)\n", said
         base, token = url.split("?token=")
         for route in UI_ROUTES:
             sep = "&" if "?" in route else "?"
