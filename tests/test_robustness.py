@@ -510,7 +510,7 @@ def test_ui_server(corpus, case):
         assert case not in SPECIAL
         url = line.split("squall UI: ", 1)[1].strip()
         said = _bounded(proc.stderr.readline)
-        if not _bounded(squall.load, path).info()["completed"]:
+        if not _bounded(_engine.load_recording, str(path), None).info()["completed"]:
             assert said.startswith(f"squall open: the recording `{path}` is cut short: "), said
         else:
             assert said == "(Ctrl-C stops it)\n", said
