@@ -127,7 +127,9 @@ class _Ctx:
     def flow(self, flow: Optional[int]) -> int:
         flows = self.flows()
         if not flows:
-            raise AgentError("the recording is empty: no flow has any entry")
+            cut = self.b.info().get("cut_short") if hasattr(self.b, "info") else None
+            raise AgentError("the recording is empty: no flow has any entry"
+                             + (f" (the file is cut short before any: {cut})" if cut else ""))
         if flow is None:
             return 0 if 0 in flows else min(flows)
         if flow not in flows:
