@@ -75,10 +75,16 @@ def preview(value: Any, print_level: int = PRINT_LEVEL, print_length: int = PRIN
     return _cut(text, max_chars)
 
 
+_NOT_SAVED = "<not saved>"  # squall_store::MISSING_VALUE: the type of a value a file did not save
+_NOT_SAVED_EXC = "<exception not saved: the recording was cut short before it was written>"
+
+
 def _exc_text(exc: Any, max_chars: int = MAX_CHARS) -> str:
     if exc is None:
         return "<exception not recorded>"
     name = _type_name(exc) or type(exc).__name__
+    if name == _NOT_SAVED:
+        return _NOT_SAVED_EXC
     try:
         msg = str(exc)
     except BaseException:  # noqa: BLE001
@@ -121,7 +127,9 @@ class _Ctx:
     def flow(self, flow: Optional[int]) -> int:
         flows = self.flows()
         if not flows:
-            raise AgentError("the recording is empty: no flow has any entry")
+            cut = self.b.info().get("cut_short") if hasattr(self.b, "info") else None
+            raise AgentError("the recording is empty: no flow has any entry"
+                             + (f" (the file is cut short before any: {cut})" if cut else ""))
         if flow is None:
             return 0 if 0 in flows else min(flows)
         if flow not in flows:
@@ -418,7 +426,8 @@ def exceptions(q: Queries, flow: Optional[int] = None, thread: ThreadRef = None,
             "idx": x["idx"],
             "fn_call_idx": x["fn_call_idx"],
             "fn": f"{x['fn_ns']}.{x['fn_name']}",
-            "exception": _cut(f"{x['exc_type']}: {x['message']}", MAX_CHARS),
+            "exception": (_NOT_SAVED_EXC if x["exc_type"] == _NOT_SAVED
+                          else _cut(f"{x['exc_type']}: {x['message']}", MAX_CHARS)),
             "file": form.get("file"),
             "line": chain[0]["line"] if chain else None,
             "unwound": [fr["fn"] for fr in chain],
@@ -433,8 +442,8 @@ def writes(q: Queries, name: Optional[str] = None, type_name: Optional[str] = No
     """Where attributes or items were changed (writes in instrumented code), oldest first: by
     attribute name or key ``name``, of objects of recorded type ``type_name`` and/or the object
     ``obj_id``; each with its thread, idx, function, file and line, the value before (``old``,
-    and ``old_from``: "previous write" (``old_idx``), "recorded state" or "unknown (not recorded
-    before)") and after (``new``; ``deleted`` for a del)."""
+    and ``old_from``: "previous write" (``old_idx``), "recorded state", "unknown (not recorded
+    before)" or "unknown (not saved: the recording was cut short)") and after (``new``; ``deleted`` for a del)."""
     if name is None and type_name is None and obj_id is None:
         raise AgentError("writes needs a name, --type or --obj: e.g. `writes price --type Item`")
     c = _Ctx(q)

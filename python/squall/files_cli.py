@@ -12,14 +12,25 @@ from typing import Any, Optional
 PROG = "squall"
 
 
-def _load(path: str):
+def load(path: str, prog: str = PROG, report_cut: bool = True, progress: Optional[bool] = None):
+    """The recording at ``path``, or None after printing why it cannot be read to stderr. A file
+    cut short is said once on stderr (``report_cut``) as ``prog: ...``, not as a Python warning."""
+    import warnings
+
     import squall
+    from squall.indexes import SquallWarning
 
     try:
-        return squall.load(path)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SquallWarning)
+            rec = squall.load(path, progress=progress)
     except (OSError, ValueError) as e:
-        print(f"{PROG}: {e}", file=sys.stderr)
+        print(f"{prog}: {e}", file=sys.stderr)
         return None
+    cut = rec._cut_message()
+    if cut and report_cut:
+        print(f"{prog}: {cut}", file=sys.stderr)
+    return rec
 
 
 def _when(ms: Optional[int]) -> str:
@@ -37,7 +48,7 @@ def _size(n: int) -> str:
 
 
 def cmd_info(opts: Any) -> int:
-    rec = _load(opts.recording)
+    rec = load(opts.recording, report_cut=False)  # the status line says it
     if rec is None:
         return 1
     info = rec.info()
@@ -74,7 +85,7 @@ def cmd_info(opts: Any) -> int:
 
 
 def cmd_export(opts: Any) -> int:
-    rec = _load(opts.recording)
+    rec = load(opts.recording)
     if rec is None:
         return 1
     ext = ".json" if opts.format == "chrome" else ".sqlite"

@@ -387,7 +387,9 @@ class Queries:
         writes, oldest first per thread; each has ``idx``, ``thread_id``, ``obj_id``, ``name``,
         ``kind`` ("attr"/"item"), ``fn``, ``file``, ``line``, ``coord``, ``deleted``, ``new``,
         ``old`` and ``old_from``: "previous write" (``old_idx`` is its idx), "recorded state"
-        (the object's last state recorded before the write) or "unknown (not recorded before)"."""
+        (the object's last state recorded before the write), "unknown (not recorded before)" or,
+        in a file cut short before it saved what came before, "unknown (not saved: the recording
+        was cut short)"."""
         self._warn_if_nothing_recorded()
         if obj_id is None and type_name is None and attr_or_key is None:
             raise ValueError(

@@ -14,6 +14,7 @@ import functools
 import json
 import sys
 import threading
+import traceback
 from typing import Any, Callable, Optional, Union
 
 Thread = Union[int, str, None]
@@ -68,6 +69,10 @@ def build_server(rec: Any) -> Any:
                     result = fn(*args, **kwargs)
                 except agent.AgentError as e:
                     raise tool_error(str(e)) from None
+                except Exception as e:  # noqa: BLE001 - a squall bug: the agent gets the reason, stderr the trace
+                    traceback.print_exc(file=sys.stderr)
+                    raise tool_error(f"squall failed to answer `{fn.__name__}` ({type(e).__name__}: {e}); "
+                                     "this is a bug in squall: please report it") from None
             return json.dumps(result, ensure_ascii=False)
 
         run.__annotations__["return"] = str
@@ -117,7 +122,8 @@ def build_server(rec: Any) -> Any:
         """Where an attribute or item was changed (writes in instrumented code), oldest first: by
         attribute `name` (or key), of objects of recorded `type_name` (e.g. "Item") and/or the
         object `obj_id`. Each: idx, thread, function, file and line, `old` (with `old_from`:
-        "previous write", "recorded state" or "unknown (not recorded before)") and `new`. At most
+        "previous write", "recorded state", "unknown (not recorded before)" or "unknown (not saved:
+        the recording was cut short)") and `new`. At most
         `limit`; `left_out` says how many more there are."""
         return agent.writes(rec, name, type_name=type_name, obj_id=obj_id, flow=flow, thread=thread, limit=limit)
 
@@ -178,12 +184,10 @@ def build_server(rec: Any) -> Any:
 def main(path: str) -> int:
     """Loads the recording and serves it over stdio until the client disconnects. A recording
     that cannot be loaded is reported first, whether or not the MCP SDK is installed."""
-    import squall
+    from squall.files_cli import load
 
-    try:
-        rec = squall.load(path, progress=False)
-    except (OSError, ValueError) as e:
-        print(f"squall mcp: {e}", file=sys.stderr)
+    rec = load(path, prog="squall mcp", progress=False)
+    if rec is None:
         return 1
     try:
         import mcp  # noqa: F401

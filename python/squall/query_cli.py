@@ -105,13 +105,11 @@ def answer(rec: Any, opts: Any) -> Dict[str, Any]:
 
 
 def cmd_query(opts: Any) -> int:
-    import squall
     from squall.agent import AgentError
+    from squall.files_cli import load
 
-    try:
-        rec = squall.load(opts.recording)
-    except (OSError, ValueError) as e:
-        print(f"{PROG}: {e}", file=sys.stderr)
+    rec = load(opts.recording)
+    if rec is None:
         return 1
     try:
         result = answer(rec, opts)

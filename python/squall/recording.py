@@ -47,14 +47,24 @@ class Recording(Queries):
         return info
 
     def _warn_if_nothing_recorded(self) -> None:
-        # A file has no recording to start: say what it holds (a cut file may hold nothing).
-        if not self._file.all_flows():
-            cut = self._file.info().get("cut_short")
-            warnings.warn(
-                f"the recording `{self.path}` holds no entries" + (f" (it is cut short: {cut})" if cut else ""),
-                SquallWarning,
-                stacklevel=4,
-            )
+        # A file has no recording to start. A cut file was reported once by `load`.
+        if not self._file.all_flows() and not self._file.info().get("cut_short"):
+            warnings.warn(f"the recording `{self.path}` holds no entries", SquallWarning, stacklevel=4)
+
+    def _cut_message(self) -> Optional[str]:
+        """None for a file that ends with its end marker; otherwise where and why it was cut, and
+        what loaded."""
+        info = self._file.info()
+        cut = info.get("cut_short")
+        if not cut:
+            return None
+        flows = self._file.all_flows()
+        threads = sum(len(t) for t in flows.values())
+        return (
+            f"the recording `{self.path}` is cut short ({info['file_bytes']} bytes): {cut}. "
+            f"Loaded what comes before: {info['entries']} entries in {threads} thread(s) of {len(flows)} flow(s), "
+            f"{info['forms']} function(s); values it did not save show as <not saved>"
+        )
 
     def __repr__(self) -> str:
         return f"<squall recording {self.path!r}>"
@@ -64,20 +74,28 @@ def load(path: Union[str, os.PathLike[str]], progress: Optional[bool] = None) ->
     """Opens a recording file written by ``squall run`` (or ``squall.api.save_to``).
 
     A file cut short (the program was killed, crashed or interrupted) opens with everything up
-    to its last flush; ``info()["cut_short"]`` says why it ends early. A file that is not a
-    squall recording, is from a newer squall, or whose header is damaged raises ``ValueError``
-    saying what is wrong and what to do; a missing file raises ``FileNotFoundError``.
+    to its last flush, with one :class:`squall.indexes.SquallWarning` saying where it was cut and
+    what loaded; ``info()["cut_short"]`` says why it ends early. A file that is not a squall
+    recording (a directory, a FIFO, a device included), is from a newer squall, or whose header
+    is damaged raises ``ValueError`` saying what is wrong and what to do; a missing file raises
+    ``FileNotFoundError``; a symbolic link loop or an unreadable file ``OSError``.
     """
     path = os.fspath(path)
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"no recording at `{path}`: check the path (`squall run` prints it at the end)")
-    show = progress if progress is not None else _stderr_is_terminal() and os.path.getsize(path) > (64 << 20)
+    try:
+        big = os.path.getsize(path) > (64 << 20)
+    except OSError:  # the engine says what is wrong with the path
+        big = False
+    show = progress if progress is not None else big and _stderr_is_terminal()
     callback = _progress_printer("reading " + os.path.basename(path)) if show else None
     try:
-        return Recording(_engine.load_recording(path, callback))
+        rec = Recording(_engine.load_recording(path, callback))
     finally:
         if callback is not None:
             sys.stderr.write("\n")
+    cut = rec._cut_message()
+    if cut:
+        warnings.warn(cut, SquallWarning, stacklevel=2)
+    return rec
 
 
 def live() -> Queries:

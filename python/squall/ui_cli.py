@@ -23,6 +23,19 @@ def add_parser(sub) -> None:
     p.add_argument("--host", default="127.0.0.1", help=argparse_suppress())
 
 
+def _cut_short(url: str):
+    """Why the served file ends early (None if it does not), from the server itself."""
+    import json
+    import urllib.request
+
+    base, token = url.split("?token=", 1)
+    try:
+        with urllib.request.urlopen(f"{base.rstrip('/')}/api/flows?token={token}", timeout=30) as r:
+            return json.loads(r.read())["info"].get("cut_short")
+    except (OSError, ValueError, KeyError):
+        return None
+
+
 def argparse_suppress():
     import argparse
 
@@ -32,7 +45,7 @@ def argparse_suppress():
 def cmd_open(opts) -> int:
     from squall import _engine
 
-    if not os.path.exists(opts.recording):
+    if not os.path.lexists(opts.recording):
         print(f"squall open: no such file: {opts.recording}", file=sys.stderr)
         return 2
     try:
@@ -41,6 +54,10 @@ def cmd_open(opts) -> int:
         print(f"squall open: {e}", file=sys.stderr)
         return 1
     print(f"squall UI: {url}", flush=True)
+    cut = _cut_short(url)
+    if cut:
+        print(f"squall open: the recording `{opts.recording}` is cut short: {cut}; the UI shows what comes before",
+              file=sys.stderr, flush=True)
     print("(Ctrl-C stops it)", file=sys.stderr, flush=True)
     if not opts.no_browser:
         try:

@@ -2,11 +2,11 @@
 
 use std::path::PathBuf;
 
-use pyo3::exceptions::{PyKeyError, PyOSError, PyValueError};
+use pyo3::exceptions::{PyFileNotFoundError, PyKeyError, PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use squall_store::{Recording, StoreError};
-use squall_trace::{ExpandBudget, Forms, ValRef, ValueStore};
+use squall_store::{Recording, StoreError, MISSING_VALUE};
+use squall_trace::{ExpandBudget, Forms, Snap, ValRef, ValueStore};
 
 use crate::query::{deref_value, q, Backend, TlView};
 use crate::snap::to_python;
@@ -49,11 +49,13 @@ impl Backend for FileRecording {
     fn slot_value(&self, py: Python<'_>, view: &TlView<'_>, slot: u32) -> PyResult<Py<PyAny>> {
         let t = &self.rec.timelines[view.number as usize];
         if t.values.entry_ref(ValRef(slot)).0 as usize >= t.values.len() {
-            return Err(PyKeyError::new_err(format!(
-                "value slot {slot} of thread {} is not in `{}` (the recording was cut short before it was saved)",
-                t.meta.thread_id,
-                self.path.display()
-            )));
+            // A file cut short before the value was saved: shown as missing, as the web UI does.
+            let missing = Snap::Opaque {
+                type_name: MISSING_VALUE.into(),
+                id: 0,
+                repr: "<value not saved: the recording was cut short before it was written>".into(),
+            };
+            return to_python(py, &missing);
         }
         to_python(py, &t.values.to_snap(ValRef(slot), ExpandBudget::FULL))
     }
@@ -79,7 +81,10 @@ impl FileRecording {
 
 fn load_error(e: StoreError) -> PyErr {
     match e {
-        StoreError::Io { .. } | StoreError::Write(_) => PyOSError::new_err(e.to_string()),
+        StoreError::NotFound { .. } => PyFileNotFoundError::new_err(e.to_string()),
+        StoreError::Io { .. } | StoreError::Write(_) | StoreError::SymlinkLoop { .. } => {
+            PyOSError::new_err(e.to_string())
+        }
         _ => PyValueError::new_err(e.to_string()),
     }
 }

@@ -3,7 +3,9 @@
 
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
-use squall_trace::{display_name, writes as core_writes, Entry, OldValue, Snap, ValRef, WriteFilter};
+use squall_trace::{
+    display_name, writes as core_writes, Decoded, Entry, OldValue, Snap, Timeline, ValRef, ValueStore, WriteFilter,
+};
 
 use crate::query::{rec_of, Backend, TlView};
 use crate::snap::to_python;
@@ -39,6 +41,20 @@ pub fn write_fields<B: Backend + ?Sized>(
     d.set_item("key_ref", record.and_then(|r| value_ref(rec, r.1)))?;
     let _ = py;
     Ok(())
+}
+
+/// The idx of the first entry whose value `store` lacks (a file cut short before it saved the
+/// value): before it, an object with no recorded state was not recorded; from it on, it may have
+/// been, in what the file lost.
+fn first_unsaved(tl: &Timeline, store: &ValueStore) -> Option<u32> {
+    tl.entries()
+        .iter()
+        .position(|e| {
+            !e.kind().is_call()
+                && matches!(e.value().decode(), Decoded::Slot(_))
+                && store.entry_ref(e.value()).0 as usize >= store.len()
+        })
+        .map(|i| (i + tl.first_idx()) as u32)
 }
 
 /// The name or key a query asks about, as a recorded key compares: a str or an int.
@@ -82,6 +98,7 @@ pub fn writes<'py, B: Backend + ?Sized>(
     let mut total = 0usize;
     for v in &views {
         let Some(store) = b.store_of(v.number) else { continue };
+        let unsaved = first_unsaved(v.tl, store);
         for w in core_writes(v.tl, forms, store, &filter) {
             total += 1;
             if list.len() >= limit {
@@ -116,7 +133,12 @@ pub fn writes<'py, B: Backend + ?Sized>(
                     d.set_item("old_ref", value_ref(v, value))?;
                 }
                 OldValue::Unknown => {
-                    d.set_item("old_from", "unknown (not recorded before)")?;
+                    let why = if unsaved.is_some_and(|i| i < w.idx) {
+                        "unknown (not saved: the recording was cut short)"
+                    } else {
+                        "unknown (not recorded before)"
+                    };
+                    d.set_item("old_from", why)?;
                     d.set_item("old_idx", py.None())?;
                     d.set_item("old_ref", py.None())?;
                 }

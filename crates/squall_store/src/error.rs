@@ -18,6 +18,29 @@ pub enum StoreError {
         #[source]
         source: std::io::Error,
     },
+    /// Nothing is at the path (or a symbolic link there points at nothing).
+    #[error("no recording at {name}{detail}: check the path (`squall run` prints it at the end)")]
+    NotFound {
+        /// The path, quoted.
+        name: String,
+        /// Why, when more than "no such file": a dangling link names its target.
+        detail: String,
+    },
+    /// The path is a symbolic link that never reaches a file (`ELOOP`).
+    #[error("{name} is a symbolic link loop (or a chain of too many links) that never reaches a file: point it at a recording file (`.sqrec`)")]
+    SymlinkLoop {
+        /// The path, quoted.
+        name: String,
+    },
+    /// The path is not a regular file: a directory, a FIFO, a device or a socket. Refused before
+    /// reading, so a FIFO does not block and a device is not read without end.
+    #[error("{name} is {what}, not a recording file: pass a recording file (`.sqrec`) that squall saved")]
+    NotAFile {
+        /// The path, quoted.
+        name: String,
+        /// What it is instead ("a directory", "a FIFO (named pipe)"...).
+        what: &'static str,
+    },
     /// Writing to the underlying stream failed.
     #[error("writing the recording failed: {0}")]
     Write(#[from] std::io::Error),

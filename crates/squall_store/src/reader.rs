@@ -21,14 +21,96 @@ pub fn open(path: &Path) -> Result<Recording, StoreError> {
     open_with_progress(path, None)
 }
 
+/// Bytes read to recognise a file before the rest of it is read.
+const HEAD_LEN: u64 = 4096;
+
 /// [`open`], reporting progress in bytes of the file.
+///
+/// Only a regular file is read (a FIFO would block, a device never end), its first bytes are
+/// checked before the rest is read, and no more than the size it had when opened is read.
 pub fn open_with_progress(path: &Path, progress: Option<Progress>) -> Result<Recording, StoreError> {
-    let bytes = std::fs::read(path).map_err(|source| StoreError::Io {
-        action: "open",
+    use std::io::Read;
+
+    let name = format!("`{}`", path.display());
+    let io = |action: &'static str| move |source| StoreError::Io { action, path: path.display().to_string(), source };
+    let mut file = open_regular(path, &name)?;
+    let len = file.metadata().map_err(io("read"))?.len();
+    let mut bytes = Vec::new();
+    (&mut file).take(HEAD_LEN.min(len)).read_to_end(&mut bytes).map_err(io("read"))?;
+    check_prefix(&bytes, &name)?;
+    let rest = len.saturating_sub(bytes.len() as u64);
+    bytes.try_reserve_exact(usize::try_from(rest).unwrap_or(usize::MAX)).map_err(|_| StoreError::Io {
+        action: "read",
         path: path.display().to_string(),
-        source,
+        source: std::io::Error::new(std::io::ErrorKind::OutOfMemory, format!("{len} bytes do not fit in memory")),
     })?;
-    read_named(&bytes, &format!("`{}`", path.display()), progress)
+    file.take(rest).read_to_end(&mut bytes).map_err(io("read"))?;
+    read_named(&bytes, &name, progress)
+}
+
+/// Opens `path` for reading if it is a regular file (after following links).
+fn open_regular(path: &Path, name: &str) -> Result<std::fs::File, StoreError> {
+    let mut opts = std::fs::OpenOptions::new();
+    opts.read(true);
+    #[cfg(unix)]
+    {
+        // Opening a FIFO for reading blocks until a writer comes; non-blocking, it returns at once
+        // and the type check below refuses it. Regular files ignore the flag.
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.custom_flags(libc::O_NONBLOCK);
+    }
+    let file = opts.open(path).map_err(|source| open_error(path, name, source))?;
+    let meta = file.metadata().map_err(|source| open_error(path, name, source))?;
+    let ft = meta.file_type();
+    if ft.is_file() {
+        return Ok(file);
+    }
+    let what = if ft.is_dir() { "a directory" } else { special_file_kind(&ft) };
+    Err(StoreError::NotAFile { name: name.to_string(), what })
+}
+
+#[cfg(unix)]
+fn special_file_kind(ft: &std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if ft.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if ft.is_char_device() {
+        "a character device"
+    } else if ft.is_block_device() {
+        "a block device"
+    } else if ft.is_socket() {
+        "a socket"
+    } else {
+        "not a regular file"
+    }
+}
+
+#[cfg(not(unix))]
+fn special_file_kind(_: &std::fs::FileType) -> &'static str {
+    "not a regular file"
+}
+
+fn open_error(path: &Path, name: &str, source: std::io::Error) -> StoreError {
+    let name = name.to_string();
+    #[cfg(unix)]
+    if source.raw_os_error() == Some(libc::ELOOP) {
+        return StoreError::SymlinkLoop { name };
+    }
+    if source.kind() == std::io::ErrorKind::NotFound {
+        let detail = match std::fs::read_link(path) {
+            Ok(target) => format!(" (it is a symbolic link to `{}`, which does not exist)", target.display()),
+            Err(_) => String::new(),
+        };
+        return StoreError::NotFound { name, detail };
+    }
+    // A socket cannot be opened at all (ENXIO): say what it is rather than the OS error.
+    if let Ok(meta) = std::fs::metadata(path) {
+        let ft = meta.file_type();
+        if !ft.is_file() && !ft.is_dir() {
+            return StoreError::NotAFile { name, what: special_file_kind(&ft) };
+        }
+    }
+    StoreError::Io { action: "open", path: path.display().to_string(), source }
 }
 
 /// Loads a recording from bytes in memory.
@@ -361,7 +443,9 @@ fn decode_all(frames: &[Frame]) -> Vec<Result<Part, Bad>> {
     out.into_iter().map(|r| r.unwrap_or(Err(Bad("decoder thread failed")))).collect()
 }
 
-pub(crate) fn read_named(b: &[u8], name: &str, mut progress: Option<Progress>) -> Result<Recording, StoreError> {
+/// Checks the magic and version in the first bytes of a file (`b`: the file, or at least its first
+/// [`HEAD_LEN`] bytes).
+fn check_prefix(b: &[u8], name: &str) -> Result<(), StoreError> {
     let name = name.to_string();
     let total = b.len() as u64;
     if b.is_empty() {
@@ -389,6 +473,13 @@ pub(crate) fn read_named(b: &[u8], name: &str, mut progress: Option<Progress>) -
     if version > FORMAT_VERSION {
         return Err(StoreError::NewerVersion { name, found: version, supported: FORMAT_VERSION });
     }
+    Ok(())
+}
+
+pub(crate) fn read_named(b: &[u8], name: &str, mut progress: Option<Progress>) -> Result<Recording, StoreError> {
+    let name = name.to_string();
+    let total = b.len() as u64;
+    check_prefix(b, &name)?;
     let hf = match frame_at(b, PREFIX_LEN) {
         Ok(f) => f,
         Err(FrameErr::Truncated(_)) => return Err(StoreError::TruncatedHeader { name, len: total }),

@@ -286,7 +286,7 @@ fn corrupt_and_truncated_headers() {
     insta::assert_snapshot!("truncated_header", err(&b[..20]));
     insta::assert_snapshot!("truncated_magic", err(&MAGIC[..5]));
     let missing = squall_store::open(std::path::Path::new("/nonexistent/x.sqrec")).unwrap_err().to_string();
-    assert!(missing.starts_with("cannot open `/nonexistent/x.sqrec`: "), "{missing}");
+    assert!(missing.starts_with("no recording at `/nonexistent/x.sqrec`: check the path"), "{missing}");
 }
 
 /// Appends a raw chunk (type, flags, payload) to a file's bytes.
@@ -540,36 +540,6 @@ proptest! {
         with_magic.extend_from_slice(&1u32.to_le_bytes());
         with_magic.extend_from_slice(&b);
         let _ = read(&with_magic);
-    }
-}
-
-proptest! {
-    // The CI "short fuzz" (cargo-fuzz needs nightly): mutations of a valid recording.
-    #![proptest_config(ProptestConfig { cases: 3000, ..ProptestConfig::default() })]
-
-    #[test]
-    fn mutated_recordings_never_panic(edits in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>(), 0u8..4), 1..6),
-                                      cut in any::<prop::sample::Index>()) {
-        static BYTES: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
-        let mut b = BYTES.get_or_init(|| common::write(true)).clone();
-        for (at, byte, op) in edits {
-            let i = at.index(b.len());
-            match op {
-                0 => b[i] = byte,
-                1 => b[i] ^= 1 << (byte % 8),
-                2 => { b.insert(i, byte); }
-                _ => { b.remove(i); }
-            }
-        }
-        if cut.index(4) == 0 {
-            let n = cut.index(b.len());
-            b.truncate(n);
-        }
-        if let Ok(rec) = read(&b) {
-            for t in &rec.timelines {
-                let _ = t.timeline.fn_call_stats();
-            }
-        }
     }
 }
 
