@@ -440,6 +440,24 @@ def test_a_class_renamed_between_calls_is_recorded_by_its_new_name(rec):
     assert values.deref_val_id(second["fn_args_ref"])[0].type_name == "elsewhere.Renamed"
 
 
+def test_a_big_container_of_a_renamed_class_is_recorded_by_its_new_name(rec):
+    # A big container recorded again unchanged reuses its node by its fingerprint
+    # (encode/fingerprint.rs): the class's name is part of it, not only its address.
+    ns = rec("def ident(x):\n    return x\n")
+
+    class Old(list):
+        pass
+
+    items = Old(range(20))
+    ns["ident"](items)
+    Old.__qualname__ = "Renamed"
+    Old.__module__ = "elsewhere"
+    ns["ident"](items)
+    first, second = calls_of("ident")
+    assert values.deref_val_id(first["fn_args_ref"])[0].type_name.endswith("Old")
+    assert values.deref_val_id(second["fn_args_ref"])[0].type_name == "elsewhere.Renamed"
+
+
 def test_attribute_names_are_recorded_as_they_are_at_each_call(rec):
     # Attribute names are cached by their str's address, checked against the text.
     ns = rec("def ident(x):\n    return x\n")

@@ -6,8 +6,8 @@
 //! and meteor_contest: 30–40x in calls mode). A fingerprint is what that node depends on, read
 //! straight from storage in one pass: per item its scalar value (floats and ints by value, ASCII
 //! strs by address and hash, `None`, bools and small ints inline), per nested container its
-//! type, identity and length (a dict's pairs in order), per opaque C object its type and
-//! identity. When a list, tuple, set, frozenset or dict of [`MIN_ITEMS`] or more items was
+//! type (and its name: a class can be renamed), identity and length (a dict's pairs in order),
+//! per opaque C object its type and identity. When a list, tuple, set, frozenset or dict of [`MIN_ITEMS`] or more items was
 //! encoded (as far as the item budget went, nothing in it shown as a reference) and its
 //! fingerprint now equals the one taken then, the node made then is its value. Containers
 //! holding anything else (instances, ints past 64 bits, non-ASCII strs ...) take none.
@@ -186,7 +186,7 @@ impl Cx<'_> {
                         if obj != 0 && self.cache.path.contains(&(o as usize)) {
                             return false;
                         }
-                        words.extend([TAG_OPAQUE, tp as u64, obj]);
+                        words.extend([TAG_OPAQUE, tp as u64, u64::from(info.name), obj]);
                     }
                     plain
                 }
@@ -203,7 +203,9 @@ impl Cx<'_> {
             if obj != 0 && self.cache.path.contains(&(o as usize)) {
                 return false;
             }
-            words.extend([TAG_MAP, ffi::Py_TYPE(o) as u64, obj, ffi::PyDict_Size(o).max(0) as u64]);
+            let tp = ffi::Py_TYPE(o);
+            let name = self.type_info(tp).name;
+            words.extend([TAG_MAP, tp as u64, u64::from(name), obj, ffi::PyDict_Size(o).max(0) as u64]);
             let (mut pos, mut k, mut v, mut n) = (0, std::ptr::null_mut(), std::ptr::null_mut(), 0);
             while n < self.budget.max_length && *left > 0 && ffi::PyDict_Next(o, &mut pos, &mut k, &mut v) != 0 {
                 n += 1;
@@ -253,7 +255,7 @@ impl Cx<'_> {
             let max = self.budget.max_length;
             match items {
                 Items::Array(p, n) => {
-                    words.extend([TAG_SEQ, tp as u64, obj, n as u64]);
+                    words.extend([TAG_SEQ, tp as u64, u64::from(info.name), obj, n as u64]);
                     // Where the item budget runs out, `seq_encode` stops taking items: so does this.
                     for i in 0..n.min(max) {
                         if *left == 0 {
@@ -266,7 +268,13 @@ impl Cx<'_> {
                     true
                 }
                 Items::Set(table, slots) => {
-                    words.extend([TAG_SEQ, tp as u64, obj, (*o.cast::<ffi::PySetObject>()).used.max(0) as u64]);
+                    words.extend([
+                        TAG_SEQ,
+                        tp as u64,
+                        u64::from(info.name),
+                        obj,
+                        (*o.cast::<ffi::PySetObject>()).used.max(0) as u64,
+                    ]);
                     let (mut i, mut n) = (0, 0);
                     while i < slots && n < max && *left > 0 {
                         if let Some(key) = set_key(table, i) {
