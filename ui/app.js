@@ -171,7 +171,7 @@ async function go(idx, drift = "at", tl = S.tl) {
 
 async function source(file) {
   if (!S.sources.has(file)) {
-    const p = api("source", { file }).then((r) => r.lines).catch(() => null);
+    const p = api("source", { file }).catch((err) => ({ error: err.message }));
     S.sources.set(file, p);
   }
   return S.sources.get(file);
@@ -237,11 +237,14 @@ async function renderStepper(f) {
   renderLoop(e);
 
   // Source with the current expression highlighted.
-  const lines = form.file ? await source(form.file) : null;
+  const got = form.file ? await source(form.file) : null;
   if (S.frame !== f) return; // a newer step arrived meanwhile
   const src = $("#source");
+  const lines = got && got.lines;
   if (!lines) {
-    src.replaceChildren(el("div", { class: "muted", style: "padding:8px" }, `source of ${form.file} is not available`));
+    delete src.dataset.file;
+    const why = got && got.error ? `: ${got.error}` : "";
+    src.replaceChildren(el("div", { class: "muted", style: "padding:8px" }, `source of ${form.file} is not available${why}`));
     return;
   }
   let coord = e.coord;
@@ -253,7 +256,8 @@ async function renderStepper(f) {
   // Only re-render lines when the file changed; otherwise just move the highlight.
   if (src.dataset.file !== form.file) {
     src.dataset.file = form.file;
-    src.replaceChildren(...lines.map((t, i) => el("div", { class: "line", "data-ln": i + 1 }, el("span", { class: "ln" }, i + 1), el("span", { class: "code" }, t || " "))));
+    const note = got.note ? el("div", { class: "muted source-note", style: "padding:4px 8px" }, got.note) : null;
+    fill(src, note, lines.map((t, i) => el("div", { class: "line", "data-ln": i + 1 }, el("span", { class: "ln" }, i + 1), el("span", { class: "code" }, t || " "))));
   }
   for (const old of src.querySelectorAll(".line.cur, .line.exc")) {
     old.classList.remove("cur", "exc");

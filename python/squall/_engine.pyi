@@ -36,6 +36,16 @@ SITE_WRITE: int  # 5: an attribute write of `symbol`, or an item write / setattr
 
 # --- registration (done by the instrumenter, at rewrite time) -------------------------------
 
+def note_source(file: str, data: bytes) -> None:
+    """Notes that ``file`` was compiled from exactly ``data``: its size and SHA-256 go into the
+    recording, so readers can tell whether the file on disk is still the recorded one."""
+
+def read_source(path: str) -> tuple[str, bool, Optional[str]]:
+    """``(text, verified, note)`` of a source file of the live recording: a regular file under
+    the size cap whose size and SHA-256 match what was compiled (``verified`` False, with a
+    ``note``, when no hash was noted). Raises ValueError saying why not (changed since recorded,
+    not a source of the recording, a device, FIFO, symlink out of the tree, too large)."""
+
 def register_form(
     fn_ns: str, fn_name: str, file: str, line: int, params: Sequence[str], kind: int
 ) -> int:
@@ -298,6 +308,7 @@ class FileRecording:
     def total_order_timeline(self, flow_id: int, start: int = 0, limit: int = 1000) -> list[dict[str, Any]]: ...
     def deref(self, value_ref: int) -> Any: ...
     def forms(self) -> list[dict[str, Any]]: ...
+    def read_source(self, path: str) -> tuple[str, bool, Optional[str]]: ...
     def idxs_of_type(self, flow_id: int, thread_id: int, entry_type: str) -> list[int]: ...
     def is_recording(self) -> bool: ...
     def export_chrome(self, out: str, progress: Optional[Callable[[int, int], Any]] = None) -> None: ...

@@ -18,6 +18,7 @@ import os
 import signal
 import sys
 import types
+from typing import Optional
 
 PROG = "squall"
 
@@ -293,8 +294,11 @@ def _warn(msg: str) -> None:
     print(f"{PROG}: warning: {msg}", file=sys.stderr)
 
 
-def _compile_main(hook, source, path: str):
+def _compile_main(hook, source, path: str, raw: Optional[bytes] = None):
+    """``raw``: the file's bytes ``source`` was decoded from (their hash goes into the recording)."""
     if hook is not None and hasattr(hook, "compile_main"):
+        if raw is not None and hasattr(hook, "_note_source"):
+            hook._note_source(path, raw, None)
         try:
             return hook.compile_main(source, path)
         except (SyntaxError, ValueError):
@@ -453,7 +457,7 @@ def _run_script(path: str, prog_args: list[str], hook, outcome: _Outcome) -> Non
             source = decode_source(raw)
         except (UnicodeDecodeError, SyntaxError):
             source = _undecodable(raw, abspath)
-        code = _compile_main(hook, source, abspath)
+        code = _compile_main(hook, source, abspath, raw)
     except (SyntaxError, ValueError) as e:
         _report_uncaught(e.with_traceback(None))
         outcome.exit_code = 1
@@ -494,7 +498,11 @@ def _run_module(mod_name: str, prog_args: list[str], hook, outcome: _Outcome) ->
         source = None
     if source is not None and origin:
         try:
-            code = _compile_main(hook, source, origin)
+            raw = spec.loader.get_data(origin) if hasattr(spec.loader, "get_data") else None
+        except OSError:
+            raw = None
+        try:
+            code = _compile_main(hook, source, origin, raw)
         except (SyntaxError, ValueError) as e:
             _report_uncaught(e.with_traceback(None))
             outcome.exit_code = 1

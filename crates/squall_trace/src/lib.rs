@@ -18,7 +18,7 @@ mod writes;
 
 pub use entry::{Entry, Kind, MAX_ID, NONE, WRITE_WORDS};
 pub use error::TraceError;
-pub use forms::{Coord, Form, FormKind, Forms, Site, SiteKind};
+pub use forms::{Coord, Form, FormKind, Forms, Site, SiteKind, SourceFile};
 pub use history::{history, history_merged, latest_state, MergedState, NodeEntries, State};
 pub use limits::{LimitHit, Limits};
 pub use queries::{display_name, merge_call_stats, total_order, CallStat, Drift, FrameRef, Segment};

@@ -42,6 +42,18 @@ def _warn_once(module: str, err: BaseException) -> None:
     sys.stderr.write("squall: could not instrument %s (%s); it runs unrecorded\n" % (module, msg))
 
 
+def _note_source(path: str, source: Any, engine: Any) -> None:
+    """Tells the real engine the size and hash of exactly the bytes compiled for ``path``."""
+    if engine is not None or not isinstance(source, (bytes, bytearray)):
+        return
+    try:
+        from squall import _engine
+
+        _engine.note_source(path, bytes(source))
+    except Exception as e:  # noqa: BLE001 - never break the import over a hash
+        _warn_once(path, e)
+
+
 def _instrumented_code(
     source: Any, path: str, module_name: str, engine: Any = None, mode: Optional[str] = None
 ):
@@ -77,6 +89,7 @@ class InstrumentingLoader(importlib.machinery.SourceFileLoader):
         name = fullname or self.name
         path = self.get_filename(name)
         source = self.get_data(path)
+        _note_source(path, source, self.engine)
         if self.engine is None:
             from . import cache
 
@@ -175,6 +188,7 @@ def compile_main(
     cfg = cfg or _config.current()
     decision = _config.remember(cfg.decide("__main__", path))
     if decision.instrumented:
+        _note_source(path, source, engine)
         code = _instrumented_code(source, path, "__main__", engine, cfg.mode_for("__main__"))
         if code is not None:
             return rewrite.bind_entry_constants(code)
