@@ -344,7 +344,7 @@ class _Lines:
         self.inp = inp
         self.wire = wire
 
-    def __aiter__(self) -> "_Lines":
+    def __aiter__(self) -> _Lines:
         return self
 
     async def __anext__(self) -> str:
@@ -370,7 +370,7 @@ def serve_stdio(server: Any) -> None:
     import anyio
     from mcp.server.stdio import stdio_server
 
-    low = getattr(server, "_lowlevel_server", None) or getattr(server, "_mcp_server")
+    low = getattr(server, "_lowlevel_server", None) or server._mcp_server
     sys.stdout.flush()
     wire_fd = os.dup(1)
     os.dup2(2, 1)
