@@ -148,10 +148,10 @@ def _swap_module(module: types.ModuleType, qualname: Optional[str], instrumented
     source, path, raw = _module_source(module)
     name = module.__name__
     if instrumented:
-        code = rewrite.compile_instrumented(source, path, name)
         from squall import _engine
 
         _engine.note_source(path, raw)
+        code = rewrite.compile_instrumented(source, path, name)
         for full, short in rewrite.ENTRY_NAMES.items():
             if hasattr(_engine, full):
                 module.__dict__[short] = getattr(_engine, full)
