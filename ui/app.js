@@ -428,15 +428,22 @@ async function startSearch(ev) {
 
 // Search by predicate (live only): the program evaluates `v` expressions on its recorded values,
 // in bounded steps; each answer says where to resume.
+// Each call is bounded in time by the program (`timeout`); Cancel stops the running one.
+let predicateRunning = false;
 async function predicateSearch(expr, start, found) {
   searchId = null;
-  const r = await guard(api("control/predicate", {}, { method: "POST", body: JSON.stringify({ expr, start, max_matches: 200, max_values: 20000 }) }));
-  if (!r) return;
+  if (start === null) predicateRunning = true;
+  if (!predicateRunning) return;
+  $("#search-cancel").disabled = false;
+  const r = await guard(api("control/predicate", {}, { method: "POST", body: JSON.stringify({ expr, start, max_matches: 200, max_values: 20000, timeout: 10 }) }));
+  if (!r) { predicateRunning = false; $("#search-cancel").disabled = true; return; }
   found = found.concat(r.matches);
-  $("#search-status").textContent = `${found.length} match(es)${r.errors ? `, ${r.errors} value(s) raised (${r.first_error})` : ""}${r.done ? " — done" : " …"}`;
+  const why = r.stopped === "cancelled" ? " — cancelled" : r.stopped === "timeout" ? ` — stopped: the predicate ran past ${r.timeout} s${r.slow_at ? ` (on idx ${r.slow_at.idx})` : ""}` : "";
+  if (r.stopped || r.done) { predicateRunning = false; $("#search-cancel").disabled = true; }
+  $("#search-status").textContent = `${found.length} match(es)${r.errors ? `, ${r.errors} value(s) raised (${r.first_error})` : ""}${why || (r.done ? " — done" : " …")}`;
   $("#search-results").replaceChildren(el("table", {}, ...found.map((m) => el("tr", { class: "click", onclick: () => { const tl = tlFor(m.flow, m.thread); if (tl !== null) { showTab("stepper"); go(m.idx, "at", tl); } } },
     el("td", {}, m.idx), el("td", {}, m.type), el("td", {}, m.symbol || ""), el("td", { class: "args" }, m.preview)))));
-  if (!r.done && found.length < 1000) setTimeout(() => predicateSearch(expr, r.next, found), 0);
+  if (predicateRunning && !r.done && found.length < 1000) setTimeout(() => predicateSearch(expr, r.next, found), 0);
 }
 
 async function pollSearch(id) {
@@ -716,7 +723,10 @@ async function init() {
   });
   $("#fn-filter").addEventListener("input", drawFnTable);
   $("#search-form").addEventListener("submit", startSearch);
-  $("#search-cancel").addEventListener("click", () => { if (searchId !== null) api(`search/${searchId}`, {}, { method: "DELETE" }).catch(() => {}); });
+  $("#search-cancel").addEventListener("click", () => {
+    if (searchId !== null) api(`search/${searchId}`, {}, { method: "DELETE" }).catch(() => {});
+    if (predicateRunning) { predicateRunning = false; api("control/predicate_cancel", {}, { method: "POST", body: "{}" }).catch(() => {}); }
+  });
   $("#tl-select").addEventListener("change", (ev) => { setTl(+ev.target.value); go(0); });
   document.addEventListener("keydown", onKey);
   $("#mt-flow").addEventListener("change", () => renderThreads({ start: 0 }));

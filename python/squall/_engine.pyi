@@ -320,11 +320,13 @@ def load_recording(path: str, progress: Optional[Callable[[int, int], Any]] = No
 
 # --- the browser UI ----------------------------------------------------------------------------
 
-def serve_file(path: str, host: str, port: int) -> str:
+def serve_file(path: str, host: str = "127.0.0.1", port: int = 0, token: Optional[str] = None) -> str:
     """Serves the web UI for a recording file on ``host:port`` (0: any free port) from a
-    background thread; returns the URL with its access token."""
+    background thread; returns the URL with its access token (``token``, else a random one;
+    ValueError if ``token`` is too short or not URL-safe)."""
 
-def serve_live(host: str, port: int) -> str:
-    """Serves the web UI over this process's live recording; returns the URL with its token.
+def serve_live(host: str = "127.0.0.1", port: int = 0, token: Optional[str] = None) -> str:
+    """Serves the web UI over this process's live recording; returns the URL with its token
+    (anyone holding it can run code in this process: docs/security.md).
     Recording pauses while the server reads it for a query (events then are counted in
     ``engine_stats()["lost_during_ui"]``)."""

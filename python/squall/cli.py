@@ -239,14 +239,20 @@ def _serve_ui_until_interrupted(opts, saved: str | None) -> None:
     --no-save), up until Ctrl-C."""
     import time
 
-    from squall import _engine
+    from squall import _engine, ui_cli
 
+    own = ui_cli.user_token()
     try:
-        url = _engine.serve_file(saved, "127.0.0.1", 0) if saved else _engine.serve_live("127.0.0.1", 0)
+        url = _engine.serve_file(saved, "127.0.0.1", 0, own) if saved else _engine.serve_live("127.0.0.1", 0, own)
     except (OSError, ValueError) as e:
         _warn(f"the UI could not start: {e}")
         return
-    print(f"squall UI: {url}  (Ctrl-C stops it)", file=sys.stderr, flush=True)
+    if saved:  # over the file: the token reads the recording (no code runs in a program)
+        shown = ui_cli.base_of(url) + "?token=<your token>" if own else url
+        print(f"squall UI: {shown}  (Ctrl-C stops it)", file=sys.stderr, flush=True)
+    else:
+        print(ui_cli.announce_live(url, own is not None, "squall UI") + "  (Ctrl-C stops it)", file=sys.stderr,
+              flush=True)
     if not opts.no_browser:
         try:
             import webbrowser

@@ -322,6 +322,45 @@ async fn source_is_served_only_as_recorded() {
     assert_eq!(v["error"], format!("refusing to read {f}: it is a FIFO, not a regular file"));
 }
 
+/// The published OpenAPI description names exactly the router's routes (read from its source),
+/// and each documented route is routed (not the fallback's "no such API route").
+#[tokio::test]
+async fn openapi_describes_every_route() {
+    let (app, _d) = app();
+    let doc = get(&app, "/api/openapi.json").await;
+    let mut documented: Vec<(String, String)> = vec![];
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for method in item.as_object().unwrap().keys() {
+            documented.push((method.to_uppercase(), path.clone()));
+        }
+    }
+    documented.sort();
+    let src = include_str!("../src/lib.rs");
+    let body = &src[src.find("let api = Router::new()").unwrap()..src.find(".fallback(").unwrap()];
+    let mut routed: Vec<(String, String)> = vec![];
+    for part in body.split(".route(").skip(1) {
+        let path = part.split('"').nth(1).unwrap();
+        let handler = part.split_once(',').unwrap().1;
+        let methods: Vec<&str> = if handler.contains("post(") {
+            vec!["POST"]
+        } else if handler.contains(".delete(") {
+            vec!["GET", "DELETE"]
+        } else {
+            vec!["GET"]
+        };
+        for m in methods {
+            routed.push((m.to_string(), format!("/api{path}")));
+        }
+    }
+    routed.sort();
+    assert_eq!(documented, routed);
+    for (method, path) in &documented {
+        let uri = path.replace("{action}", "status").replace("{id}", "1");
+        let (_, v) = call(&app, method, &uri, Some(TOKEN), None).await;
+        assert_ne!(v["error"], "no such API route", "{method} {path}");
+    }
+}
+
 #[tokio::test]
 async fn search_with_progress() {
     let (app, _d) = app();
