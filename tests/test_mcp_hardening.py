@@ -188,3 +188,22 @@ def test_the_agent_checks_counts_too():
         agent._count("limit", -1)
     with pytest.raises(agent.AgentError, match="not True"):
         agent._count("idx", True)
+
+
+def test_a_recorded_lone_surrogate_does_not_stop_the_answer(tmp_path):
+    prog = tmp_path / "p.py"
+    prog.write_text('def echo(s):\n    return s\n\necho("ab\\ud800cd")\n')
+    rec = tmp_path / "p.sqrec"
+    r = subprocess.run([SQUALL, "run", "-q", "-o", str(rec), str(prog)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    raw = Raw(rec)
+    try:
+        raw.initialize()
+        raw.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                             "params": {"name": "calls", "arguments": {"fn": "echo"}}}).encode())
+        got = raw.recv()
+        assert got is not None and got["id"] == 1, got
+        text = got["result"]["content"][0]["text"]
+        assert "ab\ufffdcd" in text, text  # recorded strings are UTF-8: the surrogate was replaced
+    finally:
+        raw.close()
