@@ -166,6 +166,8 @@ def test_tool_arguments_out_of_range_are_refused(rec_path):
         ("source", {"idx": True}, "idx"),
         ("stack", {"idx": -1}, "idx"),
         ("search", {"text": ""}, "text"),
+        ("calls", {"fn": "process_invoice", "flow": True}, "flow"),
+        ("stack", {"idx": 1, "thread": True}, "thread"),
     ]
     answers = call_tools(rec_path, [(n, a) for n, a, _ in bad])
     for (name, args, field), (err, text) in zip(bad, answers):

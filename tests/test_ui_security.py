@@ -129,7 +129,7 @@ def test_the_live_token_is_not_written_to_a_log(tmp_path):
     err = proc.stderr.read()
     assert token not in err, err
     m = re.search(r"squall UI \(live\): (http://127\.0\.0\.1:\d+/) \(the URL with its access token is in (\S+), "
-                  r"readable only by you\)", err)
+                  r"readable only by you; the token lets its holder run code in this program\)", err)
     assert m, err
     path = Path(m.group(2))
     assert path.parent == tmp_path / "urls"

@@ -26,6 +26,7 @@ try:  # pydantic comes with the mcp SDK: constraints go into each tool's input s
     Idx = Annotated[int, Field(strict=True, ge=0, description="an entry's idx in its thread")]
     Count = Annotated[int, Field(strict=True, ge=0)]
     Text = Annotated[str, Field(min_length=1)]
+    Thread = Union[Annotated[int, Field(strict=True, ge=0)], str, None]  # type: ignore[misc]
 except ImportError:  # no SDK (main() says so): plain types, the agent checks the values
     Idx = Count = int  # type: ignore[misc]
     Text = str  # type: ignore[misc]
@@ -99,7 +100,7 @@ def build_server(rec: Any) -> Any:
         return agent.summary(rec)
 
     @tool
-    def calls(fn: str, ns: Optional[str] = None, thread: Thread = None, flow: Optional[int] = None,
+    def calls(fn: str, ns: Optional[str] = None, thread: Thread = None, flow: Optional[Count] = None,
               limit: Count = 10, offset: Count = 0) -> dict:
         """The recorded calls of a function, in order: each with thread, idx, argument previews by
         parameter name, and what it returned (`returned`), yielded or raised (`raised`). `fn` is a
@@ -109,7 +110,7 @@ def build_server(rec: Any) -> Any:
         return agent.calls(rec, fn, ns=ns, flow=flow, thread=thread, limit=limit, offset=offset)
 
     @tool
-    def call(idx: Idx, thread: Thread = None, flow: Optional[int] = None, max_children: Count = 20) -> dict:
+    def call(idx: Idx, thread: Thread = None, flow: Optional[Count] = None, max_children: Count = 20) -> dict:
         """One call in full: function, file and line of its def, arguments, what it returned or
         raised (with the exit idx), its parent call and its children (the calls it made, each with
         args and outcome). `idx` is the call's idx (any entry of the frame works) in `thread` (id
@@ -117,15 +118,15 @@ def build_server(rec: Any) -> Any:
         return agent.call(rec, idx, flow=flow, thread=thread, max_children=max_children)
 
     @tool
-    def exceptions(thread: Thread = None, flow: Optional[int] = None, limit: Count = 20) -> dict:
+    def exceptions(thread: Thread = None, flow: Optional[Count] = None, limit: Count = 20) -> dict:
         """Every exception that left a recorded function, once each: the fn-unwind idx and thread,
         type and message, the function, file and line it was raised at, the frames it unwound
         (innermost first), and whether and where a recorded caller caught it."""
         return agent.exceptions(rec, flow=flow, thread=thread, limit=limit)
 
     @tool
-    def writes(name: Optional[str] = None, type_name: Optional[str] = None, obj_id: Optional[int] = None,
-               thread: Thread = None, flow: Optional[int] = None, limit: Count = 20) -> dict:
+    def writes(name: Optional[str] = None, type_name: Optional[str] = None, obj_id: Optional[Count] = None,
+               thread: Thread = None, flow: Optional[Count] = None, limit: Count = 20) -> dict:
         """Where an attribute or item was changed (writes in instrumented code), oldest first: by
         attribute `name` (or key), of objects of recorded `type_name` (e.g. "Item") and/or the
         object `obj_id`. Each: idx, thread, function, file and line, `old` (with `old_from`:
@@ -134,19 +135,19 @@ def build_server(rec: Any) -> Any:
         return agent.writes(rec, name, type_name=type_name, obj_id=obj_id, flow=flow, thread=thread, limit=limit)
 
     @tool
-    def stack(idx: Idx, thread: Thread = None, flow: Optional[int] = None) -> dict:
+    def stack(idx: Idx, thread: Thread = None, flow: Optional[Count] = None) -> dict:
         """The call stack at an idx, innermost frame first: each frame's call idx, function, file,
         def line and argument previews."""
         return agent.stack(rec, idx, flow=flow, thread=thread)
 
     @tool
-    def frequencies(thread: Thread = None, flow: Optional[int] = None, limit: Count = 30) -> dict:
+    def frequencies(thread: Thread = None, flow: Optional[Count] = None, limit: Count = 30) -> dict:
         """How many times each recorded function was called, most called first (all threads of the
         flow, or one `thread`)."""
         return agent.frequencies(rec, flow=flow, thread=thread, limit=limit)
 
     @tool
-    def search(text: Text, thread: Thread = None, flow: Optional[int] = None, limit: Count = 20) -> dict:
+    def search(text: Text, thread: Thread = None, flow: Optional[Count] = None, limit: Count = 20) -> dict:
         """Recorded values whose preview contains `text` (case-insensitive): call arguments,
         return values, exceptions, local bindings and expression values, in timeline order, each
         with thread, idx, where it was (`args`, `return`, `raise`, `bind NAME`, `expr SOURCE`) and
@@ -154,7 +155,7 @@ def build_server(rec: Any) -> Any:
         return agent.search(rec, text, flow=flow, thread=thread, limit=limit, max_seconds=20)
 
     @tool
-    def window(idx: Idx, thread: Thread = None, flow: Optional[int] = None, before: Count = 10,
+    def window(idx: Idx, thread: Thread = None, flow: Optional[Count] = None, before: Count = 10,
                after: Count = 10) -> dict:
         """The timeline around an idx (at most 200 entries either side): one line per entry: calls
         with args, returns with values, expressions with their source text and value, bindings,
@@ -162,20 +163,20 @@ def build_server(rec: Any) -> Any:
         return agent.window(rec, idx, flow=flow, thread=thread, before=before, after=after)
 
     @tool
-    def source(idx: Idx, thread: Thread = None, flow: Optional[int] = None, context: Count = 3) -> dict:
+    def source(idx: Idx, thread: Thread = None, flow: Optional[Count] = None, context: Count = 3) -> dict:
         """The source code of what an idx recorded: file, line, and the lines around it with line
         numbers, the entry's own lines marked `>` (a call: its def line; an unwind: the line it
         raised from)."""
         return agent.source(rec, idx, flow=flow, thread=thread, context=context)
 
     @tool
-    def bindings(idx: Idx, thread: Thread = None, flow: Optional[int] = None) -> dict:
+    def bindings(idx: Idx, thread: Thread = None, flow: Optional[Count] = None) -> dict:
         """The local variables of the frame at an idx as they were at that moment: parameters,
         then each name's latest binding up to idx, with value previews and the line that bound it."""
         return agent.bindings(rec, idx, flow=flow, thread=thread)
 
     @tool
-    def history(obj_id: Count, thread: Thread = None, flow: Optional[int] = None, limit: Count = 50) -> dict:
+    def history(obj_id: Count, thread: Thread = None, flow: Optional[Count] = None, limit: Count = 50) -> dict:
         """Every recorded state of one object (obj_id: the N of `#N` in a value preview), oldest
         first, each with the thread and idx that first recorded it and its preview; all threads
         merged in recorded order unless `thread` is given. At most `limit` states (the first

@@ -82,7 +82,8 @@ def announce_live(url: str, own_token: bool, label: str = "squall UI (live)") ->
         where = url_file(url)
     except OSError as e:
         return f"{label}: {base_of(url)} (the URL with its token could not be written to a file: {e})"
-    return f"{label}: {base_of(url)} (the URL with its access token is in {where}, readable only by you)"
+    return (f"{label}: {base_of(url)} (the URL with its access token is in {where}, readable only by you; "
+            "the token lets its holder run code in this program)")
 
 
 def add_parser(sub) -> None:
