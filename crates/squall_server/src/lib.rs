@@ -227,7 +227,7 @@ pub struct ServeOptions {
     pub header_timeout: Duration,
     /// A request (reading its body and answering it) must finish within this time: 408 otherwise.
     pub request_timeout: Duration,
-    /// Connections served at once; more wait to be accepted until one closes.
+    /// Connections served at once; more are closed as soon as they are accepted.
     pub max_connections: usize,
 }
 
@@ -374,13 +374,12 @@ fn hostname() -> Option<String> {
     std::str::from_utf8(&buf[..end]).ok().filter(|s| !s.is_empty()).map(str::to_string)
 }
 
-/// Serves connections from `listener` until it fails: HTTP/1 with hyper, the header-read timeout
-/// on each connection (hyper's, with tokio's timer), at most `max` connections at once.
+/// Serves connections from `listener`: HTTP/1 with hyper, the header-read timeout on each
+/// connection (hyper's, with tokio's timer), at most `max` connections at once.
 async fn serve_connections(listener: tokio::net::TcpListener, app: Router, header_timeout: Duration, max: usize) {
     use hyper_util::rt::{TokioIo, TokioTimer};
     let slots = Arc::new(tokio::sync::Semaphore::new(max.max(1)));
     loop {
-        let Ok(permit) = slots.clone().acquire_owned().await else { return };
         let (socket, _) = match listener.accept().await {
             Ok(c) => c,
             Err(e) => {
@@ -389,6 +388,12 @@ async fn serve_connections(listener: tokio::net::TcpListener, app: Router, heade
                 tokio::time::sleep(Duration::from_millis(200)).await;
                 continue;
             }
+        };
+        // Past the cap a connection is closed at once: accepting keeps the listen backlog from
+        // filling (which would leave new clients hanging), closing keeps the server's load bounded.
+        let Ok(permit) = slots.clone().try_acquire_owned() else {
+            drop(socket);
+            continue;
         };
         let local = socket.local_addr().ok();
         let app = app.clone();

@@ -47,7 +47,7 @@ fn serve(opts: ServeOptions) -> Server {
 fn raw(port: u16, req: &str) -> (u16, String) {
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    s.write_all(req.as_bytes()).unwrap();
+    let _ = s.write_all(req.as_bytes()); // a connection past the cap may be closed already
     let mut out = String::new();
     let _ = s.read_to_string(&mut out);
     let code = out.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
@@ -111,7 +111,7 @@ fn a_client_that_never_finishes_its_headers_is_disconnected() {
 }
 
 #[test]
-fn connections_beyond_the_cap_wait_for_a_free_slot() {
+fn connections_beyond_the_cap_are_closed_until_a_slot_frees() {
     let srv = serve(ServeOptions { max_connections: 2, header_timeout: Duration::from_secs(30), ..Default::default() });
     let idle: Vec<TcpStream> = (0..2)
         .map(|_| {
@@ -121,16 +121,13 @@ fn connections_beyond_the_cap_wait_for_a_free_slot() {
         })
         .collect();
     std::thread::sleep(Duration::from_millis(200));
-    let mut third = TcpStream::connect(("127.0.0.1", srv.port)).unwrap();
-    third.write_all(b"GET / HTTP/1.1\r\nconnection: close\r\n\r\n").unwrap();
-    third.set_read_timeout(Some(Duration::from_millis(700))).unwrap();
-    let mut buf = [0u8; 64];
-    assert!(third.read(&mut buf).is_err(), "a third connection was served past the cap of 2");
+    // A third is accepted and closed without an answer (not left hanging in the backlog).
+    let (code, out) = raw(srv.port, "GET / HTTP/1.1\r\nconnection: close\r\n\r\n");
+    assert_eq!((code, out.as_str()), (0, ""));
     drop(idle);
-    third.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let mut out = String::new();
-    third.read_to_string(&mut out).unwrap();
-    assert!(out.starts_with("HTTP/1.1 200"), "{out}");
+    std::thread::sleep(Duration::from_millis(200));
+    let (code, out) = raw(srv.port, "GET / HTTP/1.1\r\nconnection: close\r\n\r\n");
+    assert_eq!(code, 200, "{out}");
 }
 
 #[test]
