@@ -29,7 +29,7 @@ __all__ = [
 
 _state_lock = threading.RLock()
 _finder: Optional["SquallFinder"] = None
-_warned: Set[str] = set()
+_warned: Set[Any] = set()
 _local = threading.local()
 
 
@@ -51,7 +51,12 @@ def _note_source(path: str, source: Any, engine: Any) -> None:
 
         _engine.note_source(path, bytes(source))
     except Exception as e:  # noqa: BLE001 - never break the import over a hash
-        _warn_once(path, e)
+        with _state_lock:
+            if ("hash", path) in _warned:
+                return
+            _warned.add(("hash", path))
+        sys.stderr.write("squall: could not store the hash of %s (%s: %s); its source will show as unverified\n"
+                         % (path, type(e).__name__, e))
 
 
 def _instrumented_code(
