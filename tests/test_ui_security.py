@@ -124,6 +124,8 @@ def test_the_live_token_is_not_written_to_a_log(tmp_path):
     try:
         token = url.split("?token=")[1]
         assert post(url, "control/status", {})[0] == 200
+        proc.stdin.close()  # the program ends normally
+        assert proc.wait(timeout=30) == 0
     finally:
         stop(proc)
     err = proc.stderr.read()
@@ -133,9 +135,19 @@ def test_the_live_token_is_not_written_to_a_log(tmp_path):
     assert m, err
     path = Path(m.group(2))
     assert path.parent == tmp_path / "urls"
-    assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
-    assert path.read_text().strip() == url
+    assert not path.exists(), "the URL file outlived the program"
+
+
+def test_the_live_url_file_is_readable_only_by_its_owner(tmp_path):
+    proc, url = start_live(tmp_path)
+    try:
+        files = list((tmp_path / "urls").iterdir())
+        assert len(files) == 1
+        assert stat.S_IMODE(files[0].stat().st_mode) == 0o600
+        assert files[0].read_text().strip() == url
+    finally:
+        stop(proc)
 
 
 def test_a_users_own_token(tmp_path):

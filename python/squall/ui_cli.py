@@ -12,6 +12,7 @@ See docs/security.md.
 
 from __future__ import annotations
 
+import atexit
 import ipaddress
 import os
 import sys
@@ -53,7 +54,7 @@ def base_of(url: str) -> str:
 
 def url_file(url: str) -> str:
     """Writes ``url`` to a file only this user can read (``$SQUALL_UI_URL_DIR`` or ~/.squall,
-    ``ui-<pid>.url``, mode 0600); returns its path."""
+    ``ui-<pid>.url``, mode 0600, removed when the process exits); returns its path."""
     d = os.environ.get("SQUALL_UI_URL_DIR") or os.path.join(os.path.expanduser("~"), ".squall")
     os.makedirs(d, mode=0o700, exist_ok=True)
     path = os.path.join(d, "ui-%d.url" % os.getpid())
@@ -63,7 +64,15 @@ def url_file(url: str) -> str:
         os.write(fd, (url + "\n").encode())
     finally:
         os.close(fd)
+    atexit.register(_remove_quietly, path)  # the token dies with the process: so does its file
     return path
+
+
+def _remove_quietly(path: str) -> None:
+    try:
+        os.remove(path)
+    except OSError:
+        pass
 
 
 def announce_live(url: str, own_token: bool, label: str = "squall UI (live)") -> str:
