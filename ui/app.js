@@ -171,7 +171,7 @@ async function go(idx, drift = "at", tl = S.tl) {
 
 async function source(file) {
   if (!S.sources.has(file)) {
-    const p = api("source", { file }).then((r) => r.lines).catch(() => null);
+    const p = api("source", { file }).catch((err) => ({ error: err.message }));
     S.sources.set(file, p);
   }
   return S.sources.get(file);
@@ -237,11 +237,14 @@ async function renderStepper(f) {
   renderLoop(e);
 
   // Source with the current expression highlighted.
-  const lines = form.file ? await source(form.file) : null;
+  const got = form.file ? await source(form.file) : null;
   if (S.frame !== f) return; // a newer step arrived meanwhile
   const src = $("#source");
+  const lines = got && got.lines;
   if (!lines) {
-    src.replaceChildren(el("div", { class: "muted", style: "padding:8px" }, `source of ${form.file} is not available`));
+    delete src.dataset.file;
+    const why = got && got.error ? `: ${got.error}` : "";
+    src.replaceChildren(el("div", { class: "muted", style: "padding:8px" }, `source of ${form.file} is not available${why}`));
     return;
   }
   let coord = e.coord;
@@ -253,7 +256,8 @@ async function renderStepper(f) {
   // Only re-render lines when the file changed; otherwise just move the highlight.
   if (src.dataset.file !== form.file) {
     src.dataset.file = form.file;
-    src.replaceChildren(...lines.map((t, i) => el("div", { class: "line", "data-ln": i + 1 }, el("span", { class: "ln" }, i + 1), el("span", { class: "code" }, t || " "))));
+    const note = got.note ? el("div", { class: "muted source-note", style: "padding:4px 8px" }, got.note) : null;
+    fill(src, note, lines.map((t, i) => el("div", { class: "line", "data-ln": i + 1 }, el("span", { class: "ln" }, i + 1), el("span", { class: "code" }, t || " "))));
   }
   for (const old of src.querySelectorAll(".line.cur, .line.exc")) {
     old.classList.remove("cur", "exc");
@@ -424,15 +428,22 @@ async function startSearch(ev) {
 
 // Search by predicate (live only): the program evaluates `v` expressions on its recorded values,
 // in bounded steps; each answer says where to resume.
+// Each call is bounded in time by the program (`timeout`); Cancel stops the running one.
+let predicateRunning = false;
 async function predicateSearch(expr, start, found) {
   searchId = null;
-  const r = await guard(api("control/predicate", {}, { method: "POST", body: JSON.stringify({ expr, start, max_matches: 200, max_values: 20000 }) }));
-  if (!r) return;
+  if (start === null) predicateRunning = true;
+  if (!predicateRunning) return;
+  $("#search-cancel").disabled = false;
+  const r = await guard(api("control/predicate", {}, { method: "POST", body: JSON.stringify({ expr, start, max_matches: 200, max_values: 20000, timeout: 10 }) }));
+  if (!r) { predicateRunning = false; $("#search-cancel").disabled = true; return; }
   found = found.concat(r.matches);
-  $("#search-status").textContent = `${found.length} match(es)${r.errors ? `, ${r.errors} value(s) raised (${r.first_error})` : ""}${r.done ? " — done" : " …"}`;
+  const why = r.stopped === "cancelled" ? " — cancelled" : r.stopped === "timeout" ? ` — stopped: the predicate ran past ${r.timeout} s${r.slow_at ? ` (on idx ${r.slow_at.idx})` : ""}` : "";
+  if (r.stopped || r.done) { predicateRunning = false; $("#search-cancel").disabled = true; }
+  $("#search-status").textContent = `${found.length} match(es)${r.errors ? `, ${r.errors} value(s) raised (${r.first_error})` : ""}${why || (r.done ? " — done" : " …")}`;
   $("#search-results").replaceChildren(el("table", {}, ...found.map((m) => el("tr", { class: "click", onclick: () => { const tl = tlFor(m.flow, m.thread); if (tl !== null) { showTab("stepper"); go(m.idx, "at", tl); } } },
     el("td", {}, m.idx), el("td", {}, m.type), el("td", {}, m.symbol || ""), el("td", { class: "args" }, m.preview)))));
-  if (!r.done && found.length < 1000) setTimeout(() => predicateSearch(expr, r.next, found), 0);
+  if (predicateRunning && !r.done && found.length < 1000) setTimeout(() => predicateSearch(expr, r.next, found), 0);
 }
 
 async function pollSearch(id) {
@@ -712,7 +723,10 @@ async function init() {
   });
   $("#fn-filter").addEventListener("input", drawFnTable);
   $("#search-form").addEventListener("submit", startSearch);
-  $("#search-cancel").addEventListener("click", () => { if (searchId !== null) api(`search/${searchId}`, {}, { method: "DELETE" }).catch(() => {}); });
+  $("#search-cancel").addEventListener("click", () => {
+    if (searchId !== null) api(`search/${searchId}`, {}, { method: "DELETE" }).catch(() => {});
+    if (predicateRunning) { predicateRunning = false; api("control/predicate_cancel", {}, { method: "POST", body: "{}" }).catch(() => {}); }
+  });
   $("#tl-select").addEventListener("change", (ev) => { setTl(+ev.target.value); go(0); });
   document.addEventListener("keydown", onKey);
   $("#mt-flow").addEventListener("change", () => renderThreads({ start: 0 }));

@@ -36,6 +36,16 @@ SITE_WRITE: int  # 5: an attribute write of `symbol`, or an item write / setattr
 
 # --- registration (done by the instrumenter, at rewrite time) -------------------------------
 
+def note_source(file: str, data: bytes) -> None:
+    """Notes that ``file`` was compiled from exactly ``data``: its size and SHA-256 go into the
+    recording, so readers can tell whether the file on disk is still the recorded one."""
+
+def read_source(path: str) -> tuple[str, bool, Optional[str]]:
+    """``(text, verified, note)`` of a source file of the live recording: a regular file under
+    the size cap whose size and SHA-256 match what was compiled (``verified`` False, with a
+    ``note``, when no hash was noted). Raises ValueError saying why not (changed since recorded,
+    not a source of the recording, a device, FIFO, symlink out of the tree, too large)."""
+
 def register_form(
     fn_ns: str, fn_name: str, file: str, line: int, params: Sequence[str], kind: int
 ) -> int:
@@ -317,6 +327,7 @@ class FileRecording:
     def total_order_timeline(self, flow_id: int, start: int = 0, limit: int = 1000) -> list[dict[str, Any]]: ...
     def deref(self, value_ref: int) -> Any: ...
     def forms(self) -> list[dict[str, Any]]: ...
+    def read_source(self, path: str) -> tuple[str, bool, Optional[str]]: ...
     def idxs_of_type(self, flow_id: int, thread_id: int, entry_type: str) -> list[int]: ...
     def is_recording(self) -> bool: ...
     def export_chrome(self, out: str, progress: Optional[Callable[[int, int], Any]] = None) -> None: ...
@@ -328,11 +339,13 @@ def load_recording(path: str, progress: Optional[Callable[[int, int], Any]] = No
 
 # --- the browser UI ----------------------------------------------------------------------------
 
-def serve_file(path: str, host: str, port: int) -> str:
+def serve_file(path: str, host: str = "127.0.0.1", port: int = 0, token: Optional[str] = None) -> str:
     """Serves the web UI for a recording file on ``host:port`` (0: any free port) from a
-    background thread; returns the URL with its access token."""
+    background thread; returns the URL with its access token (``token``, else a random one;
+    ValueError if ``token`` is too short or not URL-safe)."""
 
-def serve_live(host: str, port: int) -> str:
-    """Serves the web UI over this process's live recording; returns the URL with its token.
+def serve_live(host: str = "127.0.0.1", port: int = 0, token: Optional[str] = None) -> str:
+    """Serves the web UI over this process's live recording; returns the URL with its token
+    (anyone holding it can run code in this process: docs/security.md).
     Recording pauses while the server reads it for a query (events then are counted in
     ``engine_stats()["lost_during_ui"]``)."""

@@ -21,7 +21,6 @@ says what to ask instead.
 from __future__ import annotations
 
 import difflib
-import linecache
 import time
 from typing import Any, Dict, List, Optional, Tuple, Union
 
@@ -54,6 +53,13 @@ MAX_CHARS = 240
 
 class AgentError(ValueError):
     """A question the recording cannot answer as asked (unknown thread, idx out of range...)."""
+
+
+def _count(name: str, value: Any, low: int = 0) -> int:
+    """``value`` if it is an int (not a bool) of at least ``low``, else an AgentError naming it."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise AgentError(f"{name} must be a whole number >= {low}, not {value!r}")
+    return value
 
 
 # --- values -------------------------------------------------------------------------------------
@@ -103,6 +109,7 @@ class _Ctx:
         self.b = q._b
         self._forms: Optional[Dict[int, dict]] = None
         self._threads: Dict[int, List[dict]] = {}
+        self._sources: Dict[str, Tuple[List[str], Optional[str]]] = {}
 
     @property
     def forms(self) -> Dict[int, dict]:
@@ -158,7 +165,9 @@ class _Ctx:
 
     def entry(self, fid: int, tid: int, idx: int) -> dict:
         n = self.b.timeline_len(fid, tid)
-        if not isinstance(idx, int) or not 0 <= idx < n:
+        if isinstance(idx, bool) or not isinstance(idx, int):
+            raise AgentError(f"idx must be a whole number (an entry's idx), not {idx!r}")
+        if not 0 <= idx < n:
             raise AgentError(
                 f"idx {idx} is out of range: thread {tid} ({self.thread_name(fid, tid)}) of flow {fid} "
                 f"has entries 0..{n - 1}; idxs are per thread (pass the thread the idx came from)")
@@ -206,13 +215,26 @@ class _Ctx:
         out.update(self.outcome(fid, tid, call, **bounds))
         return out
 
+    def source_file(self, path: str) -> Tuple[List[str], Optional[str]]:
+        """The lines of a source file of the recording, and a note (it cannot be verified) or the
+        reason it is not shown (changed since recorded, refused): the engine's rules for reading
+        files a recording names."""
+        if path not in self._sources:
+            try:
+                text, _verified, note = self.b.read_source(path)
+                self._sources[path] = (text.splitlines(), note)
+            except ValueError as e:
+                self._sources[path] = ([], str(e))
+        return self._sources[path]
+
     def source_text(self, form_id: Any, coord: Any, max_chars: int = 60) -> Optional[str]:
         """The source text a coord spans (one line's worth, cut), or None."""
         f = self.forms.get(form_id)
         if not f or not coord or not f.get("file"):
             return None
         line, col, end_line, end_col = coord
-        text = linecache.getline(f["file"], line)
+        lines = self.source_file(f["file"])[0]
+        text = lines[line - 1] if 0 < line <= len(lines) else ""
         if not text:
             return None
         text = text[col:end_col] if end_line == line else text[col:].rstrip() + " ..."
@@ -301,6 +323,7 @@ def calls(q: Queries, fn: str, ns: Optional[str] = None, flow: Optional[int] = N
     ``billing.processing.process_invoice``; ``ns`` narrows to a module): each with its thread,
     ``idx``, argument previews by parameter name and what it returned or raised. Every thread
     of the flow unless ``thread`` is given; ``offset``/``limit`` page through."""
+    limit, offset = _count("limit", limit), _count("offset", offset)
     c = _Ctx(q)
     fid = c.flow(flow)
     matched = _match_fns(c, fn, ns)
@@ -343,6 +366,7 @@ def call(q: Queries, idx: int, flow: Optional[int] = None, thread: ThreadRef = N
     """One call in full: the function and where it is defined, its arguments, what it returned
     or raised, its parent call and its children (the calls it made, each with args and outcome).
     ``idx`` may be any entry of the frame (a return, an expression...): its call is shown."""
+    max_children = _count("max_children", max_children)
     c = _Ctx(q)
     fid = c.flow(flow)
     tid = c.thread(fid, thread)
@@ -409,6 +433,7 @@ def exceptions(q: Queries, flow: Optional[int] = None, thread: ThreadRef = None,
     """Every exception that left a recorded frame, once each, in order: where it was raised
     (innermost frame, file and line), its type and message, the frames it unwound (``chain``,
     innermost first) and whether and where a recorded caller caught it."""
+    limit = _count("limit", limit)
     c = _Ctx(q)
     fid = None if flow is None else c.flow(flow)
     tid = None
@@ -446,6 +471,7 @@ def writes(q: Queries, name: Optional[str] = None, type_name: Optional[str] = No
     before)" or "unknown (not saved: the recording was cut short)") and after (``new``; ``deleted`` for a del)."""
     if name is None and type_name is None and obj_id is None:
         raise AgentError("writes needs a name, --type or --obj: e.g. `writes price --type Item`")
+    limit = _count("limit", limit)
     c = _Ctx(q)
     fid = c.flow(flow)
     tid = None if thread is None else c.thread(fid, thread)
@@ -491,6 +517,7 @@ def stack(q: Queries, idx: int, flow: Optional[int] = None, thread: ThreadRef = 
 
 def frequencies(q: Queries, flow: Optional[int] = None, thread: ThreadRef = None, limit: int = 30) -> dict:
     """How many times each recorded function was called, most called first."""
+    limit = _count("limit", limit)
     c = _Ctx(q)
     fid = c.flow(flow)
     tid = None if thread is None else c.thread(fid, thread)
@@ -536,6 +563,7 @@ def window(q: Queries, idx: int, flow: Optional[int] = None, thread: ThreadRef =
     """The timeline around ``idx``: ``before`` entries before it and ``after`` after it, one
     line each (calls with args, returns with values, expressions with their source text and
     value, bindings, unwinds)."""
+    before, after = _count("before", before), _count("after", after)
     c = _Ctx(q)
     fid = c.flow(flow)
     tid = c.thread(fid, thread)
@@ -580,6 +608,7 @@ def history(q: Queries, obj_id: int, flow: Optional[int] = None, thread: ThreadR
     the object's preview as of that write); all threads merged in recorded order unless
     ``thread`` picks one. At most ``limit`` rows: the first ``limit - 1`` and the last,
     ``left_out`` says how many in between were not shown."""
+    limit = _count("limit", limit)
     c = _Ctx(q)
     fid = c.flow(flow)
     tid = None if thread is None or thread == "" else c.thread(fid, thread)
@@ -604,6 +633,7 @@ def history(q: Queries, obj_id: int, flow: Optional[int] = None, thread: ThreadR
 def source(q: Queries, idx: int, flow: Optional[int] = None, thread: ThreadRef = None, context: int = 3) -> dict:
     """The source around what ``idx`` recorded: the file of its function, the lines of the
     entry's coord (marked ``>``) with ``context`` lines either side (a call: the ``def`` line)."""
+    context = _count("context", context)
     c = _Ctx(q)
     fid = c.flow(flow)
     tid = c.thread(fid, thread)
@@ -624,11 +654,12 @@ def source(q: Queries, idx: int, flow: Optional[int] = None, thread: ThreadRef =
         out["lines"] = []
         out["note"] = "no source position recorded for this entry"
         return out
-    linecache.checkcache(path)
-    lines = linecache.getlines(path)
+    lines, note = c.source_file(path)
+    if note:
+        out["note"] = note
     if not lines:
         out["lines"] = []
-        out["note"] = f"cannot read {path} (moved, or not a file)"
+        out.setdefault("note", f"{path} is empty")
         return out
     context = max(0, min(context, 50))
     lo, hi = max(1, first - context), min(len(lines), last + context)
@@ -647,6 +678,9 @@ def search(q: Queries, text: str, flow: Optional[int] = None, thread: ThreadRef 
     value was (``arg``, ``return``, ``raise``, ``expr``, ``bind NAME``), the function and a
     preview. Stops at ``limit`` hits or after ``max_seconds`` (``complete`` says whether every
     entry was searched); Ctrl-C stops it too and returns what was found."""
+    limit = _count("limit", limit)
+    if not isinstance(text, str) or not text:
+        raise AgentError("search text must not be empty (it would match every value)")
     c = _Ctx(q)
     needle = text.lower() if ignore_case else text
     fids = [c.flow(flow)] if flow is not None else sorted(c.flows())

@@ -279,16 +279,26 @@ def _remember_runtime(report: Any, instrumented: bool) -> None:
         )
 
 
-def local_connect(host: str = "127.0.0.1", port: int = 0, open_browser: bool = False) -> str:
+def local_connect(host: str = "127.0.0.1", port: int = 0, open_browser: bool = False,
+                  token: Optional[str] = None) -> str:
     """Starts the web UI over this process's live recording (for example inside a web server
-    being debugged) and returns its URL, which carries a random access token; also printed on
-    stderr. The server runs on a background thread and never blocks the program: while it reads
-    the recording for a query (milliseconds) recording pauses, and events of that moment are
-    counted in ``engine_stats()["lost_during_ui"]``."""
+    being debugged) and returns its URL, which carries the access token: ``token``, else
+    ``$SQUALL_UI_TOKEN``, else a random one. **Anyone holding the token can run code in this
+    process** (the UI's predicate search and runtime instrumentation evaluate Python here): the
+    URL with the token is printed on stderr only when stderr is a terminal; otherwise stderr gets
+    the URL without it and the path of a file only you can read (``~/.squall/ui-<pid>.url``)
+    holding the whole URL. A ``host`` other than loopback is warned about (docs/security.md).
+    The server runs on a background thread and never blocks the program: while it reads the
+    recording for a query (milliseconds) recording pauses, and events of that moment are counted
+    in ``engine_stats()["lost_during_ui"]``."""
     import sys
 
-    url = _engine.serve_live(host, port)
-    print(f"squall UI (live): {url}", file=sys.stderr, flush=True)
+    from squall import ui_cli
+
+    own = ui_cli.user_token(token)
+    url = _engine.serve_live(host, port, own)
+    ui_cli.warn_if_remote(host, ui_cli.base_of(url), live=True)
+    print(ui_cli.announce_live(url, own is not None), file=sys.stderr, flush=True)
     if open_browser:
         try:
             import webbrowser

@@ -18,6 +18,7 @@ import os
 import signal
 import sys
 import types
+from typing import Optional
 
 PROG = "squall"
 
@@ -238,14 +239,20 @@ def _serve_ui_until_interrupted(opts, saved: str | None) -> None:
     --no-save), up until Ctrl-C."""
     import time
 
-    from squall import _engine
+    from squall import _engine, ui_cli
 
+    own = ui_cli.user_token()
     try:
-        url = _engine.serve_file(saved, "127.0.0.1", 0) if saved else _engine.serve_live("127.0.0.1", 0)
+        url = _engine.serve_file(saved, "127.0.0.1", 0, own) if saved else _engine.serve_live("127.0.0.1", 0, own)
     except (OSError, ValueError) as e:
         _warn(f"the UI could not start: {e}")
         return
-    print(f"squall UI: {url}  (Ctrl-C stops it)", file=sys.stderr, flush=True)
+    if saved:  # over the file: the token reads the recording (no code runs in a program)
+        shown = ui_cli.base_of(url) + "?token=<your token>" if own else url
+        print(f"squall UI: {shown}  (Ctrl-C stops it)", file=sys.stderr, flush=True)
+    else:
+        print(ui_cli.announce_live(url, own is not None, "squall UI") + "  (Ctrl-C stops it)", file=sys.stderr,
+              flush=True)
     if not opts.no_browser:
         try:
             import webbrowser
@@ -293,8 +300,11 @@ def _warn(msg: str) -> None:
     print(f"{PROG}: warning: {msg}", file=sys.stderr)
 
 
-def _compile_main(hook, source, path: str):
+def _compile_main(hook, source, path: str, raw: Optional[bytes] = None):
+    """``raw``: the file's bytes ``source`` was decoded from (their hash goes into the recording)."""
     if hook is not None and hasattr(hook, "compile_main"):
+        if raw is not None and hasattr(hook, "_note_source"):
+            hook._note_source(path, raw, None)
         try:
             return hook.compile_main(source, path)
         except (SyntaxError, ValueError):
@@ -510,7 +520,7 @@ def _run_script(path: str, prog_args: list[str], hook, outcome: _Outcome) -> Non
             source = decode_source(raw)
         except (UnicodeDecodeError, SyntaxError):
             source = _undecodable(raw, abspath)
-        code = _compile_main(hook, source, abspath)
+        code = _compile_main(hook, source, abspath, raw)
     except (SyntaxError, ValueError) as e:
         _report_uncaught(e.with_traceback(None))
         outcome.exit_code = 1
@@ -551,7 +561,11 @@ def _run_module(mod_name: str, prog_args: list[str], hook, outcome: _Outcome) ->
         source = None
     if source is not None and origin:
         try:
-            code = _compile_main(hook, source, origin)
+            raw = spec.loader.get_data(origin) if hasattr(spec.loader, "get_data") else None
+        except OSError:
+            raw = None
+        try:
+            code = _compile_main(hook, source, origin, raw)
         except (SyntaxError, ValueError) as e:
             _report_uncaught(e.with_traceback(None))
             outcome.exit_code = 1

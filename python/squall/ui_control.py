@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
+import time
 import types
 from typing import Any, Callable, Dict, List
 
@@ -102,13 +104,47 @@ def _report(fn: Callable[[Any], Any], arg: Any) -> Dict[str, Any]:
 
 _REF_KEYS = ("result_ref", "value_ref")
 
+#: Seconds one predicate call may run (default, and the most a caller may ask for).
+PREDICATE_SECONDS = 10.0
+MAX_PREDICATE_SECONDS = 60.0
+
+# Set by the `predicate_cancel` action (another server thread): the running predicate stops.
+_cancel = threading.Event()
+
+
+class _Stop(BaseException):
+    """Raised into a predicate past its deadline or cancelled (a BaseException: the expression's
+    own `except Exception` does not swallow it)."""
+
+
+def _watch(deadline: float) -> Callable[..., Any]:
+    """A trace function that stops the predicate's Python code at its deadline or on cancel: the
+    check runs at every call and line (loops included) of code the predicate runs. Code stuck in
+    one C call (``sum(range(10**12))``) is not interrupted until it returns."""
+
+    def tracer(frame: Any, event: str, arg: Any) -> Any:
+        if _cancel.is_set() or time.monotonic() > deadline:
+            raise _Stop()
+        return tracer
+
+    return tracer
+
+
+def _predicate_cancel(_arg: Any) -> Dict[str, Any]:
+    _cancel.set()
+    return {"cancelling": True}
+
 
 def _predicate(arg: Any) -> Dict[str, Any]:
     """Search by predicate: ``expr``, a Python expression over ``v``, evaluated on the recorded
     values (expression results, bindings, returns) of every timeline, in order; bounded by
-    ``max_matches`` (default 100) and ``max_values`` (default 100000) evaluated values. Resumes
-    from ``start`` (the ``next`` of a previous answer). A syntax error, or an expression that
-    fails on every value it met, is a ValueError (400) with the message."""
+    ``max_matches`` (default 100) and ``max_values`` (default 100000) evaluated values, and by
+    time: ``timeout`` seconds for the call (default 10, at most 60), checked before each value
+    and inside the expression's Python code; ``predicate_cancel`` stops it too. Stopped early, the
+    answer says why (``stopped``: "timeout" or "cancelled", ``slow_at`` the value being evaluated
+    then) and ``next`` resumes after it. Resumes from ``start`` (the ``next`` of a previous
+    answer). A syntax error, or an expression that fails on every value it met, is a ValueError
+    (400) with the message."""
     import builtins
 
     from squall import _engine
@@ -122,6 +158,15 @@ def _predicate(arg: Any) -> Dict[str, Any]:
         raise ValueError("bad predicate: %s: %s" % (type(e).__name__, e)) from None
     max_matches = max(1, min(int(arg.get("max_matches", 100)), 10000))
     max_values = max(1, min(int(arg.get("max_values", 100000)), 10000000))
+    try:
+        seconds = float(arg.get("timeout", PREDICATE_SECONDS))
+    except (TypeError, ValueError):
+        raise ValueError("`timeout` is a number of seconds, not %r" % (arg.get("timeout"),)) from None
+    if not 0 < seconds <= MAX_PREDICATE_SECONDS:
+        raise ValueError("`timeout` must be more than 0 and at most %g seconds, not %r"
+                         % (MAX_PREDICATE_SECONDS, arg.get("timeout")))
+    deadline = time.monotonic() + seconds
+    _cancel.clear()
     start = arg.get("start") or [0, 0]
     tl0, idx0 = int(start[0]), int(start[1])
     glb = {"__builtins__": builtins}
@@ -130,6 +175,8 @@ def _predicate(arg: Any) -> Dict[str, Any]:
     scanned = errors = 0
     first_error = None
     nxt = None
+    stopped = slow_at = None
+    tracer = _watch(deadline)
     for tl in range(tl0, len(timelines)):
         fid, tid = timelines[tl]
         n = _engine.timeline_len(fid, tid)
@@ -140,6 +187,10 @@ def _predicate(arg: Any) -> Dict[str, Any]:
                 if scanned >= max_values or len(matches) >= max_matches:
                     nxt = [tl, e["idx"]]
                     break
+                if _cancel.is_set() or time.monotonic() > deadline:
+                    stopped = "cancelled" if _cancel.is_set() else "timeout"
+                    nxt = [tl, e["idx"]]
+                    break
                 ref = next((e[k] for k in _REF_KEYS if e.get(k) is not None), None)
                 if ref is None:
                     continue
@@ -148,23 +199,34 @@ def _predicate(arg: Any) -> Dict[str, Any]:
                 except Exception:  # noqa: BLE001 - a value no longer kept
                     continue
                 scanned += 1
+                previous = sys.gettrace()
+                sys.settrace(tracer)
                 try:
                     ok = bool(eval(code, glb, {"v": v}))  # noqa: S307 - the user's own debugger query
+                    preview = safe_repr(v)[:200] if ok else None  # a repr is the program's code too
+                except _Stop:
+                    stopped = "cancelled" if _cancel.is_set() else "timeout"
+                    slow_at = {"flow": fid, "thread": tid, "idx": e["idx"]}
+                    nxt = [tl, e["idx"] + 1]
+                    break
                 except Exception as ex:  # noqa: BLE001 - counted, reported
                     errors += 1
                     if first_error is None:
                         first_error = "%s: %s" % (type(ex).__name__, ex)
                     continue
+                finally:
+                    sys.settrace(previous)
                 if ok:
                     matches.append({"flow": fid, "thread": tid, "idx": e["idx"], "type": e["type"],
-                                    "symbol": e.get("symbol"), "preview": safe_repr(v)[:200]})
+                                    "symbol": e.get("symbol"), "preview": preview})
             i += len(batch) or 1
         if nxt is not None:
             break
-    if errors and errors == scanned:
+    if errors and errors == scanned and stopped is None:
         raise ValueError("the predicate failed on every value (%d): %s" % (errors, first_error))
     return {"expr": arg["expr"], "matches": matches, "scanned": scanned, "errors": errors,
-            "first_error": first_error, "done": nxt is None, "next": nxt}
+            "first_error": first_error, "done": nxt is None, "next": nxt, "stopped": stopped,
+            "slow_at": slow_at, "timeout": seconds}
 
 
 ACTIONS: Dict[str, Callable[[Any], Dict[str, Any]]] = {
@@ -177,6 +239,7 @@ ACTIONS: Dict[str, Callable[[Any], Dict[str, Any]]] = {
     "instrument": lambda arg: _report(api.instrument, arg),
     "uninstrument": lambda arg: _report(api.uninstrument, arg),
     "predicate": _predicate,
+    "predicate_cancel": _predicate_cancel,
 }
 
 

@@ -16,6 +16,27 @@ fn eng() -> &'static mut Engine {
     unsafe { ENGINE.get() }
 }
 
+/// Notes that `file` was compiled from exactly `data` (its size and SHA-256 go into the
+/// recording, so readers can tell whether the file on disk is still the one recorded).
+#[pyfunction]
+pub fn note_source(file: &str, data: &[u8]) {
+    let sha256 = squall_store::sourcefile::sha256(data);
+    eng().forms.add_source(squall_trace::SourceFile { file: Arc::from(file), size: data.len() as u64, sha256 });
+}
+
+/// The text of a source file of the live recording, by `squall_store::sourcefile`'s rules:
+/// `(text, verified, note)`; a refusal or a changed file is a ValueError saying which.
+#[pyfunction]
+pub fn read_source(path: &str) -> PyResult<(String, bool, Option<String>)> {
+    source_answer(&eng().forms, path)
+}
+
+pub(crate) fn source_answer(forms: &squall_trace::Forms, path: &str) -> PyResult<(String, bool, Option<String>)> {
+    let got = squall_store::sourcefile::read_source(forms, path).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let note = got.note(path);
+    Ok((got.text, got.verified, note))
+}
+
 #[pyfunction]
 pub fn register_form(
     fn_ns: &str,

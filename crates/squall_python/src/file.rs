@@ -293,6 +293,10 @@ impl FileRecording {
     fn forms<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
         q::forms(py, self)
     }
+    /// `(text, verified, note)` of a source file of this recording (see `_engine.read_source`).
+    fn read_source(&self, path: &str) -> PyResult<(String, bool, Option<String>)> {
+        crate::control::source_answer(&self.rec.forms, path)
+    }
     fn idxs_of_type(&self, flow_id: u32, thread_id: u64, entry_type: &str) -> PyResult<Vec<u32>> {
         q::idxs_of_type(self, flow_id, thread_id, entry_type)
     }

@@ -237,6 +237,8 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     }
 
     m.add_function(wrap_pyfunction!(control::register_form, m)?)?;
+    m.add_function(wrap_pyfunction!(control::note_source, m)?)?;
+    m.add_function(wrap_pyfunction!(control::read_source, m)?)?;
     m.add_function(wrap_pyfunction!(control::register_site, m)?)?;
     m.add_function(wrap_pyfunction!(control::start_recording, m)?)?;
     m.add_function(wrap_pyfunction!(control::stop_recording, m)?)?;

@@ -10,15 +10,23 @@ use pyo3::prelude::*;
 
 use crate::engine::{Engine, ENGINE, RECORDING, UI_PAUSE};
 
+fn options(host: &str, port: u16, token: Option<String>) -> PyResult<squall_server::ServeOptions> {
+    if let Some(why) = token.as_deref().and_then(squall_server::check_token_text) {
+        return Err(PyValueError::new_err(why));
+    }
+    Ok(squall_server::ServeOptions { host: host.to_string(), port, token, ..Default::default() })
+}
+
 /// Loads the recording at `path`, starts the UI server on `host:port` (0: any free port) in a
-/// background thread, and returns the URL to open (it carries the access token).
+/// background thread, and returns the URL to open (it carries the access token: `token`, or a
+/// random one).
 #[pyfunction]
-#[pyo3(signature = (path, host="127.0.0.1", port=0))]
-pub fn serve_file(py: Python<'_>, path: PathBuf, host: &str, port: u16) -> PyResult<String> {
-    let host = host.to_string();
+#[pyo3(signature = (path, host="127.0.0.1", port=0, token=None))]
+pub fn serve_file(py: Python<'_>, path: PathBuf, host: &str, port: u16, token: Option<String>) -> PyResult<String> {
+    let opts = options(host, port, token)?;
     py.detach(move || {
         let src = squall_server::FileSource::open(&path).map_err(PyValueError::new_err)?;
-        let server = squall_server::spawn(Arc::new(src), &host, port).map_err(PyOSError::new_err)?;
+        let server = squall_server::spawn(Arc::new(src), &opts).map_err(PyOSError::new_err)?;
         Ok(server.url)
     })
 }
@@ -111,11 +119,11 @@ impl squall_server::RecordingSource for LiveSource {
 
 /// Starts the UI over this process's live recording; returns the URL (with its access token).
 #[pyfunction]
-#[pyo3(signature = (host="127.0.0.1", port=0))]
-pub fn serve_live(py: Python<'_>, host: &str, port: u16) -> PyResult<String> {
-    let host = host.to_string();
+#[pyo3(signature = (host="127.0.0.1", port=0, token=None))]
+pub fn serve_live(py: Python<'_>, host: &str, port: u16, token: Option<String>) -> PyResult<String> {
+    let opts = options(host, port, token)?;
     py.detach(move || {
-        let server = squall_server::spawn(Arc::new(LiveSource), &host, port).map_err(PyOSError::new_err)?;
+        let server = squall_server::spawn(Arc::new(LiveSource), &opts).map_err(PyOSError::new_err)?;
         Ok(server.url)
     })
 }

@@ -501,14 +501,23 @@ pub fn value(view: &dyn View, q: &Q) -> ApiResult {
     }
 }
 
-/// Source lines of a file the recording's forms name (and no other file).
+/// Source lines of a file the recording's forms name (and no other file), read by the rules of
+/// `squall_store::sourcefile` (regular files under the size cap, matching the recorded hash;
+/// `verified` false with a `note` for a recording without hashes).
 pub fn source(view: &dyn View, q: &Q) -> ApiResult {
+    use squall_store::sourcefile::{read_source, SourceError};
     let file: String = req(q, "file")?;
-    if !view.forms().forms().iter().any(|f| *f.file == *file) {
-        return Err(ApiError::not_found(format!("`{file}` is not a source file of this recording")));
-    }
-    let text = std::fs::read_to_string(&file).map_err(|e| ApiError::not_found(format!("cannot read `{file}`: {e}")))?;
-    Ok(json!({"file": file, "lines": text.lines().collect::<Vec<_>>()}))
+    let got = read_source(view.forms(), &file).map_err(|e| {
+        let status = match &e {
+            SourceError::NotRecorded(_) | SourceError::Io { .. } => StatusCode::NOT_FOUND,
+            SourceError::Changed { .. } => StatusCode::CONFLICT,
+            _ => StatusCode::FORBIDDEN,
+        };
+        ApiError(status, e.to_string())
+    })?;
+    Ok(
+        json!({"file": file, "verified": got.verified, "note": got.note(&file), "lines": got.text.lines().collect::<Vec<_>>()}),
+    )
 }
 
 fn entry_site(e: &Entry) -> Option<u32> {

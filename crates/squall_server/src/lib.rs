@@ -13,6 +13,7 @@ pub mod values;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use axum::extract::{Path, Query, Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
@@ -160,6 +161,10 @@ async fn search_cancel(State(st): State<Arc<AppState>>, Path(id): Path<String>) 
     }
 }
 
+/// The OpenAPI description of `/api` (`GET /api/openapi.json`), kept by hand: a test checks its
+/// paths against the routes below, and a property test (schemathesis) checks the server against it.
+pub const OPENAPI_JSON: &str = include_str!("../openapi.json");
+
 const INDEX_HTML: &str = include_str!("../../../ui/index.html");
 const APP_JS: &str = include_str!("../../../ui/app.js");
 const APP_CSS: &str = include_str!("../../../ui/app.css");
@@ -176,6 +181,7 @@ fn asset(body: &'static str, ctype: &'static str) -> Response {
 pub fn router(src: Arc<dyn RecordingSource>, token: String) -> Router {
     let st = Arc::new(AppState { src, token, searches: Mutex::new(HashMap::new()), next_search: AtomicU64::new(1) });
     let api = Router::new()
+        .route("/openapi.json", get(|| async { asset(OPENAPI_JSON, "application/json") }))
         .route(
             "/flows",
             get(|State(st): State<Arc<AppState>>| async move { run_view(st, |v, live| api::flows(v, live)).await }),
@@ -209,22 +215,234 @@ pub fn router(src: Arc<dyn RecordingSource>, token: String) -> Router {
         .route("/app.css", get(|| async { asset(APP_CSS, "text/css; charset=utf-8") }))
 }
 
-/// A running server.
-pub struct Server {
-    pub url: String,
+/// How the server listens. `Default`: loopback, any free port, a random token, the timeouts and
+/// connection cap below.
+#[derive(Clone, Debug)]
+pub struct ServeOptions {
+    pub host: String,
     pub port: u16,
-    pub token: String,
+    /// The access token; `None`: a fresh random one ([`new_token`]). Checked by [`check_token_text`].
+    pub token: Option<String>,
+    /// A client must send a request's whole header within this time, or its connection is closed.
+    pub header_timeout: Duration,
+    /// A request (reading its body and answering it) must finish within this time: 408 otherwise.
+    pub request_timeout: Duration,
+    /// Connections served at once; more are closed as soon as they are accepted.
+    pub max_connections: usize,
 }
 
-/// Binds `host:port` (port 0: any free one) now, serves `src` on a background thread, and
-/// returns the URL to open (it carries the token).
-pub fn spawn(src: Arc<dyn RecordingSource>, host: &str, port: u16) -> Result<Server, String> {
-    let listener =
-        std::net::TcpListener::bind((host, port)).map_err(|e| format!("cannot listen on {host}:{port}: {e}"))?;
+impl Default for ServeOptions {
+    fn default() -> ServeOptions {
+        ServeOptions {
+            host: "127.0.0.1".into(),
+            port: 0,
+            token: None,
+            header_timeout: Duration::from_secs(10),
+            request_timeout: Duration::from_secs(120),
+            max_connections: 64,
+        }
+    }
+}
+
+/// Why a user's own token is refused (`None`: usable). It travels in URLs and headers, so it is
+/// URL-safe text, and long enough not to be guessed.
+pub fn check_token_text(token: &str) -> Option<String> {
+    if token.len() < 16 {
+        return Some(format!("the access token must be at least 16 characters long (this one has {})", token.len()));
+    }
+    if token.len() > 256 {
+        return Some(format!("the access token must be at most 256 characters long (this one has {})", token.len()));
+    }
+    if let Some(c) = token.chars().find(|c| !(c.is_ascii_alphanumeric() || "-._~".contains(*c))) {
+        return Some(format!(
+            "the access token may hold only letters, digits and - . _ ~ (it has {c:?}); e.g. `python -c 'import secrets; print(secrets.token_hex(16))'`"
+        ));
+    }
+    None
+}
+
+/// True for an address only this machine can reach (127.0.0.0/8, ::1, `localhost`).
+pub fn is_loopback(host: &str) -> bool {
+    let h = host.trim_start_matches('[').trim_end_matches(']');
+    h.eq_ignore_ascii_case("localhost") || h.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+/// The host names a request may be addressed to (its `Host`, and `Origin` if it has one): the
+/// loopback names, the bound host and, for a wildcard bind, this machine's name and the address
+/// the connection came in on. Anything else (a DNS-rebinding page, a stray proxy) is refused
+/// before the token is looked at.
+#[derive(Clone, Debug)]
+pub struct HostAllow {
+    names: Vec<String>,
+    any_local: bool,
+}
+
+impl HostAllow {
+    pub fn new(bound: &str, extra: &[String]) -> HostAllow {
+        let bound = bound.trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase();
+        let any_local = bound.is_empty() || bound.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_unspecified());
+        let mut names: Vec<String> = ["localhost", "127.0.0.1", "::1"].iter().map(|s| s.to_string()).collect();
+        names.push(bound);
+        names.extend(extra.iter().map(|s| s.to_ascii_lowercase()));
+        HostAllow { names, any_local }
+    }
+
+    /// Loopback names only.
+    pub fn loopback() -> HostAllow {
+        HostAllow::new("127.0.0.1", &[])
+    }
+
+    fn allows(&self, host: &str, local: Option<std::net::IpAddr>) -> bool {
+        let h = host.trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase();
+        if self.names.contains(&h) || h.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback()) {
+            return true;
+        }
+        self.any_local && local.is_some_and(|l| h.parse::<std::net::IpAddr>().is_ok_and(|ip| ip == l))
+    }
+}
+
+/// The host part of a `Host` header value or an origin's authority (port cut off).
+fn host_part(authority: &str) -> &str {
+    if let Some(rest) = authority.strip_prefix('[') {
+        return rest.split(']').next().unwrap_or(rest);
+    }
+    authority
+        .rsplit_once(':')
+        .map_or(authority, |(h, p)| if p.bytes().all(|b| b.is_ascii_digit()) { h } else { authority })
+}
+
+/// The local address a connection was accepted on (set by [`spawn`]'s accept loop).
+#[derive(Clone, Copy, Debug)]
+pub struct LocalAddr(pub std::net::SocketAddr);
+
+async fn check_host(State(allow): State<Arc<HostAllow>>, req: Request, next: Next) -> Response {
+    let local = req.extensions().get::<LocalAddr>().map(|l| l.0.ip());
+    let refuse = |what: &str, value: &str| {
+        let shown: String = value.chars().take(100).collect();
+        ApiError(
+            StatusCode::FORBIDDEN,
+            format!(
+                "refused: {what} `{shown}` is not this server (only loopback names and the address it listens on are served; see docs/security.md)"
+            ),
+        )
+        .into_response()
+    };
+    if let Some(h) = req.headers().get(header::HOST) {
+        let Ok(h) = h.to_str() else { return refuse("Host", &String::from_utf8_lossy(h.as_bytes())) };
+        if !allow.allows(host_part(h), local) {
+            return refuse("Host", h);
+        }
+    }
+    if let Some(o) = req.headers().get(header::ORIGIN) {
+        let text = String::from_utf8_lossy(o.as_bytes()).into_owned();
+        let authority = text.strip_prefix("http://").or_else(|| text.strip_prefix("https://"));
+        if !authority.is_some_and(|a| allow.allows(host_part(a), local)) {
+            return refuse("Origin", &text);
+        }
+    }
+    next.run(req).await
+}
+
+/// The app as served: [`router`] behind the Host/Origin allow-list and the request timeouts.
+pub fn app(src: Arc<dyn RecordingSource>, token: String, allow: HostAllow, request_timeout: Duration) -> Router {
+    router(src, token)
+        .layer(tower_http::timeout::RequestBodyTimeoutLayer::new(request_timeout))
+        .layer(tower_http::timeout::TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, request_timeout))
+        .layer(middleware::from_fn_with_state(Arc::new(allow), check_host))
+}
+
+/// A running server.
+pub struct Server {
+    /// The URL to open, with the token.
+    pub url: String,
+    /// The same without the token (safe to log).
+    pub base_url: String,
+    pub port: u16,
+    pub token: String,
+    /// True when other machines may reach it (not bound to a loopback address).
+    pub remote: bool,
+}
+
+fn hostname() -> Option<String> {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is valid for its length; gethostname NUL-terminates within it on success.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc != 0 {
+        return None;
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    std::str::from_utf8(&buf[..end]).ok().filter(|s| !s.is_empty()).map(str::to_string)
+}
+
+/// Serves connections from `listener`: HTTP/1 with hyper, the header-read timeout on each
+/// connection (hyper's, with tokio's timer), at most `max` connections at once.
+async fn serve_connections(listener: tokio::net::TcpListener, app: Router, header_timeout: Duration, max: usize) {
+    use hyper_util::rt::{TokioIo, TokioTimer};
+    let slots = Arc::new(tokio::sync::Semaphore::new(max.max(1)));
+    loop {
+        let (socket, _) = match listener.accept().await {
+            Ok(c) => c,
+            Err(e) => {
+                // Out of file descriptors and the like: wait and go on rather than spin.
+                eprintln!("squall: the UI server could not accept a connection: {e}");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                continue;
+            }
+        };
+        // Past the cap a connection is closed at once: accepting keeps the listen backlog from
+        // filling (which would leave new clients hanging), closing keeps the server's load bounded.
+        let Ok(permit) = slots.clone().try_acquire_owned() else {
+            drop(socket);
+            continue;
+        };
+        let local = socket.local_addr().ok();
+        let app = app.clone();
+        tokio::spawn(async move {
+            let svc = hyper::service::service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
+                if let Some(l) = local {
+                    req.extensions_mut().insert(LocalAddr(l));
+                }
+                tower::ServiceExt::oneshot(app.clone(), req)
+            });
+            let mut b = hyper::server::conn::http1::Builder::new();
+            b.timer(TokioTimer::new()).header_read_timeout(header_timeout);
+            let _ = b.serve_connection(TokioIo::new(socket), svc).await;
+            drop(permit);
+        });
+    }
+}
+
+/// Binds `opts.host:opts.port` (port 0: any free one) now, serves `src` on a background thread,
+/// and returns the URL to open (it carries the token).
+pub fn spawn(src: Arc<dyn RecordingSource>, opts: &ServeOptions) -> Result<Server, String> {
+    let host = opts.host.as_str();
+    let token = match &opts.token {
+        Some(t) => {
+            if let Some(why) = check_token_text(t) {
+                return Err(why);
+            }
+            t.clone()
+        }
+        None => new_token(),
+    };
+    let bind_host = host.trim_start_matches('[').trim_end_matches(']');
+    let listener = std::net::TcpListener::bind((bind_host, opts.port))
+        .map_err(|e| format!("cannot listen on {host}:{}: {e}", opts.port))?;
     listener.set_nonblocking(true).map_err(|e| e.to_string())?;
-    let port = listener.local_addr().map_err(|e| e.to_string())?.port();
-    let token = new_token();
-    let app = router(src, token.clone());
+    let local = listener.local_addr().map_err(|e| e.to_string())?;
+    let port = local.port();
+    let remote = !local.ip().is_loopback();
+    // The URL names what a browser elsewhere can reach: this machine's name for a wildcard bind.
+    let name = if local.ip().is_unspecified() { hostname() } else { None };
+    let shown = match (&name, local.ip()) {
+        (Some(n), _) => n.clone(),
+        (None, ip) if ip.is_unspecified() => "127.0.0.1".to_string(),
+        (None, std::net::IpAddr::V6(ip)) => format!("[{ip}]"),
+        (None, ip) => ip.to_string(),
+    };
+    let allow = HostAllow::new(bind_host, name.as_slice());
+    let app = app(src, token.clone(), allow, opts.request_timeout);
+    let (header_timeout, max) = (opts.header_timeout, opts.max_connections);
     std::thread::Builder::new()
         .name("squall-ui".into())
         .spawn(move || {
@@ -237,16 +455,12 @@ pub fn spawn(src: Arc<dyn RecordingSource>, host: &str, port: u16) -> Result<Ser
             };
             rt.block_on(async move {
                 match tokio::net::TcpListener::from_std(listener) {
-                    Ok(l) => {
-                        if let Err(e) = axum::serve(l, app).await {
-                            eprintln!("squall: the UI server stopped: {e}");
-                        }
-                    }
+                    Ok(l) => serve_connections(l, app, header_timeout, max).await,
                     Err(e) => eprintln!("squall: the UI server could not listen: {e}"),
                 }
             });
         })
         .map_err(|e| e.to_string())?;
-    let shown = if host == "0.0.0.0" || host.is_empty() { "127.0.0.1" } else { host };
-    Ok(Server { url: format!("http://{shown}:{port}/?token={token}"), port, token })
+    let base_url = format!("http://{shown}:{port}/");
+    Ok(Server { url: format!("{base_url}?token={token}"), base_url, port, token, remote })
 }

@@ -274,6 +274,93 @@ async fn power_stepping_loops_goto_source() {
     assert_eq!(src["lines"][7], "    return x * 10");
 }
 
+/// `/api/source` serves the recorded file only as recorded: a changed file is a 409 saying so, a
+/// FIFO a 403 (and does not hang), a recording without hashes gets an unverified note.
+#[tokio::test]
+async fn source_is_served_only_as_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("demo.py");
+    std::fs::write(&file, "x = 1\n").unwrap();
+    let f = file.to_str().unwrap().to_string();
+    let rec = recording(&f);
+    assert!(rec.forms.sources().is_empty());
+    let with_hash = |rec: &mut Recording, data: &[u8]| {
+        rec.forms.add_source(squall_trace::SourceFile {
+            file: f.as_str().into(),
+            size: data.len() as u64,
+            sha256: squall_store::sourcefile::sha256(data),
+        })
+    };
+    // no hash (an older recording): served, marked
+    let app = router(Arc::new(FileSource { rec, path: "demo.sqrec".into() }), TOKEN.into());
+    let v = get(&app, &format!("/api/source?file={f}")).await;
+    assert_eq!(v["verified"], false);
+    assert!(v["note"].as_str().unwrap().contains("cannot verify"), "{v}");
+    // hashed and matching: verified
+    let mut rec = recording(&f);
+    with_hash(&mut rec, b"x = 1\n");
+    let app = router(Arc::new(FileSource { rec, path: "demo.sqrec".into() }), TOKEN.into());
+    let v = get(&app, &format!("/api/source?file={f}")).await;
+    assert_eq!(
+        (v["verified"].clone(), v["note"].clone(), v["lines"].clone()),
+        (json!(true), Value::Null, json!(["x = 1"]))
+    );
+    // changed since
+    std::fs::write(&file, "x = 2\n").unwrap();
+    let (s, v) = call(&app, "GET", &format!("/api/source?file={f}"), Some(TOKEN), None).await;
+    assert_eq!(s, StatusCode::CONFLICT);
+    assert!(
+        v["error"].as_str().unwrap().starts_with(&format!("source changed since recording: {f} (recorded sha256 ")),
+        "{v}"
+    );
+    // a FIFO in its place
+    std::fs::remove_file(&file).unwrap();
+    let c = std::ffi::CString::new(f.as_str()).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let (s, v) = call(&app, "GET", &format!("/api/source?file={f}"), Some(TOKEN), None).await;
+    assert_eq!(s, StatusCode::FORBIDDEN);
+    assert_eq!(v["error"], format!("refusing to read {f}: it is a FIFO, not a regular file"));
+}
+
+/// The published OpenAPI description names exactly the router's routes (read from its source),
+/// and each documented route is routed (not the fallback's "no such API route").
+#[tokio::test]
+async fn openapi_describes_every_route() {
+    let (app, _d) = app();
+    let doc = get(&app, "/api/openapi.json").await;
+    let mut documented: Vec<(String, String)> = vec![];
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for method in item.as_object().unwrap().keys() {
+            documented.push((method.to_uppercase(), path.clone()));
+        }
+    }
+    documented.sort();
+    let src = include_str!("../src/lib.rs");
+    let body = &src[src.find("let api = Router::new()").unwrap()..src.find(".fallback(").unwrap()];
+    let mut routed: Vec<(String, String)> = vec![];
+    for part in body.split(".route(").skip(1) {
+        let path = part.split('"').nth(1).unwrap();
+        let handler = part.split_once(',').unwrap().1;
+        let methods: Vec<&str> = if handler.contains("post(") {
+            vec!["POST"]
+        } else if handler.contains(".delete(") {
+            vec!["GET", "DELETE"]
+        } else {
+            vec!["GET"]
+        };
+        for m in methods {
+            routed.push((m.to_string(), format!("/api{path}")));
+        }
+    }
+    routed.sort();
+    assert_eq!(documented, routed);
+    for (method, path) in &documented {
+        let uri = path.replace("{action}", "status").replace("{id}", "1");
+        let (_, v) = call(&app, method, &uri, Some(TOKEN), None).await;
+        assert_ne!(v["error"], "no such API route", "{method} {path}");
+    }
+}
+
 #[tokio::test]
 async fn search_with_progress() {
     let (app, _d) = app();

@@ -14,6 +14,7 @@ pub mod export;
 mod nodecodec;
 mod reader;
 mod snapcodec;
+pub mod sourcefile;
 mod wire;
 mod writer;
 

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use squall_trace::{Coord, Entry, Form, FormKind, Forms, Node, Site, SiteKind, Snap, Timeline, ValueStore};
+use squall_trace::{Coord, Entry, Form, FormKind, Forms, Node, Site, SiteKind, Snap, SourceFile, Timeline, ValueStore};
 
 use crate::codec::{decode_entries, EntriesPart};
 use crate::nodecodec::get_node;
@@ -195,12 +195,26 @@ enum Part {
     Nodes { timeline: u32, first_name: u64, names: Vec<String>, first_node: u64, nodes: Vec<Node> },
     End { ended: u64, stats: Vec<(String, u64)> },
     Switches { timeline: u32, marks: Vec<(u32, u64)> },
+    Sources(Vec<SourceFile>),
     Skip,
 }
 
 fn decode(f: &Frame) -> Result<Part, Bad> {
     if f.ty == chunk::HEADER {
         return Err(Bad("a second header chunk"));
+    }
+    if f.ty == chunk::SOURCES {
+        let raw = get_body(f.payload)?;
+        let mut r = Rd::new(&raw);
+        let n = r.count()?;
+        let mut sources = Vec::with_capacity(n);
+        for _ in 0..n {
+            let file: Arc<str> = r.str()?.into();
+            let size = r.uv()?;
+            let sha256 = r.bytes(32)?.try_into().map_err(|_| Bad("source hash"))?;
+            sources.push(SourceFile { file, size, sha256 });
+        }
+        return Ok(Part::Sources(sources));
     }
     if !(chunk::FORMS..=chunk::NODES).contains(&f.ty) {
         return if f.flags & FLAG_OPTIONAL != 0 { Ok(Part::Skip) } else { Err(Bad("unknown required chunk type")) };
@@ -323,6 +337,7 @@ impl State {
     fn apply(&mut self, part: Part) -> Result<(), Bad> {
         match part {
             Part::Skip => {}
+            Part::Sources(sources) => sources.into_iter().for_each(|s| self.forms.add_source(s)),
             Part::Forms { first_form, forms, first_site, sites } => {
                 if first_form != self.forms.forms().len() as u64 || first_site != self.nsites {
                     return Err(Bad("forms or sites out of order"));

@@ -29,6 +29,8 @@ pub(crate) mod chunk {
     pub const SWITCHES: u8 = 7;
     /// A timeline's value-store nodes and names (version 2).
     pub const NODES: u8 = 8;
+    /// Optional: the size and SHA-256 of each source file the recorder compiled.
+    pub const SOURCES: u8 = 9;
 }
 /// Frame flag: a reader that does not know the chunk type skips the chunk.
 pub(crate) const FLAG_OPTIONAL: u8 = 1;

@@ -45,6 +45,8 @@ pub struct Writer<W: Write> {
     out: Out<W>,
     forms: u32,
     sites: u32,
+    /// Source files written (`Forms::sources` is append-only).
+    sources: usize,
     nparams: Vec<u32>,
     timelines: HashMap<u32, TlState>,
     streams: Streams,
@@ -176,6 +178,7 @@ impl<W: Write> Writer<W> {
             }),
             forms: 0,
             sites: 0,
+            sources: 0,
             nparams: Vec::new(),
             timelines: HashMap::new(),
             streams: Streams::default(),
@@ -281,6 +284,7 @@ impl<W: Write> Writer<W> {
     /// Writes the forms and sites registered since the last call (ids are indexes, append-only).
     /// Call it before writing entries that use them.
     pub fn forms(&mut self, forms: &Forms) -> Result<(), StoreError> {
+        self.sources(forms)?;
         let all = forms.forms();
         let first_form = self.forms as usize;
         let first_site = self.sites;
@@ -450,6 +454,25 @@ impl<W: Write> Writer<W> {
             self.emit(chunk::NODES, 0)?;
         }
         Ok(())
+    }
+
+    /// Writes the source files noted since the last call, in an optional SOURCES chunk (readers
+    /// that do not know it skip it: their recordings just cannot verify sources).
+    fn sources(&mut self, forms: &Forms) -> Result<(), StoreError> {
+        let new = forms.sources().get(self.sources..).unwrap_or(&[]);
+        if new.is_empty() {
+            return Ok(());
+        }
+        let r = &mut self.raw;
+        r.clear();
+        put_uv(r, new.len() as u64);
+        for s in new {
+            put_str(r, &s.file);
+            put_uv(r, s.size);
+            r.extend_from_slice(&s.sha256);
+        }
+        self.sources += new.len();
+        self.emit(chunk::SOURCES, FLAG_OPTIONAL)
     }
 
     /// Appends thread-switch marks of a timeline (`Timeline::switches`: the first idx written after

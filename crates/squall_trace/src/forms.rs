@@ -113,6 +113,15 @@ pub struct Site {
     pub symbol: Option<Arc<str>>,
 }
 
+/// What the recorder compiled for one source file: its size and the SHA-256 of exactly those
+/// bytes. Lets readers of a recording tell the file on disk now from the one that was recorded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SourceFile {
+    pub file: Arc<str>,
+    pub size: u64,
+    pub sha256: [u8; 32],
+}
+
 /// Every form and site registered so far. Ids are indexes and are never reused.
 #[derive(Default, Debug)]
 pub struct Forms {
@@ -121,13 +130,34 @@ pub struct Forms {
     /// Per site: its form id, with `RESUMABLE_BIT` set if the form is resumable. Read on every
     /// exit event, so kept apart from the wide `Site`/`Form` records.
     site_owner: Vec<u32>,
+    /// Source files compiled, in the order noted (append-only; a file compiled again with other
+    /// contents appears again).
+    sources: Vec<SourceFile>,
 }
 
 const RESUMABLE_BIT: u32 = 1 << 31;
 
 impl Forms {
     pub const fn new() -> Forms {
-        Forms { forms: Vec::new(), sites: Vec::new(), site_owner: Vec::new() }
+        Forms { forms: Vec::new(), sites: Vec::new(), site_owner: Vec::new(), sources: Vec::new() }
+    }
+
+    /// Notes a compiled source file (nothing if the same file with the same contents is known).
+    pub fn add_source(&mut self, src: SourceFile) {
+        if !self.sources.contains(&src) {
+            self.sources.push(src);
+        }
+    }
+
+    /// Every source file noted, oldest first.
+    pub fn sources(&self) -> &[SourceFile] {
+        &self.sources
+    }
+
+    /// The versions of `file` that were compiled, oldest first (none: not noted, e.g. a recording
+    /// older than source hashes).
+    pub fn source_versions<'a>(&'a self, file: &'a str) -> impl Iterator<Item = &'a SourceFile> + 'a {
+        self.sources.iter().filter(move |s| &*s.file == file)
     }
 
     pub fn add_form(&mut self, form: Form) -> Result<u32, TraceError> {

@@ -19,7 +19,7 @@ mod writes;
 
 pub use entry::{Entry, Kind, MAX_ID, NONE, WRITE_WORDS};
 pub use error::TraceError;
-pub use forms::{Coord, Form, FormKind, Forms, Site, SiteKind};
+pub use forms::{Coord, Form, FormKind, Forms, Site, SiteKind, SourceFile};
 pub use history::{
     history, history_merged, history_with_writes, latest_state, Change, MergedChange, MergedState, NodeEntries, State,
 };

@@ -30,7 +30,7 @@ __all__ = [
 
 _state_lock = threading.RLock()
 _finder: Optional["SquallFinder"] = None
-_warned: Set[str] = set()
+_warned: Set[Any] = set()
 _local = threading.local()
 
 
@@ -41,6 +41,23 @@ def _warn_once(module: str, err: BaseException) -> None:
         _warned.add(module)
     msg = "%s: %s" % (type(err).__name__, err)
     sys.stderr.write("squall: could not instrument %s (%s); it runs unrecorded\n" % (module, msg))
+
+
+def _note_source(path: str, source: Any, engine: Any) -> None:
+    """Tells the real engine the size and hash of exactly the bytes compiled for ``path``."""
+    if engine is not None or not isinstance(source, (bytes, bytearray)):
+        return
+    try:
+        from squall import _engine
+
+        _engine.note_source(path, bytes(source))
+    except Exception as e:  # noqa: BLE001 - never break the import over a hash
+        with _state_lock:
+            if ("hash", path) in _warned:
+                return
+            _warned.add(("hash", path))
+        sys.stderr.write("squall: could not store the hash of %s (%s: %s); its source will show as unverified\n"
+                         % (path, type(e).__name__, e))
 
 
 def _instrumented_code(
@@ -78,6 +95,7 @@ class InstrumentingLoader(importlib.machinery.SourceFileLoader):
         name = fullname or self.name
         path = self.get_filename(name)
         source = self.get_data(path)
+        _note_source(path, source, self.engine)
         if self.engine is None:
             from . import cache
 
@@ -237,6 +255,7 @@ def compile_main(
     cfg = cfg or _config.current()
     decision = _config.remember(cfg.decide("__main__", path))
     if decision.instrumented:
+        _note_source(path, source, engine)
         code = _instrumented_code(source, path, "__main__", engine, cfg.mode_for("__main__"))
         if code is not None:
             return rewrite.bind_entry_constants(code)

@@ -94,7 +94,7 @@ def _code_by_place(code: types.CodeType) -> Dict[Tuple[str, int], types.CodeType
     return out
 
 
-def _module_source(module: types.ModuleType) -> Tuple[str, str]:
+def _module_source(module: types.ModuleType) -> Tuple[str, str, bytes]:
     spec = getattr(module, "__spec__", None)
     path = getattr(module, "__file__", None)
     if not path or not path.endswith(".py"):
@@ -103,16 +103,16 @@ def _module_source(module: types.ModuleType) -> Tuple[str, str]:
         )
     loader = getattr(spec, "loader", None)
     try:
-        if loader is not None and hasattr(loader, "get_source"):
-            source = loader.get_source(module.__name__)
+        # The bytes, decoded here, so that their hash is of exactly what is compiled.
+        if loader is not None and hasattr(loader, "get_data"):
+            raw = loader.get_data(path)
         else:
-            source = None
-        if source is None:
             with open(path, "rb") as f:
-                source = importlib.util.decode_source(f.read())
+                raw = f.read()
+        source = importlib.util.decode_source(raw)
     except OSError as e:
         raise ValueError(f"cannot read the source of `{module.__name__}` at {path}: {e}") from None
-    return source, path
+    return source, path, raw
 
 
 def _resolve(target: Union[str, types.ModuleType, types.FunctionType]) -> Tuple[List[types.ModuleType], Optional[str]]:
@@ -145,12 +145,13 @@ def _resolve(target: Union[str, types.ModuleType, types.FunctionType]) -> Tuple[
 
 
 def _swap_module(module: types.ModuleType, qualname: Optional[str], instrumented: bool, report: SwapReport) -> None:
-    source, path = _module_source(module)
+    source, path, raw = _module_source(module)
     name = module.__name__
     if instrumented:
-        code = rewrite.compile_instrumented(source, path, name)
         from squall import _engine
 
+        _engine.note_source(path, raw)
+        code = rewrite.compile_instrumented(source, path, name)
         for full, short in rewrite.ENTRY_NAMES.items():
             if hasattr(_engine, full):
                 module.__dict__[short] = getattr(_engine, full)
