@@ -29,7 +29,8 @@ async function client(t) {
   const dc = new DebugClient(SQUALL, 'dap', 'squall', { cwd: ROOT }, true);
   dc.defaultTimeout = 30000;
   await dc.start();
-  t.after(() => dc.stop());
+  // stop() disconnects first: after a test's own disconnect the adapter has exited already.
+  t.after(() => (dc.disconnected ? dc.stopAdapter() : dc.stop()));
   await dc.initializeRequest({ adapterID: 'squall', linesStartAt1: true, columnsStartAt1: true, pathFormat: 'path' });
   return dc;
 }
@@ -165,8 +166,8 @@ test('variables: values as they were, containers expandable and paged', async (t
   vars = await locals(dc, (await stack(dc, tid))[0].id);
   assert.deepEqual([vars.total.value, vars.a.value], ['2', '2']);
   await move(dc, 'continue', { threadId: tid });
-  // Paging a long list: evaluate it, then ask for a page.
-  await move(dc, 'stepOut', { threadId: tid });
+  // Paging a list: evaluate it, then ask for a page.
+  await move(dc, 'next', { threadId: tid });
   const ev = (await dc.evaluateRequest({ expression: 'shapes', frameId: (await stack(dc, tid))[0].id, context: 'watch' })).body;
   assert.equal(ev.result, '[(1, 2), (3, 4)]');
   const page = (await dc.variablesRequest({ variablesReference: ev.variablesReference, start: 1, count: 1 })).body.variables;
@@ -241,6 +242,25 @@ test('breakpoints: continue and reverseContinue, conditions, hit counts, logpoin
   assert.deepEqual([at.name, at.line], ['area', L('def area')]);
   vars = await locals(dc, (await stack(dc, tid))[0].id);
   assert.equal(vars.w.value, '3');
+});
+
+test('objects: recorded attributes expand and evaluate', async (t) => {
+  const dc = await client(t);
+  const L = (text) => lineOf(STEPPING, text);
+  const stop = await open(dc, 'attach', { recording: REC.stepping }, async () => {
+    await dc.setBreakpointsRequest({ source: { path: STEPPING }, breakpoints: [{ line: L('return label') }] });
+  });
+  const frameId = (await stack(dc, stop.threadId))[0].id;
+  const vars = await locals(dc, frameId);
+  assert.equal(vars.label.value, "'5x6'");
+  assert.equal(vars.box.type, '__main__.Box');
+  assert.equal(vars.box.namedVariables, 2);
+  const attrs = (await dc.variablesRequest({ variablesReference: vars.box.variablesReference })).body.variables;
+  assert.deepEqual(attrs.map((v) => [v.name, v.value, v.evaluateName]), [['w', '5', 'box.w'], ['h', '6', 'box.h']]);
+  const ev = (await dc.evaluateRequest({ expression: 'box.w * box.h', frameId, context: 'watch' })).body;
+  assert.equal(ev.result, '30');
+  await assert.rejects(dc.evaluateRequest({ expression: 'box.depth', frameId, context: 'hover' }),
+    /the recorded __main__.Box has no attribute 'depth'/);
 });
 
 test('evaluate: hover and watch over recorded values; errors say what went wrong', async (t) => {
@@ -407,6 +427,40 @@ test('goto: gotoTargets offers the runs of a line; goto and squall/gotoEntry jum
   assert.deepEqual(await where(dc, tid), { line: L('def area'), name: 'area', idx: 4 });
   await assert.rejects(dc.customRequest('squall/gotoEntry', { threadId: tid, idx: 10 ** 9 }), /no entry 1000000000/);
   await assert.rejects(dc.gotoTargetsRequest({ source: { path: STEPPING }, line: 1 }), /never ran/);
+});
+
+test('no breakpoint hit: the first stop is the entry, not the end', async (t) => {
+  const dc = await client(t);
+  const stop = await open(dc, 'attach', { recording: REC.stepping }, async () => {
+    await dc.setExceptionBreakpointsRequest({ filters: ['uncaught'] });
+  });
+  assert.equal(stop.reason, 'entry');
+  assert.equal((await where(dc, stop.threadId)).idx, 0);
+});
+
+test('disconnect while a launched program is still recording stops it at once', async (t) => {
+  const dc = await client(t);
+  const pidFile = path.join(require('node:os').tmpdir(), `squall-dap-sleeper-${process.pid}.pid`);
+  fs.rmSync(pidFile, { force: true });
+  const launched = dc.launchRequest({ program: 'tests/dap/programs/sleeper.py', args: [pidFile], cwd: ROOT })
+    .catch((e) => e);
+  // Meanwhile the adapter keeps answering.
+  const threads = (await dc.threadsRequest()).body.threads;
+  assert.deepEqual(threads, []);
+  await assert.rejects(dc.stackTraceRequest({ threadId: 1 }), /still being recorded/);
+  for (let i = 0; i < 200 && !fs.existsSync(pidFile); i++) await new Promise((r) => setTimeout(r, 50));
+  const pid = Number(fs.readFileSync(pidFile, 'utf8'));
+  const started = Date.now();
+  await dc.disconnectRequest({});
+  dc.disconnected = true;
+  assert.ok(Date.now() - started < 5000);
+  await assert.rejects(launched.then((e) => { throw e; }), /the session ended while `tests\/dap\/programs\/sleeper.py` was being recorded/);
+  let alive = true;
+  for (let i = 0; i < 100 && alive; i++) {
+    try { process.kill(pid, 0); await new Promise((r) => setTimeout(r, 50)); } catch { alive = false; }
+  }
+  assert.equal(alive, false, 'the recorded program was not stopped');
+  fs.rmSync(pidFile, { force: true });
 });
 
 test('errors come back as error responses with clear messages', async (t) => {

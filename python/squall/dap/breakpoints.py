@@ -225,37 +225,51 @@ class Breakpoints:
     def run_to_hit(self, t: Thread, forward: bool, include_current: bool = False) -> None:
         """Moves ``t`` to the next (previous) hit and reports the stop; to the end (start) of its
         timeline if there is none."""
-        deadline = time.monotonic() + SEARCH_SECONDS
-        for idx, reason, what in self._candidates(t, t.idx, forward, include_current):
-            if reason == "exception":
-                t.idx = idx
-                self.s.stopped(t, "exception", f"{what['exc_type']}: {what['message']}", exception=what)
-                return
-            bp = what
-            try:
-                ok = self._holds(t, bp, idx) and bp.hit_ok(self._ordinal(t, bp, idx) if bp.hit else 0)
-            except DapError as e:
-                t.idx = idx
-                self.s.stopped(t, reason, f"the breakpoint's condition failed: {e}", hitBreakpointIds=[bp.id])
-                return
-            if ok and bp.log:
-                if forward:
-                    self._log(t, bp, idx)
-            elif ok:
-                t.idx = idx
-                self.s.stopped(t, reason, None, hitBreakpointIds=[bp.id])
-                return
-            if time.monotonic() > deadline:
-                t.idx = idx
-                self.s.stopped(t, "pause", f"searched {SEARCH_SECONDS:.0f} s for a hit without finding one: "
-                               "stopped on the way (continue searches on)")
-                return
+        if self._find(t, forward, include_current):
+            return
         if forward:
             t.idx = t.entries - 1
             self.s.stopped(t, "end", "the end of the recording (no breakpoint hit after this)")
         else:
             t.idx = 0
             self.s.stopped(t, "entry", "the start of the recording (no breakpoint hit before this)")
+
+    def run_to_first_hit(self, main: Thread) -> None:
+        """The session's first stop: the first hit in the main thread, else in the other
+        threads in order, else the main thread's first entry."""
+        for t in [main] + [x for x in self.s.threads.values() if x is not main]:
+            t.idx = 0
+            if self._find(t, True, True):
+                return
+        self.s.stopped(main, "entry", "no breakpoint is hit anywhere in the recording")
+
+    def _find(self, t: Thread, forward: bool, include_current: bool) -> bool:
+        deadline = time.monotonic() + SEARCH_SECONDS
+        for idx, reason, what in self._candidates(t, t.idx, forward, include_current):
+            if reason == "exception":
+                t.idx = idx
+                self.s.stopped(t, "exception", f"{what['exc_type']}: {what['message']}", exception=what)
+                return True
+            bp = what
+            try:
+                ok = self._holds(t, bp, idx) and bp.hit_ok(self._ordinal(t, bp, idx) if bp.hit else 0)
+            except DapError as e:
+                t.idx = idx
+                self.s.stopped(t, reason, f"the breakpoint's condition failed: {e}", hitBreakpointIds=[bp.id])
+                return True
+            if ok and bp.log:
+                if forward:
+                    self._log(t, bp, idx)
+            elif ok:
+                t.idx = idx
+                self.s.stopped(t, reason, None, hitBreakpointIds=[bp.id])
+                return True
+            if time.monotonic() > deadline:
+                t.idx = idx
+                self.s.stopped(t, "pause", f"searched {SEARCH_SECONDS:.0f} s for a hit without finding one: "
+                               "stopped on the way (continue searches on)")
+                return True
+        return False
 
 
 # --- requests ------------------------------------------------------------------------------------

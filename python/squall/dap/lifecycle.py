@@ -106,6 +106,7 @@ def launch(s: Session, args: Dict[str, Any]) -> Any:
     s.child = child
     request_msg = s.current_request
     what = f"module `{module}`" if module else f"`{program}`"
+    s.pending_launch = (request_msg, what)
     s.output(f"squall: recording {what} to {out}\n", "console")
     tails: Dict[str, List[str]] = {"stdout": [], "stderr": []}
     pumps = [threading.Thread(target=_pump, args=(s, child.stdout, name, tails[name]), daemon=True)
@@ -119,8 +120,9 @@ def launch(s: Session, args: Dict[str, Any]) -> Any:
             p.join()
         with s.lock:
             s.child = None
+            s.pending_launch = None
             if s.done:
-                return
+                return  # disconnect answered the launch
             s._after = []
             try:
                 if not os.path.exists(out):
@@ -165,13 +167,17 @@ def configuration_done(s: Session, args: Dict[str, Any]) -> None:
         t.idx = 0
         s.stopped(t, "entry")
         return
-    bps.run_to_hit(t, forward=True, include_current=True)
+    bps.run_to_first_hit(t)
 
 
 @request("disconnect", "terminate")
 def disconnect(s: Session, args: Dict[str, Any]) -> None:
     s.stop_child()
     s.done = True
+    if s.pending_launch is not None:
+        launch_request, what = s.pending_launch
+        s.pending_launch = None
+        s.ch.fail(launch_request, f"the session ended while {what} was being recorded")
     s.after_response(lambda: s.ch.event("terminated"))
 
 

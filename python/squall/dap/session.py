@@ -62,6 +62,7 @@ class Session:
         self.forms: List[Dict[str, Any]] = []
         self.launch_args: Dict[str, Any] = {}
         self.child: Any = None
+        self.pending_launch: Any = None
         self.configured = False
         self.done = False
         self.client_lines_start_at1 = True

@@ -17,3 +17,17 @@ def total_area(shapes):
 inventory = {"boxes": [(1, 2), (3, 4)], "name": "shop", "big": list(range(250))}
 grand = total_area(inventory["boxes"])
 print(grand)
+
+
+class Box:
+    def __init__(self, w, h):
+        self.w = w
+        self.h = h
+
+
+def describe(box):
+    label = f"{box.w}x{box.h}"
+    return label
+
+
+describe(Box(5, 6))
