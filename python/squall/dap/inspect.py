@@ -32,22 +32,24 @@ class Frame:
         self.line: Optional[int] = None
 
 
-def frames_at(s: Session, t: Thread) -> List[Frame]:
-    """The recorded call stack at the thread's entry, innermost first."""
+def frames_at(s: Session, t: Thread, start: int = 0, levels: int = 0) -> Tuple[List[Frame], int]:
+    """The recorded call stack at the thread's entry (``stack_for_frame``), innermost first:
+    ``levels`` frames (0: all) from ``start``, and how many there are."""
     nav = Nav(s, t)
-    top_entry = nav.entry(t.idx)
-    call = nav.frame_of(top_entry)
-    out = [Frame(t, call, t.idx, t.idx, True)]
-    while True:
-        ce = nav.entry(call)
-        parent = ce.get("parent_idx")
-        if parent is None:
-            return out
+    calls = [c["fn_call_idx"] for c in s.rec._b.stack_for_frame(t.flow_id, t.thread_id, t.idx)]
+    out = []
+    for k in range(start, len(calls) if levels <= 0 else min(len(calls), start + levels)):
+        if k == 0:
+            out.append(Frame(t, calls[0], t.idx, t.idx, True))
+            continue
+        parent, call = calls[k], calls[k - 1]
+        # Where the caller was: its last entry before the call (its locals there).
         before = nav.before_call(call, parent)
-        f = Frame(t, parent, before if before is not None else parent, before if before is not None else parent, False)
-        f.line = nav.call_line(ce, f.idx)
+        at = before if before is not None else parent
+        f = Frame(t, parent, at, at, False)
+        f.line = nav.call_line(nav.entry(call), at)
         out.append(f)
-        call = parent
+    return out, len(calls)
 
 
 def _frame_ref(s: Session, f: Frame) -> int:
@@ -67,10 +69,9 @@ def frame(s: Session, frame_id: Any) -> Frame:
 def stack_trace(s: Session, args: Dict[str, Any]) -> Dict[str, Any]:
     t = s.thread(args)
     nav = Nav(s, t)
-    frames = frames_at(s, t)
     start = max(int(args.get("startFrame") or 0), 0)
     levels = int(args.get("levels") or 0)
-    shown = frames[start:start + levels] if levels > 0 else frames[start:]
+    shown, total = frames_at(s, t, start, levels)
     out = []
     for f in shown:
         e = nav.entry(f.loc_idx)
@@ -92,7 +93,7 @@ def stack_trace(s: Session, args: Dict[str, Any]) -> Dict[str, Any]:
             item["endLine"] = coord[2]
             item["endColumn"] = coord[3] + 1
         out.append(item)
-    return {"stackFrames": out, "totalFrames": len(frames)}
+    return {"stackFrames": out, "totalFrames": total}
 
 
 @request("scopes")
@@ -222,7 +223,7 @@ def evaluate(s: Session, args: Dict[str, Any]) -> Dict[str, Any]:
         f = frame(s, args["frameId"])
     else:
         t = s.thread({})
-        f = frames_at(s, t)[0]
+        f = frames_at(s, t, 0, 1)[0][0]
     v = evaluate_at(s, f, expression)
     out = variable(s, expression, v, expression)
     return {"result": out["value"], "type": out["type"], "variablesReference": out["variablesReference"],
@@ -241,7 +242,7 @@ def exception_info(s: Session, args: Dict[str, Any]) -> Dict[str, Any]:
     value = s.rec.deref_val_id(exc["throwable_ref"])
     nav = Nav(s, t)
     stack = []
-    for f in frames_at(s, t):
+    for f in frames_at(s, t)[0]:
         e = nav.entry(f.loc_idx)
         call = nav.entry(f.call_idx)
         file, line = nav.loc(e)

@@ -80,8 +80,8 @@ class Nav:
             ret = call.get("ret_idx")
             if ret is not None and ret < self.last:
                 after = self.entry(ret + 1)
-                if after["type"] not in CALL_TYPES and after["fn_call_idx"] == before_frame(be):
-                    return self.loc(after)[1]
+                if after.get("coord") and after["fn_call_idx"] == before_frame(be):
+                    return after["coord"][0]
             return None
         file, lo = self.loc(be)
         coord = be.get("coord")
