@@ -22,7 +22,8 @@ EXCEPTION_FILTERS = [
 
 @request("initialize")
 def initialize(s: Session, args: Dict[str, Any]) -> Dict[str, Any]:
-    s.client_lines_start_at1 = args.get("linesStartAt1", True)
+    if args.get("linesStartAt1") is False or args.get("columnsStartAt1") is False:
+        s.log("squall dap: this client counts lines or columns from 0; squall answers from 1")
     return {
         "supportsConfigurationDoneRequest": True,
         "supportsStepBack": True,

@@ -65,7 +65,6 @@ class Session:
         self.pending_launch: Any = None
         self.configured = False
         self.done = False
-        self.client_lines_start_at1 = True
         # Set by breakpoints.py; declared here so every module sees one shape.
         self.breakpoints: Any = None
         self.stop_info: Dict[int, Dict[str, Any]] = {}
