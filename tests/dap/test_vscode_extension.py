@@ -26,6 +26,8 @@ def test_extension_packages_with_the_squall_debug_type(tmp_path):
         if os.environ.get("CI"):
             pytest.fail("packaging the VS Code extension needs " + ", ".join(missing))
         pytest.skip("packaging the VS Code extension needs " + ", ".join(missing))
+    r = subprocess.run(["node", "--check", "extension.js"], cwd=EXT, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
     vsix = EXT / "squall-debug.vsix"
     vsix.unlink(missing_ok=True)
     r = subprocess.run(["npm", "run", "package"], cwd=EXT, capture_output=True, text=True, timeout=300)
