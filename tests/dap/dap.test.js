@@ -242,6 +242,17 @@ test('breakpoints: continue and reverseContinue, conditions, hit counts, logpoin
   assert.deepEqual([at.name, at.line], ['area', L('def area')]);
   vars = await locals(dc, (await stack(dc, tid))[0].id);
   assert.equal(vars.w.value, '3');
+  // A condition that raises stops there and says why; a hit count that means nothing is refused.
+  await dc.setFunctionBreakpointsRequest({ breakpoints: [] });
+  const bad = (await dc.setBreakpointsRequest({ source: { path: STEPPING }, breakpoints: [
+    { line: L('result = w * h'), condition: 'no_such_name > 1' },
+    { line: L('return result'), hitCondition: 'often' }] })).body.breakpoints;
+  assert.equal(bad[1].verified, false);
+  assert.match(bad[1].message, /hit count `often` is not understood/);
+  await move(dc, 'squall/gotoEntry', { threadId: tid, idx: 0 });
+  s = await move(dc, 'continue', { threadId: tid });
+  assert.equal(s.reason, 'breakpoint');
+  assert.match(s.description || JSON.stringify(s), /`no_such_name > 1` over the recorded values raised NameError/);
 });
 
 test('objects: recorded attributes expand and evaluate', async (t) => {

@@ -162,17 +162,22 @@ class Breakpoints:
         nav = Nav(self.s, t)
         cur_start = nav.run_start(cur)
         gens: List[Iterator[Tuple[int, str, Any]]] = []
+
+        def tagged(idxs: Iterator[int], reason: str, bp: Bp) -> Iterator[Tuple[int, str, Any]]:
+            # A function of its own: each generator keeps its own bp (a generator expression in
+            # the loop would see the loop's last bp).
+            return ((i, reason, bp) for i in idxs)
+
         for bps in self.lines.values():
             for bp in bps:
                 if bp.error is None:
-                    gens.append((i, "breakpoint", bp) for i in self._line_hits(nav, bp, cur, cur_start, forward,
-                                                                                 include_current))
+                    gens.append(tagged(self._line_hits(nav, bp, cur, cur_start, forward, include_current),
+                                       "breakpoint", bp))
         for fbp in self.fns:
             if fbp.error is None and fbp.targets:
-                gens.append((i, "function breakpoint", fbp) for i in self._fn_hits(nav, fbp, cur, forward,
-                                                                                     include_current))
+                gens.append(tagged(self._fn_hits(nav, fbp, cur, forward, include_current), "function breakpoint", fbp))
         if self.exc_filters:
-            gens.append(((i, "exception", x) for i, x in self._exc_hits(t, cur, forward, include_current)))
+            gens.append((i, "exception", x) for i, x in self._exc_hits(t, cur, forward, include_current))
         return heapq.merge(*gens, key=lambda c: c[0] if forward else -c[0])
 
     def _holds(self, t: Thread, bp: Bp, idx: int) -> bool:
@@ -186,6 +191,8 @@ class Breakpoints:
         return bool(evaluate_at(self.s, f, bp.condition))
 
     def _ordinal(self, t: Thread, bp: Bp, idx: int) -> int:
+        """Which hit of ``bp`` in the thread ``idx`` is (1 for the first), counting from the
+        start; every hit is listed once per thread, within the search's time."""
         hits = bp.all_hits.get(t.dap_id)
         if hits is None:
             nav = Nav(self.s, t)
@@ -194,7 +201,14 @@ class Breakpoints:
             else:
                 assert isinstance(bp, FnBp)
                 gen = self._fn_hits(nav, bp, 0, True, True)
-            hits = [i for i in gen if self._holds_quietly(t, bp, i)]
+            deadline = time.monotonic() + SEARCH_SECONDS
+            hits = []
+            for i in gen:
+                if self._holds_quietly(t, bp, i):
+                    hits.append(i)
+                if time.monotonic() > deadline:
+                    raise DapError(f"counting this breakpoint's hits took over {SEARCH_SECONDS:.0f} s "
+                                   f"({len(hits)} so far): drop its hit count or narrow its condition")
             bp.all_hits[t.dap_id] = hits
         return bisect.bisect_right(hits, idx)
 
@@ -255,7 +269,7 @@ class Breakpoints:
                 ok = self._holds(t, bp, idx) and bp.hit_ok(self._ordinal(t, bp, idx) if bp.hit else 0)
             except DapError as e:
                 t.idx = idx
-                self.s.stopped(t, reason, f"the breakpoint's condition failed: {e}", hitBreakpointIds=[bp.id])
+                self.s.stopped(t, reason, f"the breakpoint cannot be decided here: {e}", hitBreakpointIds=[bp.id])
                 return True
             if ok and bp.log:
                 if forward:
