@@ -82,7 +82,7 @@ test('initialize advertises step back and the request families', async (t) => {
   for (const c of ['supportsStepBack', 'supportsConfigurationDoneRequest', 'supportsFunctionBreakpoints',
     'supportsConditionalBreakpoints', 'supportsHitConditionalBreakpoints', 'supportsLogPoints',
     'supportsEvaluateForHovers', 'supportsExceptionInfoRequest', 'supportsGotoTargetsRequest',
-    'supportsLoadedSourcesRequest', 'supportsSteppingGranularity']) {
+    'supportsLoadedSourcesRequest', 'supportsSteppingGranularity', 'supportsRestartFrame']) {
     assert.equal(caps[c], true, c);
   }
   assert.deepEqual(caps.exceptionBreakpointFilters.map((f) => f.filter), ['raised', 'uncaught']);
@@ -112,6 +112,11 @@ test('attach: stepping forward and backward through lines, into and out of calls
   assert.equal((await where(dc, tid)).line, L('result = w * h'));
   const vars = await locals(dc, (await stack(dc, tid))[0].id);
   assert.deepEqual([vars.w.value, vars.h.value, vars.result.value], ['3', '4', '12']);
+  // Restart Frame: back to where the caller's call started, nothing run again.
+  await move(dc, 'restartFrame', { frameId: (await stack(dc, tid))[1].id });
+  assert.deepEqual(await where(dc, tid), { name: 'total_area', line: L('def total_area'), idx: 0 });
+  await move(dc, 'squall/gotoEntry', { threadId: tid, idx: 12 });
+  assert.equal((await where(dc, tid)).line, L('result = w * h'));
   // Out: back in total_area, after the call.
   await move(dc, 'stepOut', { threadId: tid });
   at = await where(dc, tid);

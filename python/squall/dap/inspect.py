@@ -128,6 +128,14 @@ def entry_value(s: Session, e: Dict[str, Any]) -> List[Tuple[str, Any]]:
     return [("value", s.rec.deref_val_id(e.get("result_ref")))]
 
 
+@request("restartFrame")
+def restart_frame(s: Session, args: Dict[str, Any]) -> None:
+    """Back to where the frame started (its call entry): nothing is run again."""
+    f = frame(s, args.get("frameId"))
+    f.t.idx = f.call_idx
+    s.stopped(f.t, "restart", f"the start of this call (entry {f.call_idx})")
+
+
 # --- values as variables -----------------------------------------------------------------------
 
 

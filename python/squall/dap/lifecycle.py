@@ -39,6 +39,7 @@ def initialize(s: Session, args: Dict[str, Any]) -> Dict[str, Any]:
         "supportsSteppingGranularity": True,
         "supportsTerminateRequest": True,
         "supportsRestartRequest": False,
+        "supportsRestartFrame": True,
         "supportsSetVariable": False,
     }
 
