@@ -44,7 +44,7 @@ def frames_at(s: Session, t: Thread, start: int = 0, levels: int = 0) -> Tuple[L
             continue
         parent, call = calls[k], calls[k - 1]
         # Where the caller was: its last entry before the call (its locals there).
-        before = nav.before_call(call, parent)
+        before = nav.before(call, parent)
         at = before if before is not None else parent
         f = Frame(t, parent, at, at, False)
         f.line = nav.call_line(nav.entry(call), at)

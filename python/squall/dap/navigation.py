@@ -6,7 +6,7 @@ entry, *next* the next entry of the same frame (nested calls stepped over with `
 the default granularity a step goes on while it stays on the same line of the same frame (a
 *run*: the entries one execution of a line recorded); ``granularity: "instruction"`` steps
 entry by entry. Every step lands on the first entry of a run, going forward or backward, so a
-line is always shown as it was when it started.
+stop on a line always shows it at the same point (locals as they were at that entry).
 """
 
 from __future__ import annotations
@@ -19,10 +19,6 @@ from squall.dap.session import DapError, Session, Thread, request
 
 CALL_TYPES = ("fn-call", "fn-resume")
 EXIT_TYPES = ("fn-return", "fn-unwind")
-
-
-def before_frame(e: Dict[str, Any]) -> int:
-    return e["idx"] if e["type"] in CALL_TYPES else e["fn_call_idx"]
 
 
 class Nav:
@@ -80,7 +76,7 @@ class Nav:
             ret = call.get("ret_idx")
             if ret is not None and ret < self.last:
                 after = self.entry(ret + 1)
-                if after.get("coord") and after["fn_call_idx"] == before_frame(be):
+                if after.get("coord") and after["fn_call_idx"] == self.frame_of(be):
                     return after["coord"][0]
             return None
         file, lo = self.loc(be)
@@ -126,8 +122,6 @@ class Nav:
             j = self.outermost_child_call(p, frame)
         return None
 
-    before_call = before
-
     def outermost_child_call(self, idx: int, frame: int) -> int:
         """The fn-call, directly made from ``frame``, whose frame holds ``idx``."""
         e = self.entry(idx)
@@ -154,9 +148,6 @@ class Nav:
             if pe["type"] in CALL_TYPES or self.loc(pe) != loc or self.frame_of(pe) != frame:
                 return j
             j = p
-
-    def is_run_start(self, idx: int) -> bool:
-        return self.run_start(idx) == idx
 
     # --- steps forward -------------------------------------------------------------------------
 
