@@ -105,7 +105,7 @@ class Breakpoints:
         i = bisect.bisect_right([x["idx"] for x in excs], idx)
         if i and excs[i - 1]["idx"] == idx:
             return excs[i - 1]
-        e = self.s.rec._b.entry(t.flow_id, t.thread_id, idx)
+        e = Nav(self.s, t).entry(idx)
         if e["type"] != "fn-unwind" or not i:
             return None
         # An outer frame the exception unwound: the same exception as the last one raised.
@@ -115,10 +115,10 @@ class Breakpoints:
 
     def _line_hits(self, nav: Nav, bp: LineBp, cur: int, cur_start: int, forward: bool,
                    include_current: bool) -> Iterator[int]:
-        b, t = nav.b, nav.t
+        rec, t = self.s.rec, nav.t
         j = cur if include_current else (cur + 1 if forward else cur_start - 1)
         while 0 <= j <= nav.last:
-            e = b.find_expr_entry(t.flow_id, t.thread_id, None, bp.path, bp.line, None, j, not forward, True)
+            e = rec.goto_line(bp.path, bp.line, t.flow_id, t.thread_id, j, not forward)
             if e is None:
                 return
             h = e["idx"]
@@ -135,10 +135,10 @@ class Breakpoints:
 
     def _fn_hits(self, nav: Nav, bp: FnBp, cur: int, forward: bool, include_current: bool) -> Iterator[int]:
         def one(ns: str, name: str) -> Iterator[int]:
-            b, t = nav.b, nav.t
+            rec, t = self.s.rec, nav.t
             j = cur if include_current else (cur + 1 if forward else cur - 1)
             while 0 <= j <= nav.last:
-                e = b.find_fn_call_entry(t.flow_id, t.thread_id, ns, name, None, j, not forward)
+                e = rec.find_fn_call_entry(t.flow_id, t.thread_id, ns, name, None, j, not forward)
                 if e is None:
                     return
                 yield e["idx"]
@@ -317,9 +317,7 @@ def set_breakpoints(s: Session, args: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def _line_ran(s: Session, path: str, line: int) -> bool:
-    b = s.rec._b
-    return any(b.find_expr_entry(t.flow_id, t.thread_id, None, path, line, None, None, False, True) is not None
-               for t in s.threads.values())
+    return any(s.rec.goto_line(path, line, t.flow_id, t.thread_id) is not None for t in s.threads.values())
 
 
 @request("setFunctionBreakpoints")
@@ -327,7 +325,7 @@ def set_function_breakpoints(s: Session, args: Dict[str, Any]) -> Dict[str, Any]
     s.need_recording()
     bps: Breakpoints = s.breakpoints
     known = {(c["fn_ns"], c["fn_name"]) for fid in {t.flow_id for t in s.threads.values()}
-             for c in s.rec._b.fn_call_stats(fid, None)}
+             for c in s.rec.fn_call_stats(fid)}
     made: List[FnBp] = []
     out = []
     for spec in args.get("breakpoints") or []:

@@ -17,12 +17,11 @@ def goto_targets(s: Session, args: Dict[str, Any]) -> Dict[str, Any]:
     if not path or not isinstance(line, int):
         raise DapError("gotoTargets needs a source with a path and a line")
     nav = Nav(s, t)
-    b = nav.b
 
     def find(from_idx: Optional[int], backward: bool) -> Optional[int]:
         if from_idx is not None and not 0 <= from_idx <= nav.last:
             return None
-        e = b.find_expr_entry(t.flow_id, t.thread_id, None, path, line, None, from_idx, backward, True)
+        e = s.rec.goto_line(path, line, t.flow_id, t.thread_id, from_idx, backward)
         return None if e is None else nav.run_start(e["idx"])
 
     cur_start = nav.run_start(t.idx)

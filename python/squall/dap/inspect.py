@@ -36,7 +36,7 @@ def frames_at(s: Session, t: Thread, start: int = 0, levels: int = 0) -> Tuple[L
     """The recorded call stack at the thread's entry (``stack_for_frame``), innermost first:
     ``levels`` frames (0: all) from ``start``, and how many there are."""
     nav = Nav(s, t)
-    calls = [c["fn_call_idx"] for c in s.rec._b.stack_for_frame(t.flow_id, t.thread_id, t.idx)]
+    calls = [c["fn_call_idx"] for c in s.rec.stack_for_frame(t.flow_id, t.thread_id, t.idx)]
     out = []
     for k in range(start, len(calls) if levels <= 0 else min(len(calls), start + levels)):
         if k == 0:
@@ -102,7 +102,7 @@ def scopes(s: Session, args: Dict[str, Any]) -> Dict[str, Any]:
     out = [{"name": "Locals", "presentationHint": "locals", "variablesReference": s.handle(("locals", f)),
             "expensive": False}]
     if f.top:
-        e = s.rec._b.entry(f.t.flow_id, f.t.thread_id, f.idx)
+        e = Nav(s, f.t).entry(f.idx)
         label = {"expr": "Value of this expression", "fn-return": "Return value", "fn-unwind": "Exception",
                  "bind": "Bound value"}.get(e["type"])
         if label is not None:
@@ -113,7 +113,7 @@ def scopes(s: Session, args: Dict[str, Any]) -> Dict[str, Any]:
 def frame_locals(s: Session, f: Frame) -> List[Tuple[str, Any]]:
     """``(name, value)`` of each local of the frame at its entry, as recorded."""
     out = []
-    for b in s.rec._b.bindings(f.t.flow_id, f.t.thread_id, f.idx):
+    for b in s.rec.bindings(f.t.flow_id, f.t.thread_id, f.idx):
         out.append((b["symbol"], s.rec.deref_val_id(b["value_ref"])))
     return out
 

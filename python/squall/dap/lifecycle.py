@@ -193,7 +193,7 @@ def threads(s: Session, args: Dict[str, Any]) -> Dict[str, Any]:
 @request("loadedSources")
 def loaded_sources(s: Session, args: Dict[str, Any]) -> Dict[str, Any]:
     s.need_recording()
-    files = sorted({f["file"] for f in s.forms if f.get("file")})
+    files = sorted({f["file"] for f in s.forms.values() if f.get("file")})
     return {"sources": [source_of(f) for f in files]}
 
 

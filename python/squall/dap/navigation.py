@@ -27,14 +27,15 @@ class Nav:
     def __init__(self, s: Session, t: Thread) -> None:
         self.s = s
         self.t = t
-        self.b = s.rec._b
+        self.rec = s.rec
+        self.tl = s.rec.get_referenced_maps_timeline(t.flow_id, t.thread_id)
         self.last = t.entries - 1
 
     def entry(self, idx: int) -> Dict[str, Any]:
-        return self.b.entry(self.t.flow_id, self.t.thread_id, idx)
+        return self.tl[idx]
 
     def drift(self, idx: int, how: str) -> int:
-        return self.b.timeline_entry(self.t.flow_id, self.t.thread_id, idx, how)["idx"]
+        return self.rec.timeline_entry(self.t.flow_id, self.t.thread_id, idx, how)["idx"]
 
     @staticmethod
     def frame_of(e: Dict[str, Any]) -> int:

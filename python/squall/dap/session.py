@@ -59,7 +59,7 @@ class Session:
         # variablesReference / frameId -> what it names; both reset when a thread moves.
         self.handles: List[Any] = []
         self.frames: Dict[int, Any] = {}
-        self.forms: List[Dict[str, Any]] = []
+        self.forms: Dict[int, Dict[str, Any]] = {}
         self.launch_args: Dict[str, Any] = {}
         self.child: Any = None
         self.pending_launch: Any = None
@@ -131,19 +131,21 @@ class Session:
         """Starts debugging ``rec`` (a :class:`squall.recording.Recording`)."""
         from squall.dap import breakpoints
 
-        self.forms = list(rec._b.forms())
+        # Forms have no query of their own: the backend's list, as agent.py reads it.
+        self.forms = {f["form_id"]: dict(f) for f in rec._b.forms()}
         self.threads = {}
         dap_id = 0
         main = None
-        for fid, tids in sorted(rec._b.all_flows().items()):
-            infos = {i["thread_id"]: i for i in rec._b.flow_threads_info(fid)}
+        flows = rec._b.all_flows()  # not rec.all_flows(): an empty file is answered below, not warned
+        for fid, tids in sorted(flows.items()):
+            infos = {i["thread_id"]: i for i in rec.flow_threads_info(fid)}
             for tid in tids:
                 dap_id += 1
                 info = infos.get(tid, {})
                 name = info.get("thread_name") or f"thread {tid}"
                 if fid != 0:
                     name = f"flow {fid}: {name}"
-                t = Thread(dap_id, fid, tid, name, rec._b.timeline_len(fid, tid))
+                t = Thread(dap_id, fid, tid, name, rec.timeline_count(fid, tid))
                 self.threads[dap_id] = t
                 if main is None or (name == "MainThread" and main.name != "MainThread"):
                     main = t
