@@ -419,12 +419,30 @@ test('launch with args records the program, then debugs its recording', async (t
   assert.ok(sources.some((s) => s.path === program), JSON.stringify(sources));
 });
 
-test('launch a module', async (t) => {
+test('launch a module; its temporary recording is removed at the end, a recordingPath kept', async (t) => {
   const dc = await client(t);
+  const out = [];
+  dc.on('output', (e) => out.push(e.body.output));
   const stop = await open(dc, 'launch', { module: 'with_args', args: ['a'], cwd: path.join(ROOT, 'tests/dap/programs'),
     stopOnEntry: true });
   assert.equal(stop.reason, 'entry');
   assert.equal((await where(dc, stop.threadId)).name, 'main');
+  const temp = out.join('').match(/recording module `with_args` to (\S+\.sqrec) \(removed when/)[1];
+  assert.ok(fs.existsSync(temp));
+  await dc.disconnectRequest({});
+  dc.disconnected = true;
+  for (let i = 0; i < 100 && fs.existsSync(temp); i++) await new Promise((r) => setTimeout(r, 50));
+  assert.equal(fs.existsSync(temp), false, `${temp} is still there`);
+
+  const dc2 = await client(t);
+  const kept = path.join(fs.mkdtempSync(path.join(require('node:os').tmpdir(), 'squall-dap-')), 'kept.sqrec');
+  await open(dc2, 'launch', { module: 'with_args', cwd: path.join(ROOT, 'tests/dap/programs'), recordingPath: kept,
+    stopOnEntry: true });
+  await dc2.disconnectRequest({});
+  dc2.disconnected = true;
+  await new Promise((r) => setTimeout(r, 300));
+  assert.ok(fs.existsSync(kept));
+  fs.rmSync(path.dirname(kept), { recursive: true, force: true });
 });
 
 test('goto: gotoTargets offers the runs of a line; goto and squall/gotoEntry jump there', async (t) => {

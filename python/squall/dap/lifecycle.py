@@ -94,6 +94,7 @@ def launch(s: Session, args: Dict[str, Any]) -> Any:
         fd, out = tempfile.mkstemp(prefix="squall-dap-", suffix=".sqrec")
         os.close(fd)
         os.unlink(out)
+        s.temp_recording = out
     python = args.get("python") or sys.executable
     extra = args.get("squallArgs") or []
     target: List[str] = ["-m", module] if module else [program]
@@ -109,7 +110,8 @@ def launch(s: Session, args: Dict[str, Any]) -> Any:
     request_msg = s.current_request
     what = f"module `{module}`" if module else f"`{program}`"
     s.pending_launch = (request_msg, what)
-    s.output(f"squall: recording {what} to {out}\n", "console")
+    kept = "" if args.get("recordingPath") else " (removed when the session ends: set recordingPath to keep it)"
+    s.output(f"squall: recording {what} to {out}{kept}\n", "console")
     tails: Dict[str, List[str]] = {"stdout": [], "stderr": []}
     pumps = [threading.Thread(target=_pump, args=(s, child.stdout, name, tails[name]), daemon=True)
              for name in ("stdout", "stderr")]

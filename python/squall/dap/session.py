@@ -63,6 +63,7 @@ class Session:
         self.launch_args: Dict[str, Any] = {}
         self.child: Any = None
         self.pending_launch: Any = None
+        self.temp_recording: Optional[str] = None
         self.configured = False
         self.done = False
         # Set by breakpoints.py; declared here so every module sees one shape.
@@ -87,6 +88,11 @@ class Session:
                 continue
             self.dispatch(msg)
         self.stop_child()
+        if self.temp_recording is not None:
+            try:
+                os.unlink(self.temp_recording)
+            except OSError:
+                pass  # never written (the program did not start) or already gone
         return 0
 
     def dispatch(self, req: Dict[str, Any]) -> None:
