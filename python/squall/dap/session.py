@@ -206,6 +206,8 @@ class Session:
         if description:
             body["description"] = description
             body["text"] = description
+        if "hitBreakpointIds" in extra:
+            body["hitBreakpointIds"] = extra["hitBreakpointIds"]
         self.after_response(lambda: self.ch.event("stopped", body))
 
     # --- a launched program --------------------------------------------------------------------
