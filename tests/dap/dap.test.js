@@ -194,6 +194,7 @@ test('breakpoints: continue and reverseContinue, conditions, hit counts, logpoin
   assert.match(bpResponses[0][1].message, /never ran/);
   const tid = stop.threadId;
   assert.equal(stop.reason, 'breakpoint');
+  assert.deepEqual(stop.hitBreakpointIds, [bpResponses[0][0].id]);
   let vars = await locals(dc, (await stack(dc, tid))[0].id);
   assert.equal(vars.w.value, '1');
   await move(dc, 'continue', { threadId: tid });
