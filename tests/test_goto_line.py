@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 import squall
 
 PROGRAM = Path(__file__).resolve().parent / "dap" / "programs" / "stepping.py"
