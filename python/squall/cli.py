@@ -134,6 +134,10 @@ def _parser() -> argparse.ArgumentParser:
                          description="Run a Model Context Protocol server over stdio whose tools "
                                      "answer questions about the recording (needs `pip install squall[mcp]`).")
     mcp.add_argument("recording", help="a .sqrec file written by `squall run`")
+    sub.add_parser("dap", help="a Debug Adapter Protocol server on stdio (for editors: VS Code, nvim-dap)",
+                   description="Serve the Debug Adapter Protocol on stdin/stdout: an editor launches a "
+                               "program (recorded first) or attaches to a recording, then steps through it "
+                               "forward and backward. See editors/vscode and the README.")
     return p
 
 
@@ -834,6 +838,10 @@ def main(argv: list[str] | None = None) -> int:
         from squall import mcp_server
 
         return mcp_server.main(opts.recording)
+    if opts.command == "dap":
+        from squall import dap
+
+        return dap.main()
     parser.print_help(sys.stderr)
     return 2
 

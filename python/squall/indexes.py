@@ -360,12 +360,22 @@ class Queries:
                 return e
         return None
 
-    def goto_line(self, file: str, line: int, flow_id: int = 0, thread_id: Optional[int] = None) -> Optional[dict]:
+    def goto_line(
+        self,
+        file: str,
+        line: int,
+        flow_id: int = 0,
+        thread_id: Optional[int] = None,
+        from_idx: Optional[int] = None,
+        backward: bool = False,
+    ) -> Optional[dict]:
         """"Goto file:line": the first entry of any type recorded at ``line`` of ``file`` (a call of a
-        function defined there, or an expression, binding, return at that line), or None."""
+        function defined there, or an expression, binding, return at that line), or None. From
+        ``from_idx`` on (inclusive), or back from it with ``backward``: the next / previous time
+        the line ran."""
         threads = [thread_id] if thread_id is not None else self._b.all_flows().get(flow_id, [])
         for tid in threads:
-            e = self._b.find_expr_entry(flow_id, tid, None, file, line, None, None, False, True)
+            e = self._b.find_expr_entry(flow_id, tid, None, file, line, None, from_idx, backward, True)
             if e is not None:
                 e["thread_id"] = tid
                 return e
