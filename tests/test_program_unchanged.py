@@ -88,6 +88,14 @@ def test_a_recorded_cycle_is_collected_as_without_squall(tmp_path):
     assert_same_run(py, recorded("lifetimes.py", "cycle", out=tmp_path / "r.sqrec"))
 
 
+def test_recorded_writes_start_no_collection_the_program_would_not(tmp_path):
+    """gc_counts.py holds gen 0 at its threshold and writes through write slots (tuple targets,
+    ``o.n += f()``): a slot the collector counted started a collection at each write."""
+    py = plain("gc_counts.py")
+    assert py.stdout.startswith("200 collections: 0 "), py.stdout
+    assert_same_run(py, recorded("gc_counts.py", out=tmp_path / "r.sqrec"))
+
+
 @pytest.mark.parametrize("holder", ["slots", "dict", "list", "tuple"])
 def test_a_recorded_value_that_cannot_be_weakly_referenced_lets_go_of_what_it_holds(tmp_path, holder):
     """A ``__slots__`` object, a dict, a list, a tuple recorded, then dropped: the object it held

@@ -290,8 +290,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ui::serve_file, m)?)?;
     m.add_function(wrap_pyfunction!(ui::serve_live, m)?)?;
     m.add_function(wrap_pyfunction!(recursion::recursion_used, m)?)?;
-    m.add_function(wrap_pyfunction!(write_slot::wslot, m)?)?;
-    m.add_class::<write_slot::WriteSlot>()?;
+    write_slot::register(m)?;
     m.add_function(wrap_pyfunction!(recursion::shift_recursion, m)?)?;
     Ok(())
 }

@@ -6,59 +6,160 @@
 //!
 //! The rewriter replaces such a target `obj.attr` / `obj[key]` by `_sq_wslot(S, obj, key,
 //! item).v`: Python evaluates `obj` and `key` when it reaches that target (as it would have),
-//! and its store to `.v` (a property) does CPython's own store on `obj`
-//! (what `STORE_ATTR` / `STORE_SUBSCR` call) and records it once it succeeded, as the write
-//! entry points do (`write_entry::record_write`). Loading `.v` (augmented writes) loads the
-//! target. A slot lives on the evaluation stack only, from the target's evaluation to its store.
+//! and its store to `.v` (a getset property) does CPython's own store on `obj` (what
+//! `STORE_ATTR` / `STORE_SUBSCR` call) and records it once it succeeded, as the write entry
+//! points do (`write_entry::record_write`). Loading `.v` (augmented writes) loads the target. A
+//! slot lives on the evaluation stack only, from the target's evaluation to its store.
+//!
+//! `WriteSlot` is not a garbage-collected type (a `#[pyclass]` would be): allocating one would
+//! count towards the program's next collection, and could start one earlier than without
+//! squall. It cannot be in a cycle: nothing but the evaluation stack ever refers to it.
+
+use std::ffi::{c_int, c_void};
+use std::ptr::null_mut;
 
 use pyo3::ffi;
 use pyo3::prelude::*;
 
+use crate::gil_cell::GilCell;
+
 /// One write target, `obj.key` (`item` false: `key` is the attribute name) or `obj[key]`.
-#[pyclass(module = "squall._engine", name = "WriteSlot", frozen)]
-pub struct WriteSlot {
-    site: Py<PyAny>,
-    obj: Py<PyAny>,
-    key: Py<PyAny>,
+#[repr(C)]
+struct WriteSlot {
+    ob_base: ffi::PyObject,
+    site: *mut ffi::PyObject,
+    obj: *mut ffi::PyObject,
+    key: *mut ffi::PyObject,
     item: bool,
 }
 
-// `v` is a property (a getset descriptor found by the generic attribute lookup): as
-// `__getattr__`/`__setattr__`, each load first failed the generic lookup, making and clearing an
-// AttributeError (measured: ~500 ns per augmented write in pyperformance's nbody).
-#[pymethods]
-impl WriteSlot {
-    #[setter]
-    fn set_v(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<()> {
-        let (obj, key, value) = (self.obj.as_ptr(), self.key.as_ptr(), value.as_ptr());
-        // SAFETY: GIL held; valid objects, kept alive by `self` and the caller.
-        unsafe {
-            let r =
-                if self.item { ffi::PyObject_SetItem(obj, key, value) } else { ffi::PyObject_SetAttr(obj, key, value) };
-            if r < 0 {
-                return Err(PyErr::fetch(py));
-            }
-            let key = if self.item { key } else { std::ptr::null_mut() };
-            crate::write_entry::record_write(self.site.as_ptr(), obj, key, value);
-        }
-        Ok(())
-    }
+static TYPE: GilCell<*mut ffi::PyTypeObject> = GilCell::new(null_mut());
 
-    #[getter]
-    fn v(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let (obj, key) = (self.obj.as_ptr(), self.key.as_ptr());
-        // SAFETY: GIL held; valid objects kept alive by `self`; a new reference or NULL with
-        // the exception set.
-        unsafe {
-            let got = if self.item { ffi::PyObject_GetItem(obj, key) } else { ffi::PyObject_GetAttr(obj, key) };
-            Bound::from_owned_ptr_or_err(py, got).map(Bound::unbind)
+/// `slot.v`: loads the target.
+unsafe extern "C" fn get_v(slf: *mut ffi::PyObject, _closure: *mut c_void) -> *mut ffi::PyObject {
+    unsafe {
+        let s = &*slf.cast::<WriteSlot>();
+        if s.item {
+            ffi::PyObject_GetItem(s.obj, s.key)
+        } else {
+            ffi::PyObject_GetAttr(s.obj, s.key)
         }
+    }
+}
+
+/// `slot.v = value`: stores into the target, then records the write.
+unsafe extern "C" fn set_v(slf: *mut ffi::PyObject, value: *mut ffi::PyObject, _closure: *mut c_void) -> c_int {
+    unsafe {
+        if value.is_null() {
+            ffi::PyErr_SetString(ffi::PyExc_TypeError, c"a write slot's target cannot be deleted".as_ptr());
+            return -1;
+        }
+        let s = &*slf.cast::<WriteSlot>();
+        let r = if s.item {
+            ffi::PyObject_SetItem(s.obj, s.key, value)
+        } else {
+            ffi::PyObject_SetAttr(s.obj, s.key, value)
+        };
+        if r < 0 {
+            return -1;
+        }
+        let key = if s.item { s.key } else { null_mut() };
+        crate::write_entry::record_write(s.site, s.obj, key, value);
+        0
+    }
+}
+
+unsafe extern "C" fn dealloc(slf: *mut ffi::PyObject) {
+    unsafe {
+        let tp = ffi::Py_TYPE(slf);
+        let s = &mut *slf.cast::<WriteSlot>();
+        for field in [&mut s.site, &mut s.obj, &mut s.key] {
+            let o = std::mem::replace(field, null_mut());
+            ffi::Py_XDECREF(o);
+        }
+        let free = (*tp).tp_free.expect("heap types have tp_free");
+        free(slf.cast());
+        ffi::Py_DECREF(tp.cast());
     }
 }
 
 /// `wslot(site_id, obj, key, item) -> WriteSlot`: the target `obj.key` (`item` false) or
 /// `obj[key]`, whose store through `.v` is done and recorded at site `site_id`.
-#[pyfunction]
-pub fn wslot(site: Py<PyAny>, obj: Py<PyAny>, key: Py<PyAny>, item: bool) -> WriteSlot {
-    WriteSlot { site, obj, key, item }
+unsafe extern "C" fn wslot(
+    _m: *mut ffi::PyObject,
+    args: *mut *mut ffi::PyObject,
+    nargs: ffi::Py_ssize_t,
+) -> *mut ffi::PyObject {
+    unsafe {
+        if nargs != 4 {
+            ffi::PyErr_SetString(ffi::PyExc_TypeError, c"wslot(site_id, obj, key, item)".as_ptr());
+            return null_mut();
+        }
+        let item = ffi::PyObject_IsTrue(*args.add(3));
+        if item < 0 {
+            return null_mut();
+        }
+        // Not a GC type: PyType_GenericAlloc takes it from the object allocator, untracked.
+        let o = ffi::PyType_GenericAlloc(*TYPE.get(), 0);
+        if o.is_null() {
+            return null_mut();
+        }
+        let s = &mut *o.cast::<WriteSlot>();
+        for (field, i) in [(&mut s.site, 0), (&mut s.obj, 1), (&mut s.key, 2)] {
+            let v = *args.add(i);
+            ffi::Py_INCREF(v);
+            *field = v;
+        }
+        s.item = item == 1;
+        o
+    }
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // SAFETY: module init holds the GIL; the slot functions match their slots' signatures; the
+    // getset table lives for the process (leaked once).
+    unsafe {
+        if (*TYPE.get()).is_null() {
+            let getset: &'static mut [ffi::PyGetSetDef; 2] = Box::leak(Box::new([
+                ffi::PyGetSetDef {
+                    name: c"v".as_ptr(),
+                    get: Some(get_v),
+                    set: Some(set_v),
+                    doc: c"the target: loading it loads obj.key / obj[key]; storing stores and records".as_ptr(),
+                    closure: null_mut(),
+                },
+                ffi::PyGetSetDef {
+                    name: std::ptr::null(),
+                    get: None,
+                    set: None,
+                    doc: std::ptr::null(),
+                    closure: null_mut(),
+                },
+            ]));
+            let mut slots = [
+                ffi::PyType_Slot { slot: ffi::Py_tp_getset, pfunc: getset.as_mut_ptr().cast() },
+                ffi::PyType_Slot { slot: ffi::Py_tp_dealloc, pfunc: dealloc as *mut c_void },
+                ffi::PyType_Slot { slot: 0, pfunc: null_mut() },
+            ];
+            let mut spec = ffi::PyType_Spec {
+                name: c"squall._engine.WriteSlot".as_ptr(),
+                basicsize: std::mem::size_of::<WriteSlot>() as c_int,
+                itemsize: 0,
+                flags: ffi::Py_TPFLAGS_DEFAULT as _,
+                slots: slots.as_mut_ptr(),
+            };
+            let tp = ffi::PyType_FromSpec(&mut spec);
+            if tp.is_null() {
+                return Err(PyErr::fetch(m.py()));
+            }
+            *TYPE.get() = tp.cast();
+            m.add("WriteSlot", Bound::from_borrowed_ptr(m.py(), tp))?;
+        }
+    }
+    crate::add_fast(
+        m,
+        c"wslot",
+        c"wslot(site_id, obj, key, item) -> WriteSlot: the target obj.key (item false) or obj[key]; storing to .v stores and records the write at site_id.",
+        wslot,
+    )
 }

@@ -1251,7 +1251,17 @@ class _Full:
                 value = self._write_call(t, value)
             return ast.copy_location(ast.Expr(value=value), node)
         pure = all(_pure_binding(t) for t in node.targets)
-        node.value = self.e(node.value, wrap=not pure)
+        # `a.x, b.y = u, v`: Python stores u and v without making the tuple (for up to three
+        # names); recording the display would make one, which the collector counts (and could
+        # start a collection the program would not). Its items are recorded, and each write.
+        spread = (
+            len(node.targets) == 1
+            and isinstance(node.targets[0], (ast.Tuple, ast.List))
+            and isinstance(node.value, (ast.Tuple, ast.List))
+            and len(node.targets[0].elts) == len(node.value.elts)
+            and not any(isinstance(e, ast.Starred) for e in node.targets[0].elts + node.value.elts)
+        )
+        node.value = self.e(node.value, wrap=not pure and not spread)
         if len(node.targets) == 1 and self._fusable(node.targets[0]):
             # `x = _sq_bind(S, v)`: v, recorded, then stored (storing a name runs no code)
             t = node.targets[0]
