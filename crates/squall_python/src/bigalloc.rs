@@ -20,10 +20,17 @@ use std::alloc::{GlobalAlloc, Layout, System};
 pub struct BigAlloc;
 
 /// Starts faulting new big blocks in ahead of use on a thread of its own (Linux; elsewhere
-/// nothing).
+/// nothing). Started with saving, stopped for a fork (`sink.rs`).
 pub fn start_prefaulter() {
     #[cfg(target_os = "linux")]
     ahead::start();
+}
+
+/// Stops that thread and waits for it (before a fork: the process then forks with the
+/// program's threads only, and with the queue's lock free).
+pub fn stop_prefaulter() {
+    #[cfg(target_os = "linux")]
+    ahead::stop();
 }
 
 #[cfg(target_os = "linux")]
@@ -85,8 +92,9 @@ unsafe fn map(size: usize) -> *mut u8 {
 /// or moved, so it never faults in memory that is no longer the engine's.
 #[cfg(target_os = "linux")]
 pub mod ahead {
-    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
     use std::sync::{Condvar, Mutex};
+    use std::thread::JoinHandle;
 
     const SLOTS: usize = 32;
     /// Faulted in per turn of the lock: a page-table walk when already there, at most one 2 MiB
@@ -96,26 +104,62 @@ pub mod ahead {
     struct Queue {
         ranges: [(usize, usize); SLOTS],
         len: usize,
+        stop: bool,
     }
 
-    static QUEUE: Mutex<Queue> = Mutex::new(Queue { ranges: [(0, 0); SLOTS], len: 0 });
+    static QUEUE: Mutex<Queue> = Mutex::new(Queue { ranges: [(0, 0); SLOTS], len: 0, stop: false });
     static WAKE: Condvar = Condvar::new();
     static RUNNING: AtomicBool = AtomicBool::new(false);
+    /// The process the thread runs in: a forked child inherits `RUNNING` but not the thread
+    /// (nor, if it forked with the lock held, a usable lock), and must not queue or wait.
+    static OWNER: AtomicU32 = AtomicU32::new(0);
+    static THREAD: Mutex<Option<JoinHandle<()>>> = Mutex::new(None);
 
-    /// Starts the thread (once per process; a forked child has none and faults its own pages).
+    fn ours() -> bool {
+        RUNNING.load(Ordering::Acquire) && OWNER.load(Ordering::Acquire) == std::process::id()
+    }
+
+    /// Starts the thread, if it is not running in this process.
     pub fn start() {
-        if RUNNING.swap(true, Ordering::AcqRel) {
+        if ours() {
             return;
         }
-        let spawned = std::thread::Builder::new().name("squall-prefault".into()).stack_size(64 << 10).spawn(run);
-        if spawned.is_err() {
+        if let Ok(mut q) = QUEUE.lock() {
+            q.len = 0;
+            q.stop = false;
+        }
+        let Ok(mut slot) = THREAD.lock() else { return };
+        match std::thread::Builder::new().name("squall-prefault".into()).stack_size(64 << 10).spawn(run) {
+            Ok(handle) => {
+                *slot = Some(handle);
+                OWNER.store(std::process::id(), Ordering::Release);
+                RUNNING.store(true, Ordering::Release);
+            }
+            Err(_) => RUNNING.store(false, Ordering::Release),
+        }
+    }
+
+    /// Stops the thread and waits for it.
+    pub fn stop() {
+        if !ours() {
             RUNNING.store(false, Ordering::Release);
+            return;
+        }
+        RUNNING.store(false, Ordering::Release);
+        if let Ok(mut q) = QUEUE.lock() {
+            q.stop = true;
+            q.len = 0;
+        }
+        WAKE.notify_all();
+        let handle = THREAD.lock().ok().and_then(|mut t| t.take());
+        if let Some(h) = handle {
+            let _ = h.join();
         }
     }
 
     /// Asks for `[start, start + len)` to be faulted in (dropped when the queue is full).
     pub fn request(start: usize, len: usize) {
-        if !RUNNING.load(Ordering::Acquire) || len == 0 {
+        if !ours() || len == 0 {
             return;
         }
         let Ok(mut q) = QUEUE.lock() else { return };
@@ -129,7 +173,7 @@ pub mod ahead {
 
     /// Drops every queued part of `[start, start + len)`: it is about to be unmapped or moved.
     pub fn forget(start: usize, len: usize) {
-        if !RUNNING.load(Ordering::Acquire) {
+        if !ours() {
             return;
         }
         let end = start + len;
@@ -154,11 +198,14 @@ pub mod ahead {
     fn run() {
         loop {
             let Ok(mut q) = QUEUE.lock() else { return };
-            while q.len == 0 {
+            while q.len == 0 && !q.stop {
                 q = match WAKE.wait(q) {
                     Ok(q) => q,
                     Err(_) => return,
                 };
+            }
+            if q.stop {
+                return;
             }
             let (a, b) = q.ranges[0];
             let page = 4096;

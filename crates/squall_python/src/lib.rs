@@ -171,7 +171,6 @@ fn bound_entry<'py>(py: Python<'py>, entry: &str, id: &Bound<'py, PyAny>) -> PyR
 
 #[pymodule]
 fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    bigalloc::start_prefaulter();
     add_fast(m, c"call", c"call(form_id, *param_values) -> None: a frame starts.", record::call)?;
     add_fast(m, c"ret", c"ret(site_id, value) -> value: a frame returns.", record::ret)?;
     add_fast(m, c"unwind", c"unwind(form_id, exc) -> None: a frame is left by an exception.", record::unwind)?;

@@ -76,6 +76,7 @@ pub fn open_sink(
         .map_err(|e| PyOSError::new_err(format!("cannot write the recording to `{}`: {e}", path.display())))?;
     let (stop, flusher) = spawn_flusher()?;
     FLUSHER_RUNNING.store(true, Ordering::Relaxed);
+    crate::bigalloc::start_prefaulter();
     *slot = Some(Sink {
         writer: Some(writer),
         path,
@@ -122,11 +123,23 @@ fn stop_flusher(py: Python<'_>, stop: &Stop, handle: JoinHandle<()>) {
 /// would not get without squall). [`resume_flusher`] starts it again in the parent.
 #[pyfunction]
 pub fn pause_flusher(py: Python<'_>) {
+    // The prefault thread and the writer's stop too: the fork then has the program's threads
+    // only, and no lock of theirs held.
+    py.detach(crate::bigalloc::stop_prefaulter);
     // SAFETY: GIL held (pyfunction).
     let slot = unsafe { SINK.get() };
     let Some(mut sink) = slot.take() else { return };
     if let (Some(handle), true) = (sink.flusher.take(), sink.pid == std::process::id()) {
         stop_flusher(py, &sink.stop, handle);
+    }
+    if sink.pid == std::process::id() {
+        let paused = match sink.writer.as_mut() {
+            Some(w) => py.detach(|| w.pause()),
+            None => Ok(()),
+        };
+        if let Err(e) = paused {
+            stop_saving(&mut sink, &e);
+        }
     }
     // SAFETY: GIL held again; nothing else opens a sink while a fork is being prepared.
     *unsafe { SINK.get() } = Some(sink);
@@ -144,6 +157,11 @@ extern "C" fn restart_flusher(_: *mut std::os::raw::c_void) -> std::os::raw::c_i
     // SAFETY: a pending call: main thread, GIL held.
     let Some(sink) = unsafe { SINK.get() }.as_mut() else { return 0 };
     if sink.flusher.is_some() || sink.pid != std::process::id() || sink.error.is_some() {
+        return 0;
+    }
+    crate::bigalloc::start_prefaulter();
+    if let Some(Err(e)) = sink.writer.as_mut().map(|w| w.resume()) {
+        stop_saving(sink, &e);
         return 0;
     }
     match spawn_flusher() {
@@ -399,6 +417,7 @@ pub fn close_sink(py: Python<'_>, mut stats: Vec<(String, u64)>) -> PyResult<Opt
         stop_flusher(py, &sink.stop, handle);
     }
     FLUSHER_RUNNING.store(false, Ordering::Relaxed);
+    py.detach(crate::bigalloc::stop_prefaulter);
     let eng = unsafe { ENGINE.get() };
     if sink.error.is_none() {
         if let Err(e) = flush_into(&mut sink, eng) {

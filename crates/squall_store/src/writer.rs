@@ -587,6 +587,29 @@ impl<W: Write + Send + 'static> Writer<W> {
     /// From now on, chunk bodies are compressed and written by a thread of this writer's own.
     /// Errors it meets are returned by the next call (and by [`Writer::finish`]).
     pub fn in_background(mut self) -> Result<Self, StoreError> {
+        self.start_background()?;
+        Ok(self)
+    }
+
+    /// Stops the background thread once it wrote everything handed over; chunks are then
+    /// written by the caller until [`Writer::resume`] (a process about to fork stops its threads).
+    pub fn pause(&mut self) -> Result<(), StoreError> {
+        if let Out::Background { .. } = self.out {
+            let c = self.join()?;
+            self.out = Out::Here(c);
+        }
+        Ok(())
+    }
+
+    /// Starts a background thread again after [`Writer::pause`].
+    pub fn resume(&mut self) -> Result<(), StoreError> {
+        match self.out {
+            Out::Here(_) => self.start_background(),
+            Out::Background { .. } => Ok(()),
+        }
+    }
+
+    fn start_background(&mut self) -> Result<(), StoreError> {
         let mut c = self.join()?;
         let (tx, rx) = sync_channel::<Job>(QUEUED_CHUNKS);
         let (spent_tx, spent) = sync_channel::<Vec<u8>>(QUEUED_CHUNKS);
@@ -641,6 +664,6 @@ impl<W: Write + Send + 'static> Writer<W> {
             .map_err(|e| StoreError::Usage(format!("cannot start the writer's thread: {e}")))?;
         self.out =
             Out::Background { tx: Some(tx), spent, spent_entries, thread: Some(thread), written, tickets: 0, bytes };
-        Ok(self)
+        Ok(())
     }
 }

@@ -95,6 +95,12 @@ fn a_writer_in_the_background_writes_the_same_file() {
             if let Some(written) = w.written() {
                 written.wait(ticket); // returns: the thread got there
             }
+            if background && i == 0 {
+                // As for a fork: the thread stops after what it was handed, then starts again.
+                w.pause().unwrap();
+                assert!(w.written().is_none());
+                w.resume().unwrap();
+            }
         }
         w.finish(7, &[("entries".into(), 3)]).unwrap()
     };
