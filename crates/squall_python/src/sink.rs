@@ -369,13 +369,6 @@ fn evict_saved(sink: &Sink, eng: &mut Engine) {
     }
 }
 
-/// True while a recording file is being written (the memory limit then evicts instead of
-/// stopping).
-pub fn saving() -> bool {
-    // SAFETY: GIL held by every caller (engine code).
-    unsafe { SINK.get() }.is_some()
-}
-
 /// Flushes now (also done every half second by the flusher): returns once it is written.
 #[pyfunction]
 pub fn flush_sink(py: Python<'_>) {
