@@ -389,25 +389,14 @@ impl<W: Write> Writer<W> {
         }
         if let Out::Background { tx, spent_entries, .. } = &self.out {
             // Encoded by the writer's thread: the caller only copies them, a chunk's worth per
-            // job (the queue's bound then bounds the copies), split as `entry_chunks` splits.
-            let nchunks = entries.len().div_ceil(ENTRIES_PER_CHUNK).max(1);
-            let args_per = args.len().div_ceil(nchunks);
-            for k in 0..nchunks {
-                let lo = (k * args_per).min(args.len());
-                let piece =
-                    (k * ENTRIES_PER_CHUNK).min(entries.len())..((k + 1) * ENTRIES_PER_CHUNK).min(entries.len());
+            // job (the queue's bound then bounds the copies).
+            for (idx, piece, args_at, piece_args) in chunk_pieces(first_idx, entries, args_first, args) {
                 let (mut e, mut g) = spent_entries.try_recv().unwrap_or_default();
                 e.clear();
-                e.extend_from_slice(&entries[piece]);
+                e.extend_from_slice(piece);
                 g.clear();
-                g.extend_from_slice(&args[lo..(lo + args_per).min(args.len())]);
-                let job = Job::Entries {
-                    timeline,
-                    first_idx: first_idx + (k * ENTRIES_PER_CHUNK) as u64,
-                    entries: e,
-                    args_first: args_first + lo as u64,
-                    args: g,
-                };
+                g.extend_from_slice(piece_args);
+                let job = Job::Entries { timeline, first_idx: idx, entries: e, args_first: args_at, args: g };
                 if tx.as_ref().is_none_or(|tx| tx.send(job).is_err()) {
                     return self.join().map(|_| ()).and(Err(StoreError::Usage("the writer's thread stopped".into())));
                 }
@@ -561,26 +550,32 @@ fn entry_chunks<W: Write>(
     args_first: u64,
     args: &[u32],
 ) -> Result<(), StoreError> {
-    let nchunks = entries.len().div_ceil(ENTRIES_PER_CHUNK).max(1);
-    let args_per = args.len().div_ceil(nchunks);
-    for k in 0..nchunks {
-        let e = &entries[(k * ENTRIES_PER_CHUNK).min(entries.len())..((k + 1) * ENTRIES_PER_CHUNK).min(entries.len())];
-        let lo = (k * args_per).min(args.len());
-        let g = &args[lo..(lo + args_per).min(args.len())];
+    for (idx, e, args_at, g) in chunk_pieces(first_idx, entries, args_first, args) {
         raw.clear();
-        encode_entries(
-            raw,
-            streams,
-            timeline,
-            first_idx + (k * ENTRIES_PER_CHUNK) as u64,
-            e,
-            args_first + lo as u64,
-            g,
-            nparams,
-        );
+        encode_entries(raw, streams, timeline, idx, e, args_at, g, nparams);
         c.emit(chunk::ENTRIES, 0, raw)?;
     }
     Ok(())
+}
+
+/// How entries `first_idx..` and their args `args_first..` are cut into ENTRIES chunks: at most
+/// `ENTRIES_PER_CHUNK` entries each (at least one chunk), the args shared out evenly. Each
+/// piece: its first idx, its entries, its first arg's offset, its args.
+fn chunk_pieces<'a>(
+    first_idx: u64,
+    entries: &'a [Entry],
+    args_first: u64,
+    args: &'a [u32],
+) -> impl Iterator<Item = (u64, &'a [Entry], u64, &'a [u32])> {
+    let nchunks = entries.len().div_ceil(ENTRIES_PER_CHUNK).max(1);
+    let args_per = args.len().div_ceil(nchunks);
+    (0..nchunks).map(move |k| {
+        let lo = (k * ENTRIES_PER_CHUNK).min(entries.len());
+        let hi = ((k + 1) * ENTRIES_PER_CHUNK).min(entries.len());
+        let a = (k * args_per).min(args.len());
+        let b = (a + args_per).min(args.len());
+        (first_idx + (k * ENTRIES_PER_CHUNK) as u64, &entries[lo..hi], args_first + a as u64, &args[a..b])
+    })
 }
 
 impl<W: Write + Send + 'static> Writer<W> {
