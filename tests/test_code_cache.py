@@ -68,3 +68,20 @@ def test_a_changed_source_is_not_served_from_the_cache(tmp_path):
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "3 ['z']"
+
+
+def test_a_change_to_any_file_of_the_rewriter_changes_the_cache_key(tmp_path):
+    """The rewriter is a package of passes: editing any one of them (not only its ``__init__``)
+    must invalidate cached code rewritten by the old passes."""
+    import shutil
+
+    from squall._instrument import cache, rewrite
+
+    copy = tmp_path / "rewrite"
+    shutil.copytree(os.path.dirname(rewrite.__file__), copy, ignore=shutil.ignore_patterns("__pycache__"))
+    before = cache._sources_digest(str(copy))
+    assert before == cache._sources_digest(str(copy))
+    assert cache._instrumenter_fingerprint() == before
+    full = copy / "full_stmts.py"
+    full.write_text(full.read_text() + "\n# changed\n")
+    assert cache._sources_digest(str(copy)) != before

@@ -579,7 +579,7 @@ def test_async_errors_and_tracebacks_unchanged(tmp_path):
 
 
 # --- single-name bindings recorded by the call making the value --------------------------------
-# `x = _sq_bind(S, v)` and `for x in _sq_for(S, it)` (rewrite._FUSE_BINDS) must record exactly
+# `x = _sq_bind(S, v)` and `for x in _sq_for(S, it)` (rewrite.full_entries._FUSE_BINDS) must record exactly
 # what the statement form `x = v; _sq_bind(S, x)` records, and change nothing the program sees.
 
 FUSED = """
@@ -745,7 +745,7 @@ def _addrless(v):
 def _fused_vs_statement(tmp_path, monkeypatch, src, *a):
     got = {}
     for fuse in (False, True):
-        monkeypatch.setattr(rewrite, "_FUSE_BINDS", fuse)
+        monkeypatch.setattr(rewrite.full_entries, "_FUSE_BINDS", fuse)
         res, ent, lines = run(tmp_path, src, "main", *a)  # also: same outcome as plain Python
         # every entry, every field; values by their repr; the module's own ids left out
         norm = [{k: (_addrless(_engine.deref(v)) if k.endswith("_ref") and v is not None else v)
@@ -832,7 +832,7 @@ def test_fused_binds_with_an_explicit_engine(monkeypatch):
 
     seen = {}
     for fuse in (False, True):
-        monkeypatch.setattr(rewrite, "_FUSE_BINDS", fuse)
+        monkeypatch.setattr(rewrite.full_entries, "_FUSE_BINDS", fuse)
         eng = FakeEngine()
         ns = {"__name__": "fm_fused_explicit"}
         exec(rewrite.compile_instrumented(textwrap.dedent(FUSED), "<fm_fused>", "fm_fused", eng,
@@ -885,7 +885,7 @@ def test_mode_overrides_in_pyproject(tmp_path):
 
 
 # The real engine is called through one constant callable per form or site (shown as
-# `_sq_expr_12(v)`, rewrite._BOUND_ENTRIES); the plain form `_sq_expr(12, v)` must record exactly
+# `_sq_expr_12(v)`, rewrite.bound._BOUND_ENTRIES); the plain form `_sq_expr(12, v)` must record exactly
 # the same.
 BOUND = """
 def g(a, b=2, *rest, **kw):
@@ -927,7 +927,7 @@ def test_bound_entry_points_record_what_the_plain_ones_record(tmp_path, monkeypa
     got = {}
     for bound in (False, True):
         if not bound:
-            monkeypatch.setattr(rewrite, "_BOUND_ENTRIES", ())
+            monkeypatch.setattr(rewrite.bound, "_BOUND_ENTRIES", ())
         else:
             monkeypatch.undo()
         text_ = rewrite.instrumented_source_text(textwrap.dedent(BOUND), "b.py", "b", mode=mode)

@@ -296,7 +296,7 @@ unsafe fn aug_item_at(site: *mut ffi::PyObject, a: Args) -> *mut ffi::PyObject {
 }
 
 /// CPython's in-place operator for the rewriter's operator code (the order of `AUG_OPS` in
-/// rewrite.py: `+= -= *= /= //= %= **= <<= >>= &= |= ^= @=`).
+/// python/squall/_instrument/rewrite/engines.py: `+= -= *= /= //= %= **= <<= >>= &= |= ^= @=`).
 unsafe fn inplace(op: *mut ffi::PyObject, a: *mut ffi::PyObject, b: *mut ffi::PyObject) -> *mut ffi::PyObject {
     unsafe {
         match small_id(op) {

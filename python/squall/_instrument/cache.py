@@ -29,6 +29,8 @@ from typing import Any, Callable, Optional
 
 from squall import _engine
 
+from . import rewrite
+
 _FORMAT = b"squall-code-cache-1"
 
 #: hits / misses / stored in this process (for tests and `engine_stats`-style reporting)
@@ -51,18 +53,27 @@ _fingerprint: Optional[bytes] = None
 
 
 def _instrumenter_fingerprint() -> bytes:
-    """The rewriter's own source: a squall whose rewriter changed (same version number, say in
-    development) must not reuse code rewritten by the old one."""
+    """The rewriter's own source (every file of the ``rewrite`` package): a squall whose rewriter
+    changed (same version number, say in development) must not reuse code rewritten by the old one."""
     global _fingerprint
     if _fingerprint is None:
-        from . import rewrite
-
-        try:
-            with open(rewrite.__file__, "rb") as f:
-                _fingerprint = hashlib.sha256(f.read()).digest()
-        except OSError:
-            _fingerprint = b"unknown"
+        _fingerprint = _sources_digest(os.path.dirname(os.path.abspath(rewrite.__file__)))
     return _fingerprint
+
+
+def _sources_digest(directory: str) -> bytes:
+    h = hashlib.sha256()
+    try:
+        for name in sorted(os.listdir(directory)):
+            if name.endswith(".py"):
+                with open(os.path.join(directory, name), "rb") as f:
+                    data = f.read()
+                for part in (name.encode(), data):
+                    h.update(len(part).to_bytes(8, "little"))
+                    h.update(part)
+    except OSError:
+        return b"unknown"
+    return h.digest()
 
 
 def _key(source: bytes, path: str, module_name: str, mode: str) -> str:
