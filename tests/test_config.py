@@ -98,6 +98,18 @@ def test_squall_is_never_instrumented_even_if_included(tmp_path):
     assert not e.instrumented and "squall never instruments itself" in str(e)
 
 
+def test_a_file_anywhere_in_squalls_own_tree_is_squalls(tmp_path):
+    """By file, not only by name: code run from squall's own files (say ``runpy`` of one of them
+    under another name) is never instrumented, wherever in the package it lives."""
+    import squall.api
+    import squall.config.paths
+
+    cfg = load(cwd=str(tmp_path), env=NOENV)
+    for f in (squall.api.__file__, squall.config.paths.__file__):
+        e = cfg.decide("not_squall_by_name", f)
+        assert not e.instrumented and "is part of squall" in str(e), (f, str(e))
+
+
 def test_default_scope(tmp_path):
     cfg = load(cwd=str(tmp_path), env=NOENV)
     e = cfg.decide("json", json.__file__)

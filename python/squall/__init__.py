@@ -11,10 +11,9 @@ turns into a startup failure.
 """
 
 from squall import api, config, indexes, values
+from squall._version import __version__
 from squall.api import flow
 from squall.bookmarks import bookmark, bookmarks
 from squall.recording import Recording, live, load
-
-__version__ = "0.1.0"
 
 __all__ = ["Recording", "api", "bookmark", "bookmarks", "config", "flow", "indexes", "live", "load", "values", "__version__"]

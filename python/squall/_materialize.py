@@ -52,9 +52,8 @@ def _find_class(type_name: str, path: str) -> type:
 
 
 class _Builder:
-    def __init__(self) -> None:
-        from squall import values
-
+    def __init__(self, values: Any) -> None:
+        # squall.values, passed in by the caller: values imports this module, not the reverse
         self.v = values
         # Recorded identity -> the object rebuilt for it (shared references, cycles).
         self.made: Dict[int, Any] = {}
@@ -148,6 +147,7 @@ class _Builder:
         return obj
 
 
-def materialize_value(value: Any) -> Any:
-    """New real objects for recorded ``value`` (a derefed value); see the module doc."""
-    return _Builder().build(value, "")
+def materialize_value(value: Any, values: Any) -> Any:
+    """New real objects for recorded ``value`` (a derefed value); see the module doc. ``values``:
+    the ``squall.values`` module (its value classes)."""
+    return _Builder(values).build(value, "")

@@ -159,7 +159,7 @@ def save_to(path: str, program: Optional[str] = None, argv: Optional[List[str]] 
     import os
     import sys
 
-    from squall import __version__
+    from squall._version import __version__
 
     path = os.path.abspath(os.fspath(path))
     parent = os.path.dirname(path)

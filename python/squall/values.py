@@ -23,6 +23,7 @@ container, nodes per value, characters per string; what it cuts is a :class:`Tru
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Callable, Optional
 
 from squall import _engine
@@ -241,7 +242,7 @@ def materialize_value(value: Any) -> Any:
     """:func:`materialize` of a value :func:`deref_val_id` (or ``Recording.deref_val_id``) gave."""
     from squall._materialize import materialize_value as build
 
-    return build(value)
+    return build(value, sys.modules[__name__])
 
 
 def safe_repr(value: Any, max_chars: int = 10_000) -> str:

@@ -77,7 +77,7 @@ def _sources_digest(directory: str) -> bytes:
 
 
 def _key(source: bytes, path: str, module_name: str, mode: str) -> str:
-    from squall import __version__
+    from squall._version import __version__
 
     h = hashlib.sha256()
     for part in (_FORMAT, importlib.util.MAGIC_NUMBER, __version__.encode(), _instrumenter_fingerprint(), mode.encode(),

@@ -244,6 +244,9 @@ def is_installed() -> bool:
     return any(isinstance(f, SquallFinder) for f in sys.meta_path)
 
 
+_config._hook_installed = is_installed
+
+
 # --- the script itself -------------------------------------------------------------------------
 
 

@@ -289,6 +289,9 @@ class Breakpoints:
 # --- requests ------------------------------------------------------------------------------------
 
 
+Session.make_breakpoints = Breakpoints
+
+
 @request("setBreakpoints")
 def set_breakpoints(s: Session, args: Dict[str, Any]) -> Dict[str, Any]:
     s.need_recording()

@@ -49,6 +49,10 @@ class Thread:
 
 
 class Session:
+    # The breakpoints' state of an opened recording: breakpoints.py sets its class here when it
+    # is imported (it registers its request handlers the same way; it imports this module).
+    make_breakpoints: Callable[[Session], Any]
+
     def __init__(self, channel: Channel) -> None:
         self.ch = channel
         self.lock = threading.RLock()
@@ -66,7 +70,7 @@ class Session:
         self.temp_recording: Optional[str] = None
         self.configured = False
         self.done = False
-        # Set by breakpoints.py; declared here so every module sees one shape.
+        # Made in `open` by breakpoints.py's class; declared here so every module sees one shape.
         self.breakpoints: Any = None
         self.stop_info: Dict[int, Dict[str, Any]] = {}
         self.current_request: Dict[str, Any] = {}
@@ -135,8 +139,6 @@ class Session:
 
     def open(self, rec: Any) -> None:
         """Starts debugging ``rec`` (a :class:`squall.recording.Recording`)."""
-        from squall.dap import breakpoints
-
         # Forms have no query of their own: the backend's list, as agent.py reads it.
         self.forms = {f["form_id"]: dict(f) for f in rec._b.forms()}
         self.threads = {}
@@ -160,7 +162,7 @@ class Session:
         self.rec = rec
         self.main_thread = main
         self.last_thread = main
-        self.breakpoints = breakpoints.Breakpoints(self)
+        self.breakpoints = self.make_breakpoints(self)
 
     def need_recording(self) -> Any:
         if self.rec is None:
