@@ -34,6 +34,10 @@
 // (it still works there).
 #![allow(deprecated)]
 
+// The contract of every `unsafe fn` in this module: the GIL is held and the object pointers it
+// is given are live objects (borrowed for the call). The entry points are called by CPython,
+// attached, with live arguments; the pyclass methods run with the GIL held.
+
 use std::ffi::{c_ulong, CStr};
 use std::ptr::null_mut;
 
@@ -72,10 +76,14 @@ fn names() -> &'static Names {
 // --- CPython's checks, as the interpreter makes them ---------------------------------------
 
 unsafe fn async_slots(o: *mut ffi::PyObject) -> *mut ffi::PyAsyncMethods {
+    // SAFETY: this fn's contract (the module's, see its top): `o` is a live object, so its type is
+    // readable.
     unsafe { (*ffi::Py_TYPE(o)).tp_as_async }
 }
 
 unsafe fn has_aiter(o: *mut ffi::PyObject) -> bool {
+    // SAFETY: this fn's contract: `o` is live; `tp_as_async` may be null and is checked before it
+    // is read.
     unsafe {
         let am = async_slots(o);
         !am.is_null() && (*am).am_aiter.is_some()
@@ -83,6 +91,8 @@ unsafe fn has_aiter(o: *mut ffi::PyObject) -> bool {
 }
 
 unsafe fn has_anext(o: *mut ffi::PyObject) -> bool {
+    // SAFETY: this fn's contract: `o` is live; `tp_as_async` may be null and is checked before it
+    // is read.
     unsafe {
         let am = async_slots(o);
         !am.is_null() && (*am).am_anext.is_some()
@@ -90,6 +100,8 @@ unsafe fn has_anext(o: *mut ffi::PyObject) -> bool {
 }
 
 unsafe fn has_await(o: *mut ffi::PyObject) -> bool {
+    // SAFETY: this fn's contract: `o` is live; `tp_as_async` may be null and is checked before it
+    // is read.
     unsafe {
         let am = async_slots(o);
         !am.is_null() && (*am).am_await.is_some()
@@ -97,6 +109,8 @@ unsafe fn has_await(o: *mut ffi::PyObject) -> bool {
 }
 
 unsafe fn is_gen_or_coro(o: *mut ffi::PyObject) -> bool {
+    // SAFETY: this fn's contract: `o` is live; comparing its type with the static types reads
+    // nothing else.
     unsafe {
         let t = ffi::Py_TYPE(o);
         t == &raw mut ffi::PyGen_Type || t == &raw mut ffi::PyCoro_Type
@@ -105,6 +119,8 @@ unsafe fn is_gen_or_coro(o: *mut ffi::PyObject) -> bool {
 
 /// A generator made by a `types.coroutine` function (`CO_ITERABLE_COROUTINE`): awaitable as is.
 unsafe fn is_iterable_coroutine(o: *mut ffi::PyObject) -> bool {
+    // SAFETY: this fn's contract (GIL held, `o` live); every new reference is released and every
+    // error cleared before returning.
     unsafe {
         if ffi::Py_TYPE(o) != &raw mut ffi::PyGen_Type {
             return false;
@@ -132,11 +148,14 @@ unsafe fn is_iterable_coroutine(o: *mut ffi::PyObject) -> bool {
 
 /// Something `await` accepts (else CPython raises its own error for it).
 unsafe fn is_awaitable(o: *mut ffi::PyObject) -> bool {
+    // SAFETY: this fn's contract (GIL held, `o` live), which the callees require too.
     unsafe { ffi::Py_TYPE(o) == &raw mut ffi::PyCoro_Type || has_await(o) || is_iterable_coroutine(o) }
 }
 
 /// `type(o).__name__` as `%.100s` prints it.
 unsafe fn type_name(o: *mut ffi::PyObject) -> String {
+    // SAFETY: this fn's contract: `o` is live, and every type's `tp_name` is a NUL-terminated
+    // string that lives as long as the type.
     unsafe {
         let raw = CStr::from_ptr((*ffi::Py_TYPE(o)).tp_name).to_bytes();
         String::from_utf8_lossy(&raw[..raw.len().min(100)]).into_owned()
@@ -145,6 +164,8 @@ unsafe fn type_name(o: *mut ffi::PyObject) -> String {
 
 /// Sets `exc_type(msg)` as CPython's `PyErr_SetString` does (context: the handled exception).
 unsafe fn set_error(exc_type: *mut ffi::PyObject, msg: &str) {
+    // SAFETY: this fn's contract: the GIL is held; `exc_type` is an exception type; the message is
+    // passed with its length (no NUL needed) and its reference is released.
     unsafe {
         let m = ffi::PyUnicode_FromStringAndSize(msg.as_ptr().cast(), msg.len() as ffi::Py_ssize_t);
         if m.is_null() {
@@ -167,6 +188,8 @@ enum AwaitIter {
 
 /// `_PyCoro_GetAwaitableIter(o)` for an awaitable `o` (`is_awaitable(o)`).
 unsafe fn await_iter(o: *mut ffi::PyObject) -> AwaitIter {
+    // SAFETY: this fn's contract (GIL held, `o` live and awaitable); each branch returns an owned
+    // reference or leaves an error set, as `AwaitIter` says.
     unsafe {
         if ffi::Py_TYPE(o) == &raw mut ffi::PyCoro_Type || is_iterable_coroutine(o) {
             ffi::Py_INCREF(o);
@@ -197,6 +220,9 @@ unsafe fn await_iter(o: *mut ffi::PyObject) -> AwaitIter {
 /// `_PyErr_FormatFromCause(TypeError, msg)`: the pending exception becomes the new TypeError's
 /// `__cause__` and `__context__` (with its traceback attached), as `GET_ANEXT` makes it.
 unsafe fn type_error_from_cause(msg: &str) {
+    // SAFETY: this fn's contract: the GIL is held and an exception is pending; SetCause/SetContext
+    // steal the references given them (`v` is increfed once for the second), the rest are restored
+    // or released.
     unsafe {
         let (mut t, mut v, mut tb) = (null_mut(), null_mut(), null_mut());
         ffi::PyErr_Fetch(&mut t, &mut v, &mut tb);
@@ -224,6 +250,8 @@ unsafe fn type_error_from_cause(msg: &str) {
 /// `_PyObject_LookupSpecial(o, name)`: looked up on the type, bound by its `__get__` if any.
 /// A new reference, or null (with an error set only if binding raised).
 unsafe fn special_lookup(o: *mut ffi::PyObject, name: *mut ffi::PyObject) -> *mut ffi::PyObject {
+    // SAFETY: this fn's contract (GIL held, `o` and `name` live); `_PyType_Lookup` returns a
+    // borrowed reference, increfed before the descriptor's `__get__` may run code.
     unsafe {
         let tp = ffi::Py_TYPE(o);
         let res = _PyType_Lookup(tp, name);
@@ -243,6 +271,8 @@ unsafe fn special_lookup(o: *mut ffi::PyObject, name: *mut ffi::PyObject) -> *mu
 }
 
 unsafe fn type_has(o: *mut ffi::PyObject, name: *mut ffi::PyObject) -> bool {
+    // SAFETY: this fn's contract (GIL held, `o` and `name` live); the borrowed result is only
+    // compared with null.
     unsafe { !_PyType_Lookup(ffi::Py_TYPE(o), name).is_null() }
 }
 
@@ -252,6 +282,9 @@ static THROWS: GilCell<*mut ffi::PyTypeObject> = GilCell::new(null_mut());
 
 /// `type(o)` has `throw()`: CPython delegates `throw()` to it rather than raising in the frame.
 unsafe fn has_throw(o: *mut ffi::PyObject) -> bool {
+    // SAFETY: this fn's contract (GIL held, `o` live); `THROWS` is a GIL-guarded cell and holds
+    // only static types, which are never freed, so comparing with it cannot mistake a new type at a
+    // freed one's address.
     unsafe {
         let tp = ffi::Py_TYPE(o);
         if *THROWS.get() == tp {
@@ -269,6 +302,8 @@ unsafe fn has_throw(o: *mut ffi::PyObject) -> bool {
 /// `v` is the fetched value (an instance, or before 3.12 possibly the raw argument or a tuple
 /// of arguments), as `_PyGen_FetchStopIterationValue` reads it.
 unsafe fn stop_value(v: *mut ffi::PyObject) -> *mut ffi::PyObject {
+    // SAFETY: this fn's contract (GIL held); `v` is null or a fetched exception value, each case
+    // read as CPython lays it out (a StopIteration instance's `value`, a tuple's first item).
     unsafe {
         if v.is_null() {
             return ffi::Py_None();
@@ -286,6 +321,8 @@ unsafe fn stop_value(v: *mut ffi::PyObject) -> *mut ffi::PyObject {
 
 /// Raises `StopIteration(value)` as a sub-iterator's return (`_PyGen_SetStopIterationValue`).
 unsafe fn set_stop_iteration(value: *mut ffi::PyObject) {
+    // SAFETY: this fn's contract (GIL held, `value` live); the exception made is released after it
+    // is set.
     unsafe {
         if ffi::PyTuple_Check(value) == 0 && ffi::PyExceptionInstance_Check(value) == 0 {
             ffi::PyErr_SetObject(ffi::PyExc_StopIteration, value);
@@ -305,11 +342,14 @@ struct Saved(*mut ffi::PyObject, *mut ffi::PyObject, *mut ffi::PyObject);
 impl Saved {
     unsafe fn take() -> Saved {
         let (mut t, mut v, mut tb) = (null_mut(), null_mut(), null_mut());
+        // SAFETY: the caller holds the GIL (this fn's contract); the three out-pointers are locals.
         unsafe { ffi::PyErr_Fetch(&mut t, &mut v, &mut tb) };
         Saved(t, v, tb)
     }
 
     unsafe fn restore(self) {
+        // SAFETY: the caller holds the GIL; the three references were taken by `take` and are
+        // handed back (PyErr_Restore steals them).
         unsafe { ffi::PyErr_Restore(self.0, self.1, self.2) }
     }
 }
@@ -344,6 +384,9 @@ impl Rec {
     /// Records `suspend(site, value)` or `resume(form, value)`. Never raises: a pending
     /// exception is kept aside and put back; an error of the recorder is dropped.
     unsafe fn record(&self, resume: bool, value: *mut ffi::PyObject) {
+        // SAFETY: the caller holds the GIL and `value` is live (this fn's contract); `args`
+        // outlives the vectorcall; the pending exception is set aside and restored, so the
+        // program's error state is unchanged.
         unsafe {
             let saved = Saved::take();
             let id = if resume { self.form.as_ptr() } else { self.site.as_ptr() };
@@ -368,6 +411,8 @@ impl Rec {
     /// The await ended with the exception that is pending: recorded as the frame's resumption
     /// with the exception's type; the exception stays pending.
     unsafe fn record_raised(&self) {
+        // SAFETY: the caller holds the GIL with an exception pending (this fn's contract); fetched
+        // references are restored unchanged.
         unsafe {
             let (mut t, mut v, mut tb) = (null_mut(), null_mut(), null_mut());
             ffi::PyErr_Fetch(&mut t, &mut v, &mut tb);
@@ -411,6 +456,8 @@ impl Awaiting {
 
     /// After a step of `it` returned `res`: a yielded value, or the end of the await, recorded.
     unsafe fn finish(&self, res: *mut ffi::PyObject) -> Result<Step, ()> {
+        // SAFETY: the caller holds the GIL and `res` is null or a new reference from a step of `it`
+        // (this fn's contract); the references fetched are restored to carry the result to CPython.
         unsafe {
             if !res.is_null() {
                 return Ok(Step::Yielded(res));
@@ -440,6 +487,8 @@ impl Awaiting {
     /// A generator or coroutine sent `arg` without a StopIteration made and caught on return.
     #[cfg(Py_3_10)]
     unsafe fn send_gen(&self, it: *mut ffi::PyObject, arg: *mut ffi::PyObject) -> Result<Step, ()> {
+        // SAFETY: the caller holds the GIL, `it` is a live generator or coroutine and `arg` live
+        // (this fn's contract); PyIter_Send's result is owned and released here.
         unsafe {
             let mut result = null_mut();
             match ffi::PyIter_Send(it, arg, &mut result) {
@@ -466,6 +515,8 @@ impl Awaiting {
 
     /// `send(v)` (`v` null: `next()`), dispatched as CPython dispatches to a sub-iterator.
     unsafe fn step(&self, v: *mut ffi::PyObject) -> Result<Step, ()> {
+        // SAFETY: the caller holds the GIL (this fn's contract); `it` is kept alive by `self` for
+        // the step, and a type's `tp_iternext` is called only on an iterator of that type.
         unsafe {
             let it = self.it();
             if it.is_null() {
@@ -618,6 +669,8 @@ impl Awaiting {
 /// already), else an [`Awaiting`], recording the suspension now. `for_anext`: errors of
 /// `__await__` are reported as `GET_ANEXT` reports them.
 unsafe fn wrap_awaitable(py: Python<'_>, o: Py<PyAny>, rec: &Rec, for_anext: bool) -> PyResult<Py<PyAny>> {
+    // SAFETY: the caller holds the GIL (this fn's contract); `o` owns the object for the whole
+    // call, and each branch hands on or releases the references it made.
     unsafe {
         let p = o.as_ptr();
         if !is_awaitable(p) {
@@ -830,6 +883,8 @@ type Args = *mut *mut ffi::PyObject;
 
 /// Reads `(site, form, obj[, suspend, resume])`; `None` if malformed.
 unsafe fn read_args(py: Python<'_>, args: Args, nargs: ffi::Py_ssize_t) -> Option<(Rec, *mut ffi::PyObject)> {
+    // SAFETY: the caller holds the GIL and `args` holds `nargs` live pointers (CPython's FASTCALL
+    // contract, passed on by the entry points); only indexes below `nargs` are read.
     unsafe {
         if nargs != 3 && nargs != 5 {
             return None;
@@ -842,6 +897,8 @@ unsafe fn read_args(py: Python<'_>, args: Args, nargs: ffi::Py_ssize_t) -> Optio
 
 /// The object itself (a new reference): what the program gets when nothing is wrapped.
 unsafe fn unchanged(args: Args, nargs: ffi::Py_ssize_t) -> *mut ffi::PyObject {
+    // SAFETY: as for `read_args`: `args` holds `nargs` live pointers and index 2 is read only when
+    // `nargs >= 3`.
     unsafe {
         let o = if nargs >= 3 { *args.add(2) } else { ffi::Py_None() };
         ffi::Py_INCREF(o);
@@ -851,6 +908,8 @@ unsafe fn unchanged(args: Args, nargs: ffi::Py_ssize_t) -> *mut ffi::PyObject {
 
 /// `async_for(site_id, form_id, obj[, suspend, resume]) -> obj or a recorder of it`
 pub unsafe extern "C" fn async_for(_m: *mut ffi::PyObject, args: Args, nargs: ffi::Py_ssize_t) -> *mut ffi::PyObject {
+    // SAFETY: CPython calls this METH_FASTCALL entry point attached to the interpreter (GIL held)
+    // with `nargs` live arguments in `args`.
     unsafe {
         let py = Python::assume_attached();
         let Some((rec, obj)) = read_args(py, args, nargs) else { return unchanged(args, nargs) };
@@ -867,6 +926,8 @@ pub unsafe extern "C" fn async_for(_m: *mut ffi::PyObject, args: Args, nargs: ff
 
 /// `async_with(site_id, form_id, obj[, suspend, resume]) -> obj or a recorder of it`
 pub unsafe extern "C" fn async_with(_m: *mut ffi::PyObject, args: Args, nargs: ffi::Py_ssize_t) -> *mut ffi::PyObject {
+    // SAFETY: CPython calls this METH_FASTCALL entry point attached to the interpreter (GIL held)
+    // with `nargs` live arguments in `args`.
     unsafe {
         let py = Python::assume_attached();
         let Some((rec, obj)) = read_args(py, args, nargs) else { return unchanged(args, nargs) };

@@ -76,6 +76,8 @@ fn mapped_len(size: usize) -> usize {
 unsafe fn map(size: usize) -> *mut u8 {
     use sys::*;
     let len = mapped_len(size);
+    // SAFETY: an anonymous private mapping of `len` bytes touches no existing memory; a failure is
+    // returned as null, and the advice and prefault request cover exactly the new mapping.
     unsafe {
         let p = mmap(std::ptr::null_mut(), len, PROT_READ_WRITE, MAP_PRIVATE_ANONYMOUS, -1, 0);
         if p == MAP_FAILED {
@@ -235,9 +237,15 @@ pub mod ahead {
 }
 
 #[cfg(target_os = "linux")]
+// SAFETY: `alloc` returns null or a block of at least `layout.size()` bytes aligned to
+// `layout.align()` (a big block: page aligned, and `is_big` takes only alignments up to a page);
+// `dealloc` and `realloc` tell a big block from a small one by the same `is_big` on the layout, so
+// each block goes back to the allocator that made it.
 unsafe impl GlobalAlloc for BigAlloc {
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: the caller's `GlobalAlloc` contract (a non-zero size); a big block is mapped, the
+        // rest is the system allocator's.
         unsafe {
             if is_big(layout.size(), layout.align()) {
                 map(layout.size())
@@ -249,6 +257,8 @@ unsafe impl GlobalAlloc for BigAlloc {
 
     #[inline]
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: the caller's `GlobalAlloc` contract; fresh anonymous pages are zero, the rest is
+        // the system allocator's `alloc_zeroed`.
         unsafe {
             if is_big(layout.size(), layout.align()) {
                 // Fresh anonymous pages are zero.
@@ -261,6 +271,9 @@ unsafe impl GlobalAlloc for BigAlloc {
 
     #[inline]
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: the caller's `GlobalAlloc` contract: `ptr` came from this allocator with
+        // `layout`, so `is_big` tells which allocator made it; a big block leaves the prefault
+        // queue before it is unmapped.
         unsafe {
             if is_big(layout.size(), layout.align()) {
                 ahead::forget(ptr as usize, mapped_len(layout.size()));
@@ -272,6 +285,10 @@ unsafe impl GlobalAlloc for BigAlloc {
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: the caller's `GlobalAlloc` contract: `ptr` came from this allocator with
+        // `layout`; a big block leaves the prefault queue before `mremap` may move it, a failed
+        // `mremap` leaves it intact (null returned), and a block crossing the threshold is copied
+        // into a new block of the other kind before the old one is freed.
         unsafe {
             let align = layout.align();
             match (is_big(layout.size(), align), is_big(new_size, align)) {
@@ -309,24 +326,29 @@ unsafe impl GlobalAlloc for BigAlloc {
 }
 
 #[cfg(not(target_os = "linux"))]
+// SAFETY: every call is the system allocator's, with the caller's arguments unchanged.
 unsafe impl GlobalAlloc for BigAlloc {
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: the caller's `GlobalAlloc` contract, passed on unchanged.
         unsafe { System.alloc(layout) }
     }
 
     #[inline]
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: the caller's `GlobalAlloc` contract, passed on unchanged.
         unsafe { System.alloc_zeroed(layout) }
     }
 
     #[inline]
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: the caller's `GlobalAlloc` contract, passed on unchanged.
         unsafe { System.dealloc(ptr, layout) }
     }
 
     #[inline]
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: the caller's `GlobalAlloc` contract, passed on unchanged.
         unsafe { System.realloc(ptr, layout, new_size) }
     }
 }
@@ -338,6 +360,8 @@ mod tests {
     #[test]
     fn big_blocks_grow_shrink_and_keep_their_contents() {
         let a = BigAlloc;
+        // SAFETY: the layout has a non-zero size; the block is written within its size, resized
+        // through `realloc` with the layout it has, and freed with its final layout.
         unsafe {
             let l = Layout::from_size_align(1 << 20, 8).unwrap();
             let p = a.alloc(l);
@@ -373,6 +397,8 @@ mod tests {
         start_prefaulter();
         let a = BigAlloc;
         let l = Layout::from_size_align(32 << 20, 4096).unwrap();
+        // SAFETY: the block is used within its size and freed with its layout; `mincore` is given
+        // the block's page-aligned start, its length and a vector of one byte per page.
         unsafe {
             let p = a.alloc(l);
             assert!(!p.is_null());

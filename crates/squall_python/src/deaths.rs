@@ -178,6 +178,8 @@ fn dealloc_of(tp: *mut ffi::PyTypeObject) -> usize {
 /// # Safety
 /// GIL held, before any type is hooked.
 unsafe fn known() -> Known {
+    // SAFETY: this fn's contract: the GIL is held and no type is hooked yet, so each `tp_dealloc`
+    // read is the type's own; the static types named are valid for the process.
     unsafe {
         let exc = |e: *mut ffi::PyObject| dealloc_of(e.cast());
         // BaseException_dealloc took up the trashcan in 3.11 (bpo-44348).
@@ -222,6 +224,8 @@ unsafe fn known() -> Known {
 /// # Safety
 /// GIL held.
 unsafe fn subtype_dealloc() -> usize {
+    // SAFETY: this fn's contract (GIL held); the class made here is a new reference, read and
+    // released before returning.
     unsafe {
         let name = c"squall._probe";
         let tp = ffi::PyErr_NewException(name.as_ptr(), std::ptr::null_mut(), std::ptr::null_mut());
@@ -278,16 +282,21 @@ pub unsafe fn watched(tp: *mut ffi::PyTypeObject) -> bool {
     let h = hooks();
     if h.seen.is_empty() {
         // Classes die too: `dealloc_hook` then forgets that they were seen.
+        // SAFETY: this fn's contract (GIL held); `PyType_Type` is a static type, valid for the
+        // process.
         unsafe { hook_type_slow(h, &raw mut ffi::PyType_Type) };
     }
     match h.seen.get(&(tp as usize)) {
         Some(&w) => w,
+        // SAFETY: this fn's contract: GIL held and `tp` a valid type, which is what
+        // `hook_type_slow` needs.
         None => unsafe { hook_type_slow(h, tp) },
     }
 }
 
 #[cold]
 unsafe fn hook_type_slow(h: &mut Hooks, tp: *mut ffi::PyTypeObject) -> bool {
+    // SAFETY: this fn's contract: GIL held and `tp` a valid type, which is what `hook_base` needs.
     let watched = unsafe { hook_base(h, tp) };
     h.seen.insert(tp as usize, watched);
     watched
@@ -295,6 +304,8 @@ unsafe fn hook_type_slow(h: &mut Hooks, tp: *mut ffi::PyTypeObject) -> bool {
 
 /// Hooks the deallocator that the objects of `tp` end in.
 unsafe fn hook_base(h: &mut Hooks, tp: *mut ffi::PyTypeObject) -> bool {
+    // SAFETY: this fn's contract: GIL held and `tp` a valid type; the bases walked (`tp_base`) are
+    // kept alive by `tp`.
     unsafe {
         // What `subtype_dealloc` calls: the first base whose deallocator is not its own.
         let mut base = tp;
@@ -335,6 +346,8 @@ unsafe fn hook_base(h: &mut Hooks, tp: *mut ffi::PyTypeObject) -> bool {
 /// `PyObject_GC_UnTrack` before its `Py_TRASHCAN_BEGIN`.
 #[inline]
 unsafe fn trashcan_enter(o: *mut ffi::PyObject) -> Option<*mut ffi::PyThreadState> {
+    // SAFETY: this fn's contract: GIL held and `o` being deallocated by a trashcan deallocator,
+    // which is the state `Py_TRASHCAN_BEGIN`'s calls expect.
     unsafe {
         ffi::PyObject_GC_UnTrack(o.cast());
         let ts = ffi::PyThreadState_Get();
@@ -405,6 +418,8 @@ fn exact_hook(h: &mut Hooks, base: *mut ffi::PyTypeObject, orig: Dealloc, kind: 
 unsafe extern "C" fn slot_hook<const N: usize>(o: *mut ffi::PyObject) {
     forget(o);
     let slot = &SLOTS[N];
+    // SAFETY: CPython calls a `tp_dealloc` with the GIL held and `o` an object whose last reference
+    // is gone; the original deallocator is called exactly once, as CPython would have.
     unsafe {
         if ffi::Py_TYPE(o) as usize != slot.tp.load(Ordering::Relaxed) {
             return dealloc_found(o);
@@ -425,6 +440,8 @@ unsafe extern "C" fn slot_hook<const N: usize>(o: *mut ffi::PyObject) {
 /// The hooked `tp_dealloc` of static types without a slot.
 unsafe extern "C" fn dealloc_hook(o: *mut ffi::PyObject) {
     forget(o);
+    // SAFETY: CPython calls a `tp_dealloc` with the GIL held and `o` being deallocated:
+    // `dealloc_found`'s contract.
     unsafe { dealloc_found(o) }
 }
 
@@ -433,6 +450,8 @@ unsafe extern "C" fn dealloc_hook(o: *mut ffi::PyObject) {
 /// # Safety
 /// GIL held; `o` is being deallocated through a hook.
 unsafe fn dealloc_found(o: *mut ffi::PyObject) {
+    // SAFETY: this fn's contract: GIL held and `o` being deallocated through a hook; the
+    // deallocator it hands `o` to is the one CPython would have called.
     unsafe {
         let own = ffi::Py_TYPE(o);
         let h = hooks();

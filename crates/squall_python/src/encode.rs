@@ -202,6 +202,7 @@ impl TypeCache {
 /// 0 (not cacheable) for a heap type without one.
 #[inline(always)]
 unsafe fn type_key(tp: *mut ffi::PyTypeObject) -> u32 {
+    // SAFETY: this fn's contract: `tp` is a live type (the type of a live object).
     unsafe {
         let flags = (*tp).tp_flags;
         if flags & ffi::Py_TPFLAGS_HEAPTYPE == 0 {
@@ -217,6 +218,7 @@ unsafe fn type_key(tp: *mut ffi::PyTypeObject) -> u32 {
 
 /// How instances of `tp` are encoded (what `enc` used to find by a chain of checks).
 unsafe fn classify(tp: *mut ffi::PyTypeObject) -> TypeKind {
+    // SAFETY: this fn's contract: `tp` is a live type; subtype checks read its MRO only.
     unsafe {
         let flags = (*tp).tp_flags;
         let sub = |base: *mut ffi::PyTypeObject| ffi::PyType_IsSubtype(tp, base) != 0;
@@ -326,6 +328,9 @@ unsafe fn inline_values(
     o: *mut ffi::PyObject,
     tp: *mut ffi::PyTypeObject,
 ) -> Option<(*mut *mut ffi::PyObject, *const DictKeys)> {
+    // SAFETY: this fn's contract (GIL held, `o` live of type `tp` with a managed dict, 3.11/3.12);
+    // the layout is read as pycore_object.h / pycore_dict.h lay it out on those versions, and
+    // checked (heap type, split keys) before the values are.
     unsafe {
         if (*tp).tp_flags & ffi::Py_TPFLAGS_HEAPTYPE == 0 {
             return None;
@@ -364,6 +369,8 @@ unsafe fn inline_attr(
     tp: *mut ffi::PyTypeObject,
     i: usize,
 ) -> Option<Option<(*mut ffi::PyObject, *mut ffi::PyObject)>> {
+    // SAFETY: as `inline_values` (this fn's contract); `i` is checked against the keys' count
+    // before the order byte is read.
     unsafe {
         let (values, keys) = inline_values(o, tp)?;
         let order = values.cast::<u8>();
@@ -397,6 +404,8 @@ struct MethodObject {
 /// GIL held; `o` a valid borrowed reference.
 #[inline(always)]
 pub unsafe fn inline_value(o: *mut ffi::PyObject) -> Option<ValRef> {
+    // SAFETY: this fn's contract (GIL held, `o` live); each check reads only `o`'s type or an exact
+    // type's own layout.
     unsafe {
         if o == ffi::Py_None() {
             return Some(ValRef::NONE);
@@ -420,6 +429,8 @@ pub unsafe fn inline_value(o: *mut ffi::PyObject) -> Option<ValRef> {
 /// GIL held; `o` a valid borrowed reference.
 #[inline(always)]
 pub unsafe fn scalar(rec: &mut ThreadRec, max_string: usize, o: *mut ffi::PyObject) -> Option<ValRef> {
+    // SAFETY: this fn's contract (GIL held, `o` live); no Python code runs, so `rec` is the only
+    // reference to its recording.
     unsafe {
         if let Some(v) = inline_value(o) {
             return Some(v);
@@ -458,6 +469,8 @@ unsafe fn ascii_str(
     o: *mut ffi::PyObject,
     max: usize,
 ) -> Option<ValRef> {
+    // SAFETY: this fn's contract (GIL held, `o` a live str); a compact ASCII str's bytes follow its
+    // header, `len` of them.
     unsafe {
         if ffi::PyUnicode_IS_COMPACT_ASCII(o) == 0 {
             return None;
@@ -485,6 +498,8 @@ unsafe fn ascii_str(
 /// # Safety
 /// GIL held; `o` a valid borrowed reference.
 pub unsafe fn encode(eng: &mut Engine, rec: &mut ThreadRec, o: *mut ffi::PyObject) -> ValRef {
+    // SAFETY: this fn's contract (GIL held, `o` live). The encoder reads objects' storage and runs
+    // no Python code except a user-registered encoder (`registered_encoder`, by request).
     unsafe {
         if let Some(v) = inline_value(o) {
             return v;
@@ -533,6 +548,7 @@ enum Items {
 /// # Safety
 /// GIL held; `o` a valid set or frozenset.
 unsafe fn set_table(o: *mut ffi::PyObject) -> Items {
+    // SAFETY: this fn's contract: `o` is a live set or frozenset, whose table has `mask + 1` slots.
     unsafe {
         let so = o.cast::<ffi::PySetObject>();
         Items::Set((*so).table, ((*so).mask.max(0) as usize) + 1)
@@ -545,6 +561,7 @@ unsafe fn set_table(o: *mut ffi::PyObject) -> Items {
 /// As `set_table`, `i` below its slot count.
 #[inline(always)]
 unsafe fn set_key(table: *mut ffi::setentry, i: usize) -> Option<*mut ffi::PyObject> {
+    // SAFETY: this fn's contract: `table` is a live set's table and `i` is below its slot count.
     unsafe {
         let e = &*table.add(i);
         (!e.key.is_null() && e.hash != -1).then_some(e.key)
@@ -553,6 +570,8 @@ unsafe fn set_key(table: *mut ffi::setentry, i: usize) -> Option<*mut ffi::PyObj
 
 impl Cx<'_> {
     unsafe fn enc(&mut self, o: *mut ffi::PyObject, depth: u32) -> ValRef {
+        // SAFETY: this fn's contract (GIL held, `o` live): every path reads `o` by the layout its
+        // exact type (`type_info`) gives.
         unsafe {
             if let Some(v) = inline_value(o) {
                 return v;
@@ -649,6 +668,8 @@ impl Cx<'_> {
     /// lookup instead of a dozen subtype checks and two hash lookups.
     #[inline]
     unsafe fn type_info(&mut self, tp: *mut ffi::PyTypeObject) -> TypeInfo {
+        // SAFETY: this fn's contract: `tp` is a live type; the cache's entry for it is dropped when
+        // its class dies (deaths.rs).
         unsafe {
             let key = type_key(tp);
             if let Some(info) = self.cache.types.get(tp, key) {
@@ -706,6 +727,7 @@ impl Cx<'_> {
     }
 
     unsafe fn string(&mut self, o: *mut ffi::PyObject) -> ValRef {
+        // SAFETY: this fn's contract (GIL held, `o` a live str).
         unsafe {
             if let Some(r) = ascii_str(self.store, self.cache, o, self.budget.max_string) {
                 return r;
@@ -733,6 +755,8 @@ impl Cx<'_> {
     }
 
     unsafe fn big_int(&mut self, o: *mut ffi::PyObject) -> ValRef {
+        // SAFETY: this fn's contract (GIL held, `o` a live int); an error of the conversion is
+        // cleared.
         unsafe {
             let mut overflow = 0;
             let v = ffi::PyLong_AsLongLongAndOverflow(o, &mut overflow);
@@ -758,6 +782,7 @@ impl Cx<'_> {
     }
 
     unsafe fn bytes(&mut self, o: *mut ffi::PyObject) -> ValRef {
+        // SAFETY: this fn's contract (GIL held, `o` live bytes): `ob_size` bytes follow the header.
         unsafe {
             let n = ffi::Py_SIZE(o).max(0) as usize;
             let data =
@@ -773,10 +798,12 @@ impl Cx<'_> {
 
     #[inline]
     unsafe fn type_name(&mut self, tp: *mut ffi::PyTypeObject) -> u32 {
+        // SAFETY: this fn's contract: `tp` is a live type.
         unsafe { self.type_info(tp).name }
     }
 
     unsafe fn type_name_slow(&mut self, tp: *mut ffi::PyTypeObject) -> u32 {
+        // SAFETY: this fn's contract: `tp` is a live type; its name and dict are read, not called.
         unsafe {
             if (*tp).tp_flags & ffi::Py_TPFLAGS_HEAPTYPE == 0 {
                 if let Some(&id) = self.cache.static_types.get(&(tp as usize)) {
@@ -807,6 +834,7 @@ impl Cx<'_> {
 
     /// The interned id of attribute name `k` (a str).
     unsafe fn attr_name(&mut self, k: *mut ffi::PyObject) -> u32 {
+        // SAFETY: this fn's contract: `k` is a live str (a key of an attribute dict).
         unsafe {
             if ffi::PyUnicode_IS_COMPACT_ASCII(k) == 0 {
                 return self.store.intern(&str_field(k));
@@ -832,6 +860,7 @@ impl Cx<'_> {
     /// `o`'s identity; 0 (none) for objects whose deaths the recorder cannot see: an identity
     /// found by address could be a freed object's.
     unsafe fn identity(&mut self, o: *mut ffi::PyObject) -> ObjId {
+        // SAFETY: this fn's contract (GIL held, `o` live).
         unsafe {
             if !self.type_info(ffi::Py_TYPE(o)).watched {
                 return 0;
@@ -843,6 +872,8 @@ impl Cx<'_> {
     /// A list, tuple, set, frozenset or deque: its last node when a big one's fingerprint is
     /// unchanged (`fingerprint`), else `seq_encode`.
     unsafe fn seq(&mut self, o: *mut ffi::PyObject, kind: SeqKind, items: Items, depth: u32, identity: bool) -> ValRef {
+        // SAFETY: this fn's contract (GIL held, `o` a live container whose storage `items`
+        // describes).
         unsafe {
             let len = match &items {
                 Items::Array(_, n) => *n as u64,
@@ -873,6 +904,8 @@ impl Cx<'_> {
         depth: u32,
         identity: bool,
     ) -> ValRef {
+        // SAFETY: this fn's contract (GIL held, `o` a live container whose storage `items`
+        // describes); items are read below the size stored, and no Python code runs meanwhile.
         unsafe {
             let tp = ffi::Py_TYPE(o);
             let obj = if identity { self.identity(o) } else { 0 };
@@ -965,6 +998,7 @@ impl Cx<'_> {
     /// A dict: its last node when a big one's fingerprint is unchanged (`fingerprint`), else
     /// `map_encode`.
     unsafe fn map(&mut self, o: *mut ffi::PyObject, depth: u32) -> ValRef {
+        // SAFETY: this fn's contract (GIL held, `o` a live dict).
         unsafe {
             if (ffi::PyDict_Size(o).max(0) as u64) < fingerprint::MIN_ITEMS || depth == 0 {
                 return self.map_encode(o, depth);
@@ -981,6 +1015,8 @@ impl Cx<'_> {
     }
 
     unsafe fn map_encode(&mut self, o: *mut ffi::PyObject, depth: u32) -> ValRef {
+        // SAFETY: this fn's contract (GIL held, `o` a live dict); iterated with PyDict_Next, which
+        // runs no Python code, and items are borrowed while it does not.
         unsafe {
             let obj = self.identity(o);
             let ty = self.type_name(ffi::Py_TYPE(o));
@@ -1021,6 +1057,8 @@ impl Cx<'_> {
     /// An object by its own storage: a builtin base's value (int, str, float, bytes and
     /// bytearray subclasses), C members and `__slots__`, an exception's args, its `__dict__`.
     unsafe fn object(&mut self, o: *mut ffi::PyObject, depth: u32, has_base_value: bool) -> ValRef {
+        // SAFETY: this fn's contract (GIL held, `o` live): its members, dict and base value are
+        // read at the offsets its type gives.
         unsafe {
             let tp = ffi::Py_TYPE(o);
             let info = self.type_info(tp);
@@ -1118,6 +1156,8 @@ impl Cx<'_> {
 
     /// The builtin value under an int, str, float, bytes or bytearray subclass instance.
     unsafe fn base_value(&mut self, o: *mut ffi::PyObject) -> ValRef {
+        // SAFETY: this fn's contract (GIL held, `o` a live instance of a builtin value type's
+        // subclass, per the flags checked).
         unsafe {
             let flags = (*ffi::Py_TYPE(o)).tp_flags;
             let node = if flags & ffi::Py_TPFLAGS_UNICODE_SUBCLASS != 0 {
@@ -1166,6 +1206,8 @@ impl Cx<'_> {
     /// Object members (`__slots__` and C struct members) of every type in `tp`'s MRO that are
     /// the value: their interned names and offsets (what the member descriptors would read).
     unsafe fn member_list(&mut self, tp: *mut ffi::PyTypeObject) -> Vec<(u32, isize)> {
+        // SAFETY: this fn's contract: `tp` is a live type; its MRO is a tuple of live types and
+        // each type's member table ends with a null name.
         unsafe {
             let mut out = Vec::new();
             let mro = (*tp).tp_mro;
@@ -1204,6 +1246,8 @@ impl Cx<'_> {
 
     /// Reads object `o`'s members (`member_list` of its type) at their offsets.
     unsafe fn members(&mut self, o: *mut ffi::PyObject, list: u32, depth: u32) {
+        // SAFETY: this fn's contract (GIL held, `o` live); each member is read at an offset inside
+        // `o`'s type's basic size, from the member list of `o`'s own type.
         unsafe {
             let Some(k) = list.checked_sub(1) else { return };
             let mut i = 0;
@@ -1220,6 +1264,7 @@ impl Cx<'_> {
     }
 
     unsafe fn opaque(&mut self, o: *mut ffi::PyObject, text: String) -> ValRef {
+        // SAFETY: this fn's contract (GIL held, `o` live).
         unsafe {
             let obj = self.identity(o);
             let ty = self.type_name(ffi::Py_TYPE(o));
@@ -1324,6 +1369,8 @@ impl Cx<'_> {
 
     /// A user-registered encoder's result stands for `o` (the user's own code, by request).
     unsafe fn registered_encoder(&mut self, f: *mut ffi::PyObject, o: *mut ffi::PyObject, depth: u32) -> ValRef {
+        // SAFETY: this fn's contract (GIL held, `f` and `o` live). It calls the user's encoder
+        // (Python code) with recording off on this thread; the result is owned and released here.
         unsafe {
             let r = without_recording(|| ffi::PyObject_CallOneArg(f, o));
             if r.is_null() {
@@ -1391,6 +1438,7 @@ unsafe fn deque_base(tp: *mut ffi::PyTypeObject) -> Option<*mut ffi::PyTypeObjec
         if t == deque {
             return Some(deque);
         }
+        // SAFETY: `t` is a live type or null, and each type's `tp_base` is a live type or null.
         t = unsafe { (*t).tp_base };
     }
     None
@@ -1399,6 +1447,8 @@ unsafe fn deque_base(tp: *mut ffi::PyTypeObject) -> Option<*mut ffi::PyTypeObjec
 /// An iterator over `o`'s storage made by `base`'s own `tp_iter` (C code), whatever `o`'s
 /// class overrides.
 unsafe fn base_iter(base: *mut ffi::PyTypeObject, o: *mut ffi::PyObject) -> Option<Items> {
+    // SAFETY: this fn's contract: `base` is a C base type of live `o`; its `tp_iter` is C code that
+    // reads `o`'s storage.
     unsafe {
         let make = (*base).tp_iter?;
         let it = make(o);
@@ -1418,6 +1468,7 @@ unsafe fn base_iter(base: *mut ffi::PyTypeObject, o: *mut ffi::PyObject) -> Opti
 
 /// The length of a set or deque, from its storage.
 unsafe fn obj_len(o: *mut ffi::PyObject) -> u64 {
+    // SAFETY: this fn's contract: `o` is a live set or deque, read by its exact layout.
     unsafe {
         if ffi::PyAnySet_Check(o) != 0 {
             return (*o.cast::<ffi::PySetObject>()).used.max(0) as u64;
@@ -1429,6 +1480,8 @@ unsafe fn obj_len(o: *mut ffi::PyObject) -> u64 {
 
 /// Up to `max` characters of str `o` into `out` (cleared first); its length in characters.
 unsafe fn read_str(o: *mut ffi::PyObject, max: usize, out: &mut String) -> u64 {
+    // SAFETY: this fn's contract (GIL held, `o` a live str): up to `max` characters are read within
+    // its length.
     unsafe {
         out.clear();
         #[cfg(not(Py_3_12))]
@@ -1462,6 +1515,7 @@ unsafe fn read_str(o: *mut ffi::PyObject, max: usize, out: &mut String) -> u64 {
 
 /// The text of a str field (a name), read directly; "" when it is not a str.
 unsafe fn str_field(s: *mut ffi::PyObject) -> String {
+    // SAFETY: this fn's contract: `s` is null or live, and is read as a str only after the check.
     unsafe {
         if s.is_null() || ffi::PyUnicode_Check(s) == 0 {
             return String::new();
@@ -1475,6 +1529,8 @@ unsafe fn str_field(s: *mut ffi::PyObject) -> String {
 /// `module.QualName` of a type, read from the type itself (`__module__` in its dict for
 /// classes defined in Python, `tp_name` for C types), as the program would spell it.
 pub unsafe fn qualified_name(tp: *mut ffi::PyTypeObject) -> String {
+    // SAFETY: this fn's contract: `tp` is a live type; a heap type's dict and qualname are read,
+    // not called.
     unsafe {
         if (*tp).tp_flags & ffi::Py_TPFLAGS_HEAPTYPE != 0 {
             let ht = tp.cast::<ffi::PyHeapTypeObject>();

@@ -167,6 +167,7 @@ thread_local! {
 /// GIL held.
 #[inline(always)]
 pub unsafe fn current_rec() -> Option<&'static mut ThreadRec> {
+    // SAFETY: this fn's contract: the GIL is held, which `current_rec_cached` requires.
     if let Some(rec) = unsafe { current_rec_cached() } {
         return Some(rec);
     }
@@ -175,6 +176,7 @@ pub unsafe fn current_rec() -> Option<&'static mut ThreadRec> {
         // SAFETY: the pointer is a live Box in ENGINE.recs while its epoch is current.
         return Some(claim(unsafe { &mut *rec }));
     }
+    // SAFETY: this fn's contract: the GIL is held, which `current_rec_slow` requires.
     unsafe { current_rec_slow() }
 }
 
@@ -204,10 +206,13 @@ unsafe fn current_rec_slow() -> Option<&'static mut ThreadRec> {
     if BUSY.with(Cell::get) {
         return None;
     }
+    // SAFETY: this fn's contract (GIL held); this reference is not used once the namer may run
+    // Python code.
     let eng = unsafe { ENGINE.get() };
     let flow = eng.current_flow;
     // The native id (`threading.get_native_id()`), not `get_ident()`: the latter is reused as
     // soon as a thread ends, and a new thread would be merged into the old one's timeline.
+    // SAFETY: a plain C call of CPython's, valid from any thread that holds the GIL.
     let thread_id = unsafe { PyThread_get_thread_native_id() } as u64;
     let existing = eng.flows.get(&flow).and_then(|nums| {
         nums.iter().copied().find(|&n| eng.recs[n as usize].as_ref().is_some_and(|r| r.thread_id == thread_id))
@@ -215,7 +220,15 @@ unsafe fn current_rec_slow() -> Option<&'static mut ThreadRec> {
     let number = match existing {
         Some(n) => n,
         None => {
-            let name = unsafe { thread_name(eng) };
+            // The namer runs Python code, during which other threads may take the GIL and the
+            // engine: no reference from ENGINE is held across it (GilCell::get's contract).
+            let namer = eng.namer;
+            // SAFETY: this fn's contract (GIL held); `namer` is the engine's live reference, read
+            // just above.
+            let name = unsafe { thread_name(namer) };
+            // SAFETY: GIL held (this fn's contract); the reference taken before the namer ran
+            // is no longer used.
+            let eng = unsafe { ENGINE.get() };
             let number = eng.recs.len() as u32;
             eng.recs.push(Some(Box::new(ThreadRec {
                 tl: Timeline::new(),
@@ -231,12 +244,16 @@ unsafe fn current_rec_slow() -> Option<&'static mut ThreadRec> {
             number
         }
     };
+    // SAFETY: GIL held (this fn's contract); taken again after the namer may have run.
+    let eng = unsafe { ENGINE.get() };
     let rec: *mut ThreadRec = match eng.recs[number as usize].as_mut() {
         Some(b) => &mut **b,
         None => return None,
     };
     CURRENT.with(|c| c.set((EPOCH.load(Ordering::Relaxed), rec)));
     FORGET_ON_EXIT.with(|_| {});
+    // SAFETY: `rec` points into a Box owned by ENGINE.recs, which stays put for the epoch; no other
+    // reference to that recording is alive on this thread.
     Some(claim(unsafe { &mut *rec }))
 }
 
@@ -253,10 +270,17 @@ pub fn without_recording<R>(f: impl FnOnce() -> R) -> R {
     out
 }
 
-unsafe fn thread_name(eng: &Engine) -> String {
-    let Some(namer) = eng.namer else { return String::new() };
+/// # Safety
+/// GIL held; `namer` a live callable (the engine's reference to it).
+unsafe fn thread_name(namer: Option<*mut ffi::PyObject>) -> String {
+    let Some(namer) = namer else { return String::new() };
+    // SAFETY: GIL held and `namer` live (this fn's contract); it is held by a reference of its
+    // own for the call, in case the program replaces the namer (dropping the engine's reference)
+    // while it runs.
     without_recording(|| unsafe {
+        ffi::Py_IncRef(namer);
         let r = ffi::PyObject_CallNoArgs(namer);
+        ffi::Py_DecRef(namer);
         if r.is_null() {
             ffi::PyErr_Clear();
             return String::new();
@@ -335,6 +359,8 @@ impl Engine {
 
     /// Memory the recordings hold: timelines, value stores and the encoders' caches.
     pub fn bytes(&self) -> u64 {
+        // SAFETY: an `Engine` is only reached through the ENGINE GilCell, so `&self` means the GIL
+        // is held; no other reference to IDS is alive here.
         let ids = unsafe { crate::identity::IDS.get() }.bytes();
         ids + self.recs.iter().flatten().map(|r| r.tl.bytes() + r.values.bytes() + r.enc.bytes()).sum::<u64>()
     }
@@ -367,6 +393,8 @@ impl Engine {
         self.flows.clear();
         self.hits.clear();
         self.memory_stopped = false;
+        // SAFETY: an `Engine` is only reached through the ENGINE GilCell, so `&mut self` means the
+        // GIL is held; no other reference to IDS is alive here.
         unsafe { crate::identity::IDS.get() }.clear();
     }
 }
@@ -377,6 +405,8 @@ impl Engine {
 /// # Safety
 /// GIL held; `o` a valid object.
 pub unsafe fn str_of(o: *mut ffi::PyObject) -> String {
+    // SAFETY: this fn's contract (GIL held, `o` live); the string made is released before
+    // returning.
     unsafe {
         let s = ffi::PyObject_Str(o);
         if s.is_null() {

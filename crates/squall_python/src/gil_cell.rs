@@ -21,6 +21,8 @@ impl<T> GilCell<T> {
     /// point where Python code could run and re-enter the engine.
     #[expect(clippy::mut_from_ref, reason = "exclusivity is guaranteed by the GIL, see module docs")]
     pub unsafe fn get(&self) -> &mut T {
+        // SAFETY: this fn's contract: the GIL serialises every access and the caller keeps no other
+        // reference from the cell alive, so this `&mut` is the only one.
         unsafe { &mut *self.0.get() }
     }
 }

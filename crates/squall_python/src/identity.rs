@@ -55,6 +55,7 @@ impl Identities {
     /// GIL held; `o` a valid object.
     #[inline]
     pub unsafe fn of(&mut self, o: *mut ffi::PyObject) -> ObjId {
+        // SAFETY: this fn's contract: `o` is a live object, so its type is readable.
         let tp = unsafe { ffi::Py_TYPE(o) } as usize;
         let addr = o as usize;
         if let Some(id) = self.remembered(addr, tp) {
@@ -88,6 +89,7 @@ impl Identities {
     /// GIL held; `o` a valid object.
     #[inline]
     pub unsafe fn of_watched(&mut self, o: *mut ffi::PyObject) -> ObjId {
+        // SAFETY: this fn's contract: `o` is a live object, so its type is readable.
         let tp = unsafe { ffi::Py_TYPE(o) };
         let addr = o as usize;
         // An identity remembered or in the map was given to a watched object, alive at its
@@ -100,6 +102,7 @@ impl Identities {
                 return self.remember(addr, t, id);
             }
         }
+        // SAFETY: this fn's contract (GIL held) and `tp` is the type of the live object `o`.
         if !unsafe { crate::deaths::watched(tp) } {
             return 0;
         }
@@ -111,6 +114,7 @@ impl Identities {
     /// # Safety
     /// GIL held; `o` a valid object.
     pub unsafe fn known(&self, o: *mut ffi::PyObject) -> Option<ObjId> {
+        // SAFETY: this fn's contract: `o` is a live object, so its type is readable.
         let tp = unsafe { ffi::Py_TYPE(o) } as usize;
         match self.by_addr.get(&(o as usize)) {
             Some(&(id, t)) if t == tp => Some(id),

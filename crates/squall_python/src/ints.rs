@@ -25,14 +25,17 @@ struct LongHeader {
 /// GIL held; `o` is a valid `int` (exact, or a subclass without its own `__int__` layout).
 #[inline(always)]
 pub unsafe fn exact_int_value(o: *mut ffi::PyObject) -> Option<i64> {
+    // SAFETY: this fn's contract (GIL held, `o` a live int). The header is read field by field
+    // through the raw pointer, not as a `&LongHeader`: an int without digits (zero, before 3.12)
+    // may be allocated shorter than the struct. `digit0` is read only for a one-digit int.
     unsafe {
-        let h = &*(o as *const LongHeader);
+        let h = o as *const LongHeader;
         #[cfg(Py_3_12)]
         {
-            let tag = h.size_or_tag as usize;
+            let tag = (*h).size_or_tag as usize;
             // Compact: at most one digit. Sign bits: 0 positive, 1 zero, 2 negative.
             if tag < (2 << 3) {
-                let d = i64::from(h.digit0);
+                let d = if tag & 3 == 1 { 0 } else { i64::from((*h).digit0) };
                 return Some(match tag & 3 {
                     0 => d,
                     1 => 0,
@@ -42,10 +45,10 @@ pub unsafe fn exact_int_value(o: *mut ffi::PyObject) -> Option<i64> {
         }
         #[cfg(not(Py_3_12))]
         {
-            match h.size_or_tag {
+            match (*h).size_or_tag {
                 0 => return Some(0),
-                1 => return Some(i64::from(h.digit0)),
-                -1 => return Some(-i64::from(h.digit0)),
+                1 => return Some(i64::from((*h).digit0)),
+                -1 => return Some(-i64::from((*h).digit0)),
                 _ => {}
             }
         }
@@ -66,6 +69,8 @@ pub unsafe fn exact_int_value(o: *mut ffi::PyObject) -> Option<i64> {
 /// GIL held; `o` a valid object.
 #[inline(always)]
 pub unsafe fn id_of(o: *mut ffi::PyObject) -> Option<u32> {
+    // SAFETY: this fn's contract (GIL held, `o` live); `exact_int_value` is called only on an int
+    // (an exact int or a subclass instance, which keeps the int layout).
     unsafe {
         if ffi::Py_TYPE(o) != &raw mut ffi::PyLong_Type && ffi::PyLong_Check(o) == 0 {
             return None;

@@ -46,6 +46,8 @@ struct LoopIter {
 static TYPE: GilCell<*mut ffi::PyTypeObject> = GilCell::new(null_mut());
 
 unsafe extern "C" fn iternext(slf: *mut ffi::PyObject) -> *mut ffi::PyObject {
+    // SAFETY: CPython calls `tp_iternext` with the GIL held and `slf` a live object of this type,
+    // whose fields are null or owned references.
     unsafe {
         let s = slf.cast::<LoopIter>();
         let it = (*s).it;
@@ -79,6 +81,8 @@ unsafe extern "C" fn iternext(slf: *mut ffi::PyObject) -> *mut ffi::PyObject {
 }
 
 unsafe extern "C" fn traverse(slf: *mut ffi::PyObject, visit: ffi::visitproc, arg: *mut c_void) -> c_int {
+    // SAFETY: CPython calls `tp_traverse` with `slf` a live object of this type and a valid
+    // `visit`; only non-null fields are visited.
     unsafe {
         let s = slf.cast::<LoopIter>();
         for o in [(*s).it, (*s).site, (*s).hook, ffi::Py_TYPE(slf).cast()] {
@@ -94,6 +98,9 @@ unsafe extern "C" fn traverse(slf: *mut ffi::PyObject, visit: ffi::visitproc, ar
 }
 
 unsafe extern "C" fn clear(slf: *mut ffi::PyObject) -> c_int {
+    // SAFETY: CPython calls `tp_clear` with the GIL held and `slf` a live object of this type; each
+    // field is nulled before its reference is released, so code run by the release sees no dangling
+    // field.
     unsafe {
         let s = slf.cast::<LoopIter>();
         for field in [&raw mut (*s).it, &raw mut (*s).site, &raw mut (*s).hook] {
@@ -106,6 +113,9 @@ unsafe extern "C" fn clear(slf: *mut ffi::PyObject) -> c_int {
 }
 
 unsafe extern "C" fn dealloc(slf: *mut ffi::PyObject) {
+    // SAFETY: CPython calls `tp_dealloc` with the GIL held and `slf` unreachable (refcount zero);
+    // it is untracked, cleared, freed with its heap type's `tp_free` and the type's reference
+    // released, as for any heap GC type.
     unsafe {
         let tp = ffi::Py_TYPE(slf);
         ffi::PyObject_GC_UnTrack(slf.cast());
@@ -122,6 +132,8 @@ pub unsafe extern "C" fn loop_iter(
     args: *mut *mut ffi::PyObject,
     nargs: ffi::Py_ssize_t,
 ) -> *mut ffi::PyObject {
+    // SAFETY: CPython calls this METH_FASTCALL entry point attached (GIL held) with `nargs` live
+    // arguments in `args`; indexes are read only below `nargs`, and `TYPE` is set at module init.
     unsafe {
         if !(2..=3).contains(&nargs) {
             ffi::PyErr_SetString(ffi::PyExc_TypeError, c"loop_iter(site_id, iterable[, bind])".as_ptr());

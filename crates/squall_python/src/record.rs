@@ -22,6 +22,8 @@ const INLINE_ARGS: usize = 8;
 use crate::ints::id_of as small_id;
 
 unsafe fn new_none() -> *mut ffi::PyObject {
+    // SAFETY: the entry points run with the GIL held; `None` is immortal or kept alive by the
+    // reference added.
     unsafe {
         let none = ffi::Py_None();
         ffi::Py_INCREF(none);
@@ -50,10 +52,13 @@ fn guarded(step: impl FnOnce()) {
 /// `call(form_id, *param_values) -> None`
 pub unsafe extern "C" fn call(_m: *mut ffi::PyObject, args: Args, nargs: ffi::Py_ssize_t) -> *mut ffi::PyObject {
     if nargs >= 1 {
+        // SAFETY: CPython calls this METH_FASTCALL entry point attached (GIL held) with `nargs >=
+        // 1` live arguments here: the form and the `nargs - 1` parameters after it.
         unsafe { call_at(*args, args.add(1), nargs as usize - 1) };
     } else {
         lost_to_ui();
     }
+    // SAFETY: GIL held (an entry point).
     unsafe { new_none() }
 }
 
@@ -64,6 +69,8 @@ pub unsafe extern "C" fn call_bound(
     args: Args,
     nargs: ffi::Py_ssize_t,
 ) -> *mut ffi::PyObject {
+    // SAFETY: CPython calls this bound entry point attached, with `form` its live `self` and
+    // `nargs` live arguments.
     unsafe {
         call_at(form, args, nargs as usize);
         new_none()
@@ -74,7 +81,10 @@ pub unsafe extern "C" fn call_bound(
 #[inline(always)]
 unsafe fn call_at(form_obj: *mut ffi::PyObject, params: Args, n: usize) {
     if RECORDING.load(Ordering::Relaxed) {
+        // SAFETY: this fn's callers pass `n` live parameters at `params` (at most one here) and
+        // hold the GIL.
         if !(n <= 1 && unsafe { call_fast(form_obj, params, n) }) {
+            // SAFETY: as above: GIL held, `n` live parameters at `params`.
             guarded(|| unsafe { record_call(form_obj, params, n) });
         }
     } else {
@@ -87,6 +97,8 @@ unsafe fn call_at(form_obj: *mut ffi::PyObject, params: Args, n: usize) {
 /// take `record_call`.
 #[inline(always)]
 unsafe fn call_fast(form_obj: *mut ffi::PyObject, params: Args, n: usize) -> bool {
+    // SAFETY: GIL held, `n` (0 or 1) live parameters at `params` (this fn's callers); nothing here
+    // runs Python code, so the ENGINE reference is the only one while it lives.
     unsafe {
         let eng = ENGINE.get();
         let Some(form) = small_id(form_obj) else { return false };
@@ -112,11 +124,15 @@ unsafe fn call_fast(form_obj: *mut ffi::PyObject, params: Args, n: usize) -> boo
 #[inline(always)]
 unsafe fn written(rec: &mut crate::engine::ThreadRec) {
     if memory_check_due(rec) {
+        // SAFETY: GIL held (an entry point's fast path); the encoder and the limit check run no
+        // Python code.
         guarded(|| unsafe { ENGINE.get().note(rec, Recorded::Written) });
     }
 }
 
 unsafe fn record_call(form_obj: *mut ffi::PyObject, params: Args, n: usize) {
+    // SAFETY: GIL held and `n` live parameters at `params` (this fn's callers); the encoder runs no
+    // Python code, so the ENGINE reference is the only one while it lives.
     unsafe {
         let eng = ENGINE.get();
         let Some(form) = small_id(form_obj) else {
@@ -140,17 +156,23 @@ unsafe fn record_call(form_obj: *mut ffi::PyObject, params: Args, n: usize) {
 
 /// `ret(site_id, value) -> value`
 pub unsafe extern "C" fn ret(_m: *mut ffi::PyObject, args: Args, nargs: ffi::Py_ssize_t) -> *mut ffi::PyObject {
+    // SAFETY: CPython calls this METH_FASTCALL entry point attached (GIL held) with `nargs` live
+    // arguments; `value_through_site` checks the count.
     unsafe { value_through_site(Kind::Return, args, nargs) }
 }
 
 /// `suspend(site_id, value) -> value`: a yield, await or yield from. The site's kind tells which.
 pub unsafe extern "C" fn suspend(_m: *mut ffi::PyObject, args: Args, nargs: ffi::Py_ssize_t) -> *mut ffi::PyObject {
+    // SAFETY: CPython calls this METH_FASTCALL entry point attached (GIL held) with `nargs` live
+    // arguments; `value_through_site` checks the count.
     unsafe { value_through_site(Kind::Return, args, nargs) }
 }
 
 /// Records an event at `args[0]`'s site carrying `args[1]`, and hands `args[1]` back.
 #[inline(always)]
 unsafe fn value_through_site(kind: Kind, args: Args, nargs: ffi::Py_ssize_t) -> *mut ffi::PyObject {
+    // SAFETY: GIL held and `args` holds `nargs` live arguments (the entry points' contract); two
+    // are required before any is read.
     unsafe {
         if nargs != 2 {
             ENGINE.get().dropped += 1;
@@ -163,6 +185,8 @@ unsafe fn value_through_site(kind: Kind, args: Args, nargs: ffi::Py_ssize_t) -> 
 /// Records an event at the site `site_obj` (an int) carrying `value`, and hands `value` back.
 #[inline(always)]
 unsafe fn value_at(kind: Kind, site_obj: *mut ffi::PyObject, value: *mut ffi::PyObject) -> *mut ffi::PyObject {
+    // SAFETY: GIL held, `site_obj` and `value` live (the entry points' contract); `value` is handed
+    // back with a reference of its own.
     unsafe {
         if RECORDING.load(Ordering::Relaxed) {
             if !site_fast(kind, site_obj, value) {
@@ -179,16 +203,22 @@ unsafe fn value_at(kind: Kind, site_obj: *mut ffi::PyObject, value: *mut ffi::Py
 /// `_sq_ret_S(value) -> value`: `ret` bound to one site, whose id is the function's `self`
 /// (`METH_O`, see `bound_entry`).
 pub unsafe extern "C" fn ret_bound(site: *mut ffi::PyObject, value: *mut ffi::PyObject) -> *mut ffi::PyObject {
+    // SAFETY: CPython calls this METH_O bound entry point attached, with `site` its live `self` and
+    // `value` live.
     unsafe { value_at(Kind::Return, site, value) }
 }
 
 /// `_sq_expr_S(value) -> value`: `expr` bound to one site.
 pub unsafe extern "C" fn expr_bound(site: *mut ffi::PyObject, value: *mut ffi::PyObject) -> *mut ffi::PyObject {
+    // SAFETY: CPython calls this METH_O bound entry point attached, with `site` its live `self` and
+    // `value` live.
     unsafe { value_at(Kind::Expr, site, value) }
 }
 
 /// `_sq_bind_S(value) -> value`: `bind` bound to one site.
 pub unsafe extern "C" fn bind_bound(site: *mut ffi::PyObject, value: *mut ffi::PyObject) -> *mut ffi::PyObject {
+    // SAFETY: CPython calls this METH_O bound entry point attached, with `site` its live `self` and
+    // `value` live.
     unsafe {
         record_bind(site, value);
         ffi::Py_INCREF(value);
@@ -199,6 +229,8 @@ pub unsafe extern "C" fn bind_bound(site: *mut ffi::PyObject, value: *mut ffi::P
 /// `unwind(form_id, exc) -> None`
 pub unsafe extern "C" fn unwind(_m: *mut ffi::PyObject, args: Args, nargs: ffi::Py_ssize_t) -> *mut ffi::PyObject {
     if RECORDING.load(Ordering::Relaxed) && nargs == 2 {
+        // SAFETY: GIL held (an entry point) and `nargs == 2` live arguments, checked above; the
+        // encoder runs no Python code.
         guarded(|| unsafe {
             let eng = ENGINE.get();
             let Some(form) = small_id(*args) else {
@@ -215,11 +247,14 @@ pub unsafe extern "C" fn unwind(_m: *mut ffi::PyObject, args: Args, nargs: ffi::
             eng.note(rec, outcome);
         });
     }
+    // SAFETY: GIL held (an entry point).
     unsafe { new_none() }
 }
 
 /// `resume(form_id, sent) -> sent`
 pub unsafe extern "C" fn resume(_m: *mut ffi::PyObject, args: Args, nargs: ffi::Py_ssize_t) -> *mut ffi::PyObject {
+    // SAFETY: CPython calls this METH_FASTCALL entry point attached (GIL held) with `nargs` live
+    // arguments; two are required before any is read.
     unsafe {
         if nargs != 2 {
             ENGINE.get().dropped += 1;
@@ -246,12 +281,16 @@ pub unsafe extern "C" fn resume(_m: *mut ffi::PyObject, args: Args, nargs: ffi::
 
 /// `expr(site_id, value) -> value`: a sub-expression's value (full mode).
 pub unsafe extern "C" fn expr(_m: *mut ffi::PyObject, args: Args, nargs: ffi::Py_ssize_t) -> *mut ffi::PyObject {
+    // SAFETY: CPython calls this METH_FASTCALL entry point attached (GIL held) with `nargs` live
+    // arguments; `value_through_site` checks the count.
     unsafe { value_through_site(Kind::Expr, args, nargs) }
 }
 
 /// `bind(site_id, value) -> value`: a local binding (full mode). Hands the value back, so that
 /// `x = _sq_bind(SITE, v)` binds and records in one call.
 pub unsafe extern "C" fn bind(_m: *mut ffi::PyObject, args: Args, nargs: ffi::Py_ssize_t) -> *mut ffi::PyObject {
+    // SAFETY: CPython calls this METH_FASTCALL entry point attached (GIL held) with `nargs` live
+    // arguments; two are required before any is read.
     unsafe {
         if nargs != 2 {
             ENGINE.get().dropped += 1;
@@ -267,6 +306,7 @@ pub unsafe extern "C" fn bind(_m: *mut ffi::PyObject, args: Args, nargs: ffi::Py
 /// Records a binding of `value` at the site `site_obj` (an int): what `bind` records.
 #[inline(always)]
 pub unsafe fn record_bind(site_obj: *mut ffi::PyObject, value: *mut ffi::PyObject) {
+    // SAFETY: this fn's callers hold the GIL and pass live `site_obj` and `value`.
     unsafe {
         if RECORDING.load(Ordering::Relaxed) {
             if !site_fast(Kind::Bind, site_obj, value) {
@@ -284,6 +324,8 @@ pub unsafe fn record_bind(site_obj: *mut ffi::PyObject, value: *mut ffi::PyObjec
 /// `record_at_site`.
 #[inline(always)]
 unsafe fn site_fast(kind: Kind, site_obj: *mut ffi::PyObject, value: *mut ffi::PyObject) -> bool {
+    // SAFETY: GIL held, `site_obj` and `value` live (this fn's callers); nothing here runs Python
+    // code, so the ENGINE reference is the only one while it lives.
     unsafe {
         let eng = ENGINE.get();
         let Some(site_id) = small_id(site_obj) else { return false };
@@ -305,6 +347,8 @@ unsafe fn site_fast(kind: Kind, site_obj: *mut ffi::PyObject, value: *mut ffi::P
 /// form, whose innermost open frame the event belongs to.
 #[inline(never)]
 unsafe fn record_at_site(kind: Kind, site_obj: *mut ffi::PyObject, value: *mut ffi::PyObject) {
+    // SAFETY: GIL held, `site_obj` and `value` live (this fn's callers); the encoder runs no Python
+    // code, so the ENGINE reference is the only one while it lives.
     unsafe {
         let eng = ENGINE.get();
         let Some(site_id) = small_id(site_obj) else {

@@ -215,6 +215,8 @@ fn flusher_loop(stop: &(Mutex<bool>, Condvar)) {
             match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| flush_now(py))) {
                 Ok(written) => written,
                 Err(_) => {
+                    // SAFETY: inside `Python::attach` (GIL held); the reference `flush_now` took
+                    // was dropped by the unwinding that brought us here.
                     if let Some(sink) = unsafe { SINK.get() }.as_mut() {
                         if sink.error.is_none() {
                             let msg = format!(
@@ -237,6 +239,8 @@ fn flusher_loop(stop: &(Mutex<bool>, Condvar)) {
             if let Some(e) = written.failed() {
                 // SAFETY: GIL held inside `attach`.
                 Python::attach(|_py| {
+                    // SAFETY: GIL held inside `attach`; no other reference from SINK is alive on
+                    // this thread.
                     if let Some(sink) = unsafe { SINK.get() }.as_mut() {
                         stop_saving(sink, &e);
                     }
@@ -276,6 +280,7 @@ fn flush_now(_py: Python<'_>) -> Option<(Written, u64)> {
     if sink.error.is_some() || sink.pid != std::process::id() {
         return None;
     }
+    // SAFETY: GIL held (`py`); the SINK reference above and this one are different cells.
     let eng = unsafe { ENGINE.get() };
     match flush_into(sink, eng) {
         Ok(ticket) => Some((sink.writer.as_ref()?.written()?, ticket)),
@@ -411,6 +416,8 @@ pub fn close_sink(py: Python<'_>, mut stats: Vec<(String, u64)>) -> PyResult<Opt
     }
     FLUSHER_RUNNING.store(false, Ordering::Relaxed);
     py.detach(crate::bigalloc::stop_prefaulter);
+    // SAFETY: GIL held (`py`); the sink was taken out of its cell above, so no other reference to
+    // ENGINE or SINK is alive here.
     let eng = unsafe { ENGINE.get() };
     if sink.error.is_none() {
         if let Err(e) = flush_into(&mut sink, eng) {

@@ -23,9 +23,14 @@ use crate::engine::{current_rec, current_rec_cached, memory_check_due, ENGINE, R
 use crate::identity::IDS;
 use crate::ints::id_of as small_id;
 
+// The contract of every `unsafe fn` in this module: the GIL is held, the object pointers given
+// are live (borrowed for the call), and an `Args` holds as many live pointers as the entry
+// point that passes it checked.
 type Args = *mut *mut ffi::PyObject;
 
 unsafe fn new_none() -> *mut ffi::PyObject {
+    // SAFETY: this module's contract (GIL held); `None` is immortal or kept alive by the reference
+    // added.
     unsafe {
         let none = ffi::Py_None();
         ffi::Py_INCREF(none);
@@ -37,6 +42,7 @@ unsafe fn new_none() -> *mut ffi::PyObject {
 /// arguments would, rather than skip the program's store silently.
 #[cold]
 unsafe fn bad_call(what: &std::ffi::CStr) -> *mut ffi::PyObject {
+    // SAFETY: this module's contract (GIL held); `what` is a NUL-terminated C string.
     unsafe {
         ffi::PyErr_SetString(ffi::PyExc_TypeError, what.as_ptr());
         std::ptr::null_mut()
@@ -84,6 +90,8 @@ unsafe fn write_fast(
     key: *mut ffi::PyObject,
     value: *mut ffi::PyObject,
 ) -> Fast {
+    // SAFETY: this module's contract (GIL held, live objects); nothing here runs Python code (the
+    // doc above), so the ENGINE reference cannot meet another one.
     unsafe {
         let eng = ENGINE.get();
         let Some(site_id) = small_id(site_obj) else { return Fast::Slow(None) };
@@ -130,6 +138,8 @@ unsafe fn record_write_slow(
     key_ref: Option<ValRef>,
     value: *mut ffi::PyObject,
 ) {
+    // SAFETY: this module's contract (GIL held, live objects); the encoder runs no Python code, so
+    // the ENGINE reference is the only one while it lives.
     let step = || unsafe {
         let eng = ENGINE.get();
         let Some(site_id) = small_id(site_obj) else {
@@ -166,6 +176,8 @@ macro_rules! write_entry_points {
     ($($(#[$doc:meta])* $unbound:ident, $bound:ident, $at:ident, $n:literal, $usage:literal;)*) => {$(
         $(#[$doc])*
         pub unsafe extern "C" fn $unbound(_m: *mut ffi::PyObject, args: Args, nargs: ffi::Py_ssize_t) -> *mut ffi::PyObject {
+            // SAFETY: CPython calls this METH_FASTCALL entry point attached (GIL held) with `nargs`
+            // live arguments in `args`; the count is checked before any is read.
             unsafe {
                 if nargs != $n + 1 {
                     return bad_call($usage);
@@ -176,6 +188,9 @@ macro_rules! write_entry_points {
 
         /// The same, bound to the site that is its `self`.
         pub unsafe extern "C" fn $bound(site: *mut ffi::PyObject, args: Args, nargs: ffi::Py_ssize_t) -> *mut ffi::PyObject {
+            // SAFETY: CPython calls this bound entry point (METH_FASTCALL with `self`) attached,
+            // with `nargs` live arguments; `site` is the `BoundSite` it is bound to, alive while it
+            // is; the count is checked first.
             unsafe {
                 if nargs != $n {
                     return bad_call($usage);
@@ -213,6 +228,7 @@ write_entry_points! {
 /// `obj.name = value` with `a` = (value, obj, name).
 #[inline(always)]
 unsafe fn write_attr_at(site: *mut ffi::PyObject, a: Args) -> *mut ffi::PyObject {
+    // SAFETY: this module's contract: `a` holds the 3 live arguments the entry point checked.
     unsafe {
         let (value, obj, name) = (*a, *a.add(1), *a.add(2));
         if ffi::PyObject_SetAttr(obj, name, value) < 0 {
@@ -227,6 +243,7 @@ unsafe fn write_attr_at(site: *mut ffi::PyObject, a: Args) -> *mut ffi::PyObject
 /// `obj[key] = value` with `a` = (value, obj, key).
 #[inline(always)]
 unsafe fn write_item_at(site: *mut ffi::PyObject, a: Args) -> *mut ffi::PyObject {
+    // SAFETY: this module's contract: `a` holds the 3 live arguments the entry point checked.
     unsafe {
         let (value, obj, key) = (*a, *a.add(1), *a.add(2));
         // An exact dict: what `PyObject_SetItem` would reach through `dict_ass_sub` (and what
@@ -248,6 +265,7 @@ unsafe fn write_item_at(site: *mut ffi::PyObject, a: Args) -> *mut ffi::PyObject
 /// `del obj.name` with `a` = (obj, name).
 #[inline(always)]
 unsafe fn del_attr_at(site: *mut ffi::PyObject, a: Args) -> *mut ffi::PyObject {
+    // SAFETY: this module's contract: `a` holds the 2 live arguments the entry point checked.
     unsafe {
         let (obj, name) = (*a, *a.add(1));
         if ffi::PyObject_SetAttr(obj, name, std::ptr::null_mut()) < 0 {
@@ -261,6 +279,7 @@ unsafe fn del_attr_at(site: *mut ffi::PyObject, a: Args) -> *mut ffi::PyObject {
 /// `del obj[key]` with `a` = (obj, key).
 #[inline(always)]
 unsafe fn del_item_at(site: *mut ffi::PyObject, a: Args) -> *mut ffi::PyObject {
+    // SAFETY: this module's contract: `a` holds the 2 live arguments the entry point checked.
     unsafe {
         let (obj, key) = (*a, *a.add(1));
         if ffi::PyObject_DelItem(obj, key) < 0 {
@@ -274,6 +293,7 @@ unsafe fn del_item_at(site: *mut ffi::PyObject, a: Args) -> *mut ffi::PyObject {
 /// `setattr(obj, name, value)` with `a` = (obj, name, value).
 #[inline(always)]
 unsafe fn set_attr_at(site: *mut ffi::PyObject, a: Args) -> *mut ffi::PyObject {
+    // SAFETY: this module's contract: `a` holds the 3 live arguments the entry point checked.
     unsafe {
         let (obj, name, value) = (*a, *a.add(1), *a.add(2));
         if ffi::PyObject_SetAttr(obj, name, value) < 0 {
@@ -287,17 +307,22 @@ unsafe fn set_attr_at(site: *mut ffi::PyObject, a: Args) -> *mut ffi::PyObject {
 
 #[inline(always)]
 unsafe fn aug_attr_at(site: *mut ffi::PyObject, a: Args) -> *mut ffi::PyObject {
+    // SAFETY: this module's contract: `a` holds the 4 live arguments the entry point checked;
+    // `augmented` needs the same.
     unsafe { augmented(site, a, ffi::PyObject_GetAttr, ffi::PyObject_SetAttr, false) }
 }
 
 #[inline(always)]
 unsafe fn aug_item_at(site: *mut ffi::PyObject, a: Args) -> *mut ffi::PyObject {
+    // SAFETY: this module's contract: `a` holds the 4 live arguments the entry point checked;
+    // `augmented` needs the same.
     unsafe { augmented(site, a, ffi::PyObject_GetItem, ffi::PyObject_SetItem, true) }
 }
 
 /// CPython's in-place operator for the rewriter's operator code (the order of `AUG_OPS` in
 /// python/squall/_instrument/rewrite/engines.py: `+= -= *= /= //= %= **= <<= >>= &= |= ^= @=`).
 unsafe fn inplace(op: *mut ffi::PyObject, a: *mut ffi::PyObject, b: *mut ffi::PyObject) -> *mut ffi::PyObject {
+    // SAFETY: this module's contract (GIL held, `op`, `a`, `b` live).
     unsafe {
         match small_id(op) {
             Some(0) => ffi::PyNumber_InPlaceAdd(a, b),
@@ -329,6 +354,8 @@ unsafe fn augmented(
     set: unsafe extern "C" fn(*mut ffi::PyObject, *mut ffi::PyObject, *mut ffi::PyObject) -> std::ffi::c_int,
     item: bool,
 ) -> *mut ffi::PyObject {
+    // SAFETY: this module's contract: `a` holds the 4 live arguments the entry point checked; every
+    // new reference made here is released or returned.
     unsafe {
         let (obj, key, op, operand) = (*a, *a.add(1), *a.add(2), *a.add(3));
         let old = get(obj, key);

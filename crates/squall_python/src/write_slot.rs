@@ -37,6 +37,8 @@ static TYPE: GilCell<*mut ffi::PyTypeObject> = GilCell::new(null_mut());
 
 /// `slot.v`: loads the target.
 unsafe extern "C" fn get_v(slf: *mut ffi::PyObject, _closure: *mut c_void) -> *mut ffi::PyObject {
+    // SAFETY: CPython calls a getter with the GIL held and `slf` a live slot, whose `obj` and `key`
+    // are owned references.
     unsafe {
         let s = &*slf.cast::<WriteSlot>();
         if s.item {
@@ -49,6 +51,9 @@ unsafe extern "C" fn get_v(slf: *mut ffi::PyObject, _closure: *mut c_void) -> *m
 
 /// `slot.v = value`: stores into the target, then records the write.
 unsafe extern "C" fn set_v(slf: *mut ffi::PyObject, value: *mut ffi::PyObject, _closure: *mut c_void) -> c_int {
+    // SAFETY: CPython calls a setter with the GIL held and `slf` a live slot (the store's caller
+    // holds a reference to it); its fields are owned and cannot be changed from Python, so they
+    // stay valid across the program's `__setitem__` / `__setattr__`.
     unsafe {
         if value.is_null() {
             ffi::PyErr_SetString(ffi::PyExc_TypeError, c"a write slot's target cannot be deleted".as_ptr());
@@ -70,6 +75,9 @@ unsafe extern "C" fn set_v(slf: *mut ffi::PyObject, value: *mut ffi::PyObject, _
 }
 
 unsafe extern "C" fn dealloc(slf: *mut ffi::PyObject) {
+    // SAFETY: CPython calls `tp_dealloc` with the GIL held and `slf` unreachable (refcount zero):
+    // code run by releasing the fields cannot reach it; it is freed with its heap type's `tp_free`
+    // and the type's reference released.
     unsafe {
         let tp = ffi::Py_TYPE(slf);
         let s = &mut *slf.cast::<WriteSlot>();
@@ -90,6 +98,8 @@ unsafe extern "C" fn wslot(
     args: *mut *mut ffi::PyObject,
     nargs: ffi::Py_ssize_t,
 ) -> *mut ffi::PyObject {
+    // SAFETY: CPython calls this METH_FASTCALL entry point attached (GIL held) with `nargs` live
+    // arguments in `args`; exactly 4 are required before any is read.
     unsafe {
         if nargs != 4 {
             ffi::PyErr_SetString(ffi::PyExc_TypeError, c"wslot(site_id, obj, key, item)".as_ptr());

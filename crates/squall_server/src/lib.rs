@@ -365,7 +365,8 @@ pub struct Server {
 
 fn hostname() -> Option<String> {
     let mut buf = [0u8; 256];
-    // SAFETY: the buffer is valid for its length; gethostname NUL-terminates within it on success.
+    // SAFETY: the buffer is valid for writes of its length, which is what gethostname is told;
+    // a name it truncated without a NUL is read up to the buffer's end below.
     let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
     if rc != 0 {
         return None;

@@ -316,6 +316,7 @@ async fn source_is_served_only_as_recorded() {
     // a FIFO in its place
     std::fs::remove_file(&file).unwrap();
     let c = std::ffi::CString::new(f.as_str()).unwrap();
+    // SAFETY: `c` is a NUL-terminated C string alive across the call; mkfifo only reads it.
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
     let (s, v) = call(&app, "GET", &format!("/api/source?file={f}"), Some(TOKEN), None).await;
     assert_eq!(s, StatusCode::FORBIDDEN);

@@ -111,6 +111,7 @@ fn special_paths_are_refused_with_what_they_are() {
 
     let fifo = d.join("pipe.sqrec");
     let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: `c` is a NUL-terminated C string alive across the call; mkfifo only reads it.
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
     let e = open_bounded(&fifo).unwrap_err();
     assert!(matches!(e, StoreError::NotAFile { what: "a FIFO (named pipe)", .. }), "{e}");

@@ -147,6 +147,7 @@ fn devices_fifos_and_directories_are_refused() {
     let d = tempfile::tempdir().unwrap();
     let fifo = d.path().join("f.py");
     let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: `c` is a NUL-terminated C string alive across the call; mkfifo only reads it.
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
     let dir = d.path().join("pkg.py");
     std::fs::create_dir(&dir).unwrap();

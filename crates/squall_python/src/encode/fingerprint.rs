@@ -69,6 +69,8 @@ impl Cx<'_> {
     /// # Safety
     /// GIL held; `o` a valid list, tuple, set, frozenset or dict.
     pub(super) unsafe fn unchanged(&mut self, o: *mut ffi::PyObject, obj: ObjId, depth: u32) -> Option<ValRef> {
+        // SAFETY: this fn's contract: GIL held, `o` a live container of the kinds named; the slot
+        // read is this cache's own.
         unsafe {
             let addr = o as usize;
             let p = self.cache.prints.slots.get(Prints::slot(addr))?;
@@ -104,6 +106,8 @@ impl Cx<'_> {
         node: ValRef,
         left_before: usize,
     ) {
+        // SAFETY: this fn's contract: GIL held, `o` the live container just encoded; the encoder
+        // runs no Python code, so the container cannot change while it is walked.
         unsafe {
             if !matches!(self.store.node(node.0), Some(Node::Seq(_) | Node::SeqDelta(_) | Node::Map(_))) {
                 return;
@@ -130,6 +134,9 @@ impl Cx<'_> {
 
     /// Appends `o`'s fingerprint, taking from `left` what `enc` takes; `false`: it has none.
     unsafe fn walk(&mut self, o: *mut ffi::PyObject, depth: u32, words: &mut Vec<u64>, left: &mut usize) -> bool {
+        // SAFETY: the caller's contract (GIL held, `o` live); each kind's storage is read as
+        // CPython lays it out for exactly that type (checked by pointer equality), and no Python
+        // code runs while it is read.
         unsafe {
             if let Some(v) = inline_value(o) {
                 words.push(TAG_INLINE | u64::from(v.0));
@@ -198,6 +205,8 @@ impl Cx<'_> {
     /// A dict's fingerprint, as `map_encode` reads it: pairs in order while the item budget lasts
     /// (a pair's value is taken even when its key used the last of it).
     unsafe fn walk_map(&mut self, o: *mut ffi::PyObject, depth: u32, words: &mut Vec<u64>, left: &mut usize) -> bool {
+        // SAFETY: the caller's contract (GIL held, `o` a live dict); the dict is read without
+        // running Python code, so it cannot change meanwhile.
         unsafe {
             let obj = self.identity(o);
             if obj != 0 && self.cache.path.contains(&(o as usize)) {
@@ -225,6 +234,9 @@ impl Cx<'_> {
         words: &mut Vec<u64>,
         left: &mut usize,
     ) -> bool {
+        // SAFETY: the caller's contract (GIL held, `o` live); `type_info`'s kind says which layout
+        // `o` has, and items are read below the size CPython stores, with no Python code running
+        // meanwhile.
         unsafe {
             if depth == 0 {
                 return false;
