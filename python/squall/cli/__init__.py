@@ -11,8 +11,8 @@ At the end a short summary of the recording goes to stderr (``--no-summary`` to 
 
 One module per job: ``options.py`` (the parser), ``run.py`` and ``repl.py`` (the subcommands),
 ``runner.py`` (running a program as python does), ``lifecycle.py`` (the recording around it); the
-other subcommands live with what they serve: ``squall/query_cli.py``, ``squall/ui_cli.py``,
-``squall/files_cli.py``, ``squall/mcp_server.py``, ``squall/dap/``.
+other subcommands live with what they serve: ``python/squall/query_cli.py``, ``python/squall/ui_cli.py``,
+``python/squall/files_cli.py``, ``python/squall/mcp_server.py``, ``python/squall/dap/``.
 """
 
 from __future__ import annotations
