@@ -43,6 +43,8 @@ LIBRARIES = [
      ["-p", "no:mypy-plugins"]),
     ("jinja2", "3.1.4", ["jinja2"], ["trio"], "tests", []),
     ("pyparsing", "3.1.4", ["pyparsing"], ["railroad-diagrams", "jinja2"], "tests", []),
+    ("sqlparse", "0.5.1", ["sqlparse"], [], "tests", []),
+    ("markdown", "3.7", ["markdown"], ["pyyaml"], "tests", []),
 ]
 
 
