@@ -68,8 +68,7 @@ def in_process_variant(key: str) -> Variant:
     return Variant(
         key,
         label,
-        lambda n, s, out: [sys.executable]
-        + one(n, s, "--tool", key, "--trace-out", out + suffix),
+        lambda n, s, out: [sys.executable] + one(n, s, "--tool", key, "--trace-out", out + suffix),
         missing=None if installed(module) else f"not installed (pip install {module})",
     )
 
@@ -102,8 +101,7 @@ def pyttd_variants(py312: str | None) -> list[Variant]:
         Variant(
             "pyttd",
             "pyttd",
-            lambda n, s, out: [pyttd, "record", PEERS_ONE, "--db-path", out + ".db"]
-            + ["--args", n, str(s)],
+            lambda n, s, out: [pyttd, "record", PEERS_ONE, "--db-path", out + ".db"] + ["--args", n, str(s)],
             baseline="plain312",
             missing=None if os.path.exists(pyttd) else f"no {pyttd} (pip install py-tt-debug)",
         ),
@@ -144,11 +142,11 @@ def rss_text(cells: dict, v: Variant) -> str:
 
 def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--only", help="comma-separated workloads (default: %(default)s)",
-                    default=",".join(DEFAULT_WORKLOADS))
+    ap.add_argument(
+        "--only", help="comma-separated workloads (default: %(default)s)", default=",".join(DEFAULT_WORKLOADS)
+    )
     ap.add_argument("--repeat", type=int, default=1, help="runs of each tool (default 1)")
-    ap.add_argument("--timeout", type=float, default=45.0,
-                    help="seconds before a run is killed (default 45)")
+    ap.add_argument("--timeout", type=float, default=45.0, help="seconds before a run is killed (default 45)")
     ap.add_argument("--scale", type=int, default=1, help="units of work per run (default 1)")
     ap.add_argument("--py312", metavar="PY", help="a Python 3.12+ that has pyttd")
     ap.add_argument("--json", metavar="OUT", help="also write the results as JSON to OUT")
@@ -166,8 +164,11 @@ def main(argv=None) -> int:
     os.environ.setdefault("OUTDATED_IGNORE", "1")  # birdseye's "new version" check, over network
     chosen = variants(args.py312)
     info = pyperf.meta(args)
-    print(f"# commit {info['commit']}, Python {info['python']}, {info['machine']}, "
-          f"{info['date']}, repeat {args.repeat}, timeout {args.timeout:g} s", file=sys.stderr)
+    print(
+        f"# commit {info['commit']}, Python {info['python']}, {info['machine']}, "
+        f"{info['date']}, repeat {args.repeat}, timeout {args.timeout:g} s",
+        file=sys.stderr,
+    )
     results = {}
     with tempfile.TemporaryDirectory(prefix="peers-") as scratch:
         for name in args.names:
@@ -176,14 +177,16 @@ def main(argv=None) -> int:
     summary = {v.key: pyperf.totals(results, v) for v in chosen if v.baseline and not v.missing}
 
     shown = [v for v in chosen if not v.missing]
-    print(f"\ncommit {info['commit']}, Python {info['python']}, repeat {args.repeat}: median work "
-          "ratio (whole-process ratio) against plain on the same Python; seconds for baselines\n")
+    print(
+        f"\ncommit {info['commit']}, Python {info['python']}, repeat {args.repeat}: median work "
+        "ratio (whole-process ratio) against plain on the same Python; seconds for baselines\n"
+    )
     header = ["workload"] + [f"{v.label}{' s' if v.baseline is None else ''}" for v in shown]
-    pyperf.print_table(header, [[n] + [pyperf.peer_text(c, v) for v in shown]
-                                for n, c in results.items()])
+    pyperf.print_table(header, [[n] + [pyperf.peer_text(c, v) for v in shown] for n, c in results.items()])
     print("\npeak RSS, MB (a timed-out run: at least its peak until the kill)\n")
-    pyperf.print_table(["workload"] + [v.label for v in shown],
-                       [[n] + [rss_text(c, v) for v in shown] for n, c in results.items()])
+    pyperf.print_table(
+        ["workload"] + [v.label for v in shown], [[n] + [rss_text(c, v) for v in shown] for n, c in results.items()]
+    )
     print()
     pyperf.print_totals(summary, [v for v in shown if v.baseline])
     for v in chosen:
@@ -194,10 +197,8 @@ def main(argv=None) -> int:
     if args.json:
         data = {
             "meta": info,
-            "variants": {v.key: {"label": v.label, "baseline": v.baseline, "missing": v.missing}
-                         for v in chosen},
-            "results": {n: {k: asdict(c) for k, c in cells.items()}
-                        for n, cells in results.items()},
+            "variants": {v.key: {"label": v.label, "baseline": v.baseline, "missing": v.missing} for v in chosen},
+            "results": {n: {k: asdict(c) for k, c in cells.items()} for n, cells in results.items()},
             "summary": summary,
         }
         with open(args.json, "w", encoding="utf-8") as f:

@@ -124,8 +124,6 @@ def test_a_recorded_5000_test_suite_saves_in_seconds(tmp_path):
     # The file holds every entry the summary counted, the library's calls among them.
     rec = squall.load(str(out), progress=False)
     threads = rec.all_threads()
-    assert sum(rec.timeline_count(f, t) for f, t in threads) == int(
-        ENTRIES.search(r.stderr).group(1)
-    )
+    assert sum(rec.timeline_count(f, t) for f, t in threads) == int(ENTRIES.search(r.stderr).group(1))
     calls = {s["fn_ns"] + "." + s["fn_name"]: s["cnt"] for s in rec.fn_call_stats(*threads[0])}
     assert calls["shopkit.Cart.add"] > 5070

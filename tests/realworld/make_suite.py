@@ -181,7 +181,7 @@ def slug(text: str) -> str:
     return "-".join(words)
 '''
 
-CONFTEST = '''\
+CONFTEST = """\
 import pytest
 
 from shopkit import Cart, Ledger, catalogue
@@ -209,10 +209,10 @@ def ledger(items):
             c.add(item, 1 + k % 4)
         led.record(f"cust{k % 9}", c)
     return led
-'''
+"""
 
 # One file's tests; {k} is the file's number, used to vary the data from file to file.
-FILE = '''\
+FILE = """\
 import pytest
 
 from shopkit import (BuyNGetOne, Cart, Ledger, Money, Percent, PriceError, catalogue,
@@ -305,7 +305,7 @@ def test_many_orders_{k}():
         ledger.record(f"c{{n % 13}}", c)
     assert len(ledger.orders) == 200
     assert sum(len(v) for v in ledger.by_customer.values()) == 200
-'''
+"""
 
 
 def make(out: Path, tests: int) -> int:
