@@ -1,6 +1,6 @@
 """squall against the tools a user would pick instead, on the same workloads, in one run.
 
-    python bench/peers.py [--only fib,loop,nqueens] [--repeat N] [--timeout S]
+    python bench/peers.py [--only fib,loop,nqueens] [--repeat N] [--timeout S] [--tracer-timeout S]
                           [--py312 PY] [--json OUT]
 
 Workloads: bench/run.py's ``fib`` and ``loop`` (bench/workloads.py; units of 30–60 ms) and
@@ -19,7 +19,9 @@ bench/pyperf/run.py's; the tools:
 - pyttd (PyPI ``py-tt-debug``: Python 3.12+ only) on the Python that ``--py312`` names, with a
   plain run on that Python as its baseline.
 
-A tool that is not installed beside this Python is listed as missing, with the reason.
+A tool that is not installed beside this Python is listed as missing, with the reason. The
+tracers that record values (and pyttd) take hundreds of times plain's time: they get a timeout of
+their own (``--tracer-timeout``), and a run killed at it shows the lower bound it proves.
 """
 
 from __future__ import annotations
@@ -140,13 +142,46 @@ def rss_text(cells: dict, v: Variant) -> str:
     return f">= {max(rss):.0f}" if rss else "-"
 
 
+TRACERS = {*IN_PROCESS, "pyttd"}  # the tools --tracer-timeout applies to
+
+
+def measure(name: str, chosen: list[Variant], args, scratch: str) -> dict:
+    """bench/pyperf/run.py's ``measure`` (the variants interleaved ``--repeat`` times, a run
+    whose result differs from its baseline's marked so), with the tracers' own timeout."""
+    runnable = [v for v in chosen if not v.missing]
+    runs: dict = {v.key: [] for v in runnable}
+    for rep in range(args.repeat):
+        for v in runnable:
+            timeout = args.tracer_timeout if v.key in TRACERS else args.timeout
+            run = pyperf.run_once(v, name, args.scale, timeout, scratch)
+            base = runs[v.baseline][-1] if v.baseline and runs[v.baseline] else None
+            if run.status == "ok" and base and base.status == "ok" and run.result != base.result:
+                run.status, run.error = "result differs", f"{run.result} != plain {base.result}"
+            runs[v.key].append(run)
+            shown = f"{run.work_s:.2f} s" if run.work_s is not None else "-"
+            print(
+                f"  {name} {v.label} #{rep + 1}: {run.status}, work {shown}, "
+                f"process {run.proc_s:.2f} s, {run.rss_mb:.0f} MB",
+                file=sys.stderr,
+                flush=True,
+            )
+    return {key: pyperf.summarise(rs) for key, rs in runs.items()}
+
+
 def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument(
         "--only", help="comma-separated workloads (default: %(default)s)", default=",".join(DEFAULT_WORKLOADS)
     )
     ap.add_argument("--repeat", type=int, default=1, help="runs of each tool (default 1)")
-    ap.add_argument("--timeout", type=float, default=45.0, help="seconds before a run is killed (default 45)")
+    ap.add_argument("--timeout", type=float, default=300.0, help="seconds before a run is killed (default 300)")
+    ap.add_argument(
+        "--tracer-timeout",
+        type=float,
+        default=45.0,
+        help="the same for hunter, PySnooper, snoop, birdseye and pyttd (default 45)",
+    )
+    ap.add_argument("--tools", help="comma-separated tool keys to run (default: all installed)")
     ap.add_argument("--scale", type=int, default=1, help="units of work per run (default 1)")
     ap.add_argument("--py312", metavar="PY", help="a Python 3.12+ that has pyttd")
     ap.add_argument("--json", metavar="OUT", help="also write the results as JSON to OUT")
@@ -163,16 +198,26 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     os.environ.setdefault("OUTDATED_IGNORE", "1")  # birdseye's "new version" check, over network
     chosen = variants(args.py312)
+    if args.tools:
+        keys = set(args.tools.split(","))
+        unknown = sorted(keys - {v.key for v in chosen})
+        if unknown:
+            sys.exit(f"peers.py: unknown tool(s) {', '.join(unknown)}; there are: {', '.join(v.key for v in chosen)}")
+        # a tool's baseline runs with it, for its ratios
+        keys |= {v.baseline for v in chosen if v.key in keys and v.baseline}
+        chosen = [v for v in chosen if v.key in keys]
     info = pyperf.meta(args)
+    info["tracer_timeout_s"] = args.tracer_timeout
     print(
         f"# commit {info['commit']}, Python {info['python']}, {info['machine']}, "
-        f"{info['date']}, repeat {args.repeat}, timeout {args.timeout:g} s",
+        f"{info['date']}, repeat {args.repeat}, timeout {args.timeout:g} s "
+        f"(tracers {args.tracer_timeout:g} s)",
         file=sys.stderr,
     )
     results = {}
     with tempfile.TemporaryDirectory(prefix="peers-") as scratch:
         for name in args.names:
-            results[name] = pyperf.measure(name, chosen, args, scratch)
+            results[name] = measure(name, chosen, args, scratch)
     info["load_average_at_end"] = os.getloadavg()[0]
     summary = {v.key: pyperf.totals(results, v) for v in chosen if v.baseline and not v.missing}
 

@@ -1,11 +1,12 @@
 """Plot of a bench/peers.py JSON file: each tool's slowdown and peak RSS per workload.
 
-    python bench/peers_plot.py peers.json [-o docs/peers.png]
+    python bench/peers_plot.py peers.json [more.json ...] [-o docs/peers.png]
 
 Two panels, one group of bars per workload, one bar per tool that ran: the work ratio against
 plain Python on the same interpreter (log scale), and the peak RSS in MB (log scale). A run that
 was killed at the timeout is drawn hatched up to the lower bound it proves (the seconds it ran
-over plain's work), with "≥" above it; its RSS bar is its peak until the kill.
+over plain's work), with "≥" above it; its RSS bar is its peak until the kill. With several
+files, a workload measured in a later file is drawn from it (a rerun of some workloads).
 """
 
 from __future__ import annotations
@@ -78,9 +79,10 @@ def plot(data: dict, out: str) -> None:
             )
     m = data["meta"]
     ax_t.set_title(
-        "squall and the tools a user would pick instead, same workloads, one run\n"
-        f"commit {m['commit']}, Python {m['python']}, median of {m['repeat']}, "
-        f"timeout {m['timeout_s']:g} s (hatched: killed at the timeout, a lower bound)"
+        "squall and the tools a user would pick instead, same workloads, tools side by side\n"
+        f"commit {m['commit']}, Python {m['python']}, median of {m['repeat']}, timeout "
+        f"{m.get('tracer_timeout_s', m['timeout_s']):g} s for the tracers (hatched: killed, a lower bound)"
+        + "".join(f"\nrerun later: {', '.join(r)}" for r in m.get("reruns", []))
     )
     for ax, ylabel in ((ax_t, "work time / plain (log)"), (ax_m, "peak RSS, MB (log)")):
         ax.set_yscale("log")
@@ -90,20 +92,34 @@ def plot(data: dict, out: str) -> None:
     ax_t.axhline(1, color="black", linewidth=0.8)
     ax_m.set_xticks(range(len(names)))
     ax_m.set_xticklabels(names, rotation=30, ha="right")
-    ax_t.legend(ncol=min(5, len(tools)), fontsize=8, loc="upper left")
-    ax_m.legend(fontsize=8, loc="upper left")
+    ax_t.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax_m.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     fig.savefig(out, dpi=110)
     print(out)
 
 
+def merged(files: list[str]) -> dict:
+    """The first file's data, with each later file's workloads replacing or joining it."""
+    datas = []
+    for path in files:
+        with open(path, encoding="utf-8") as f:
+            datas.append(json.load(f))
+    data = datas[0]
+    for later in datas[1:]:
+        data["results"].update(later["results"])
+    if len(datas) > 1:
+        data["meta"]["commit"] = "/".join(dict.fromkeys(d["meta"]["commit"] for d in datas))
+        data["meta"]["reruns"] = [sorted(d["results"]) for d in datas[1:]]
+    return data
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("json", help="bench/peers.py --json output")
+    ap.add_argument("json", nargs="+", help="bench/peers.py --json output(s)")
     ap.add_argument("-o", "--out", default=DEFAULT_OUT, help="PNG to write (default docs/peers.png)")
     args = ap.parse_args()
-    with open(args.json, encoding="utf-8") as f:
-        plot(json.load(f), args.out)
+    plot(merged(args.json), args.out)
 
 
 if __name__ == "__main__":
