@@ -3,7 +3,8 @@
     python bench/peers_one.py [--tool TOOL --trace-out PATH] NAME [SCALE]
 
 NAME is ``fib`` or ``loop`` (bench/workloads.py, what bench/run.py measures: ``fib(25)`` four
-times, ``loop_dict(200_000)`` once; small units, so that the slowest tracers finish them) or a pyperformance benchmark (bench/pyperf/benchmarks/bm_NAME.py). The
+times, ``loop_dict(200_000)`` once: small units, 40–250 ms plain, for the slowest tracers) or a
+pyperformance benchmark (``bm_NAME.py`` in bench/pyperf/benchmarks). The
 module is imported untimed, then one ``run(SCALE)`` is timed and reported on one line, tagged as
 bench/pyperf/bench_one.py tags it, so that bench/pyperf/run.py's machinery measures both alike.
 
