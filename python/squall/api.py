@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from typing import Any, Dict, Iterator, List, Optional
 
 from squall import _engine
@@ -193,10 +194,14 @@ def _pause_flusher_at_fork() -> None:
     os.register_at_fork(before=_engine.pause_flusher, after_in_parent=_engine.resume_flusher)
 
 
-def finish_saving(exit_code: Optional[int] = None, interrupted: bool = False) -> Optional[str]:
+def finish_saving(
+    exit_code: Optional[int] = None, interrupted: bool = False, progress: Optional[bool] = None
+) -> Optional[str]:
     """Flushes the rest and closes the recording file, marking it complete. Returns its path
     (None if nothing was being saved). ``exit_code`` and ``interrupted`` (Ctrl-C) are written
-    into the file's end marker."""
+    into the file's end marker. ``progress``: say on stderr what is being saved and how long it
+    took, for a recording of over 2,000,000 entries (default: when stderr is a terminal;
+    ``squall run`` says it always, before its summary)."""
     import sys
 
     stats = engine_stats()
@@ -204,17 +209,54 @@ def finish_saving(exit_code: Optional[int] = None, interrupted: bool = False) ->
     if exit_code is not None:
         end.append(("exit_code", exit_code & 0xFFFFFFFF))
     end.append(("interrupted", 1 if interrupted else 0))
-    # The last flush can take a while for a big recording: say so on a terminal.
-    show = _engine.sink_path() is not None and stats.get("entries", 0) > 2_000_000 and _isatty(sys.stderr)
+    path = _engine.sink_path()
+    wanted = _isatty(sys.stderr) if progress is None else progress
+    show = path is not None and wanted and stats.get("entries", 0) > SAVE_NOTICE_ENTRIES
     if show:
-        sys.stderr.write(f"squall: saving the last of {stats['entries']:,} entries...")
-        sys.stderr.flush()
+        _say_saving(str(path), stats["entries"])
+    t0 = time.perf_counter()
+    done = False
     try:
-        path = _engine.close_sink(end)
+        saved = _engine.close_sink(end)
+        done = True
     finally:
         if show:
-            sys.stderr.write(" done\n")
-    return None if path is None else str(path)
+            _say_saved(str(path), time.perf_counter() - t0, done)
+    return None if saved is None else str(saved)
+
+
+SAVE_NOTICE_ENTRIES = 2_000_000  # a smaller recording saves in well under a second
+
+
+def _file_mb(path: str) -> float:
+    import os
+
+    try:
+        return os.path.getsize(path) / 2**20
+    except OSError:
+        return 0.0
+
+
+def _say_saving(path: str, entries: int) -> None:
+    """The first half of the save's line: what is saved, and how much of it the flusher
+    already wrote while the program ran (the rest is what the last flush writes)."""
+    import sys
+
+    sys.stderr.write(
+        f"squall: saving {entries:,} entries to {path} ({_file_mb(path):.1f} MB written while "
+        "the program ran); writing the rest..."
+    )
+    sys.stderr.flush()
+
+
+def _say_saved(path: str, seconds: float, done: bool) -> None:
+    import sys
+
+    if done:
+        sys.stderr.write(f" done in {seconds:.1f} s ({_file_mb(path):.1f} MB)\n")
+    else:
+        sys.stderr.write(f" stopped after {seconds:.1f} s\n")
+    sys.stderr.flush()
 
 
 def _isatty(stream: Any) -> bool:

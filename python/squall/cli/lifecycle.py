@@ -122,6 +122,7 @@ def _finish_saving(outcome) -> str | None:
         finish = lambda: api.finish_saving(  # noqa: E731
             exit_code=outcome.exit_code if outcome is not None else 0,
             interrupted=bool(outcome is not None and outcome.keyboard_interrupt),
+            progress=True,
         )
         path = api.saving_to()
         try:
