@@ -6,6 +6,9 @@
 //! with `{"error": "..."}`.
 
 pub mod api;
+pub mod changes;
+pub mod code_view;
+pub mod power;
 pub mod search;
 pub mod source;
 pub mod values;
@@ -202,6 +205,12 @@ pub fn router(src: Arc<dyn RecordingSource>, token: String) -> Router {
         .route("/goto", q_route!(api::goto))
         .route("/order", q_route!(api::order))
         .route("/history", q_route!(api::history))
+        .route("/lines", q_route!(code_view::line_hits))
+        .route("/frame_lines", q_route!(code_view::frame_lines))
+        .route("/site_hits", q_route!(code_view::site_hits))
+        .route("/site_entries", q_route!(code_view::site_entries))
+        .route("/changes", q_route!(changes::changes))
+        .route("/power_step", q_route!(power::power_step))
         .route("/control/{action}", axum::routing::post(control))
         .route("/search", axum::routing::post(search_start))
         .route("/search/{id}", get(search_poll).delete(search_cancel))
