@@ -168,9 +168,16 @@ async fn search_cancel(State(st): State<Arc<AppState>>, Path(id): Path<String>) 
 /// paths against the routes below, and a property test (schemathesis) checks the server against it.
 pub const OPENAPI_JSON: &str = include_str!("../openapi.json");
 
-const INDEX_HTML: &str = include_str!("../../../ui/index.html");
-const APP_JS: &str = include_str!("../../../ui/app.js");
-const APP_CSS: &str = include_str!("../../../ui/app.css");
+/// The UI's files, embedded: (URL path, content type, text). A new file under `ui/` is one line.
+const ASSETS: &[(&str, &str, &str)] = &[
+    ("/", "text/html; charset=utf-8", include_str!("../../../ui/index.html")),
+    ("/app.css", "text/css; charset=utf-8", include_str!("../../../ui/app.css")),
+    ("/app.js", "text/javascript; charset=utf-8", include_str!("../../../ui/app.js")),
+    ("/nav.js", "text/javascript; charset=utf-8", include_str!("../../../ui/nav.js")),
+    ("/code.js", "text/javascript; charset=utf-8", include_str!("../../../ui/code.js")),
+    ("/tools.js", "text/javascript; charset=utf-8", include_str!("../../../ui/tools.js")),
+    ("/vendor/highlight.min.js", "text/javascript; charset=utf-8", include_str!("../../../ui/vendor/highlight.min.js")),
+];
 
 fn asset(body: &'static str, ctype: &'static str) -> Response {
     let mut r = body.into_response();
@@ -217,11 +224,11 @@ pub fn router(src: Arc<dyn RecordingSource>, token: String) -> Router {
         .fallback(|| async { ApiError::not_found("no such API route").into_response() })
         .layer(middleware::from_fn_with_state(st.clone(), check_token))
         .with_state(st);
-    Router::new()
-        .nest("/api", api)
-        .route("/", get(|| async { asset(INDEX_HTML, "text/html; charset=utf-8") }))
-        .route("/app.js", get(|| async { asset(APP_JS, "text/javascript; charset=utf-8") }))
-        .route("/app.css", get(|| async { asset(APP_CSS, "text/css; charset=utf-8") }))
+    let mut app = Router::new().nest("/api", api);
+    for &(path, ctype, body) in ASSETS {
+        app = app.route(path, get(move || async move { asset(body, ctype) }));
+    }
+    app
 }
 
 /// How the server listens. `Default`: loopback, any free port, a random token, the timeouts and
