@@ -169,7 +169,15 @@ function siteAt(line, col) {
     const size = (l1 - l0) * 10000 + (c1 - c0);
     if (!best || size < best.size) best = { id, size };
   }
-  return best && best.id;
+  if (best) return best.id;
+  // No recorded expression holds the point (a call's name, a keyword): the nearest site on the
+  // line, so a click anywhere on a line that ran goes to when it ran.
+  for (const [id, l0, c0, , c1] of (S.frame && S.frame.sites) || []) {
+    if (l0 !== line) continue;
+    const dist = col < c0 ? c0 - col : Math.max(0, col - c1);
+    if (!best || dist < best.dist) best = { id, dist };
+  }
+  return best ? best.id : null;
 }
 
 // The site under a click in the code, or null.

@@ -3,7 +3,7 @@
 //! in recorded order over one flow's threads.
 
 use serde_json::{json, Value};
-use squall_trace::{display_name, Change, NodeEntries, OldValue, Timeline, ValRef, ValueStore};
+use squall_trace::{display_name, Change, NodeEntries, OldValue, Snap, Timeline, ValRef, ValueStore};
 
 use crate::api::{opt, req, ApiError, ApiResult, Q};
 use crate::source::View;
@@ -17,6 +17,14 @@ fn where_json(view: &dyn View, site: u32) -> Value {
             json!({"fn": display_name(forms, s.form), "file": f.map(|f| &*f.file), "line": s.coord.line})
         }
         None => Value::Null,
+    }
+}
+
+/// An attribute's name as written in code (`total`); an item's key as Python prints it (`'k'`).
+fn name_text(name: &Snap, is_attr: bool) -> Value {
+    match (name, is_attr) {
+        (Snap::Str(s), true) => json!(s),
+        _ => snap_node(name, 80)["preview"].clone(),
     }
 }
 
@@ -69,7 +77,7 @@ pub fn changes(view: &dyn View, q: &Q) -> ApiResult {
                     };
                     json!({
                         "kind": "write", "tl": tl, "idx": w.idx,
-                        "name": snap_node(&w.name, 80)["preview"], "attr": w.is_attr,
+                        "name": name_text(&w.name, w.is_attr), "attr": w.is_attr,
                         "new": w.new.map(|v| val_node(view, tl, v, PREVIEW_MAX)),
                         "old": old,
                         "where": where_json(view, w.site),
