@@ -367,7 +367,8 @@ async function renderTree() {
 // --- functions ----------------------------------------------------------------------------------
 
 async function renderFunctions() {
-  const stats = await guard(api("fn_stats", { tl: S.tl }));
+  // Every thread's calls (the table says so; a call row names its thread).
+  const stats = await guard(api("fn_stats", {}));
   if (!stats) return;
   S.stats = stats;
   drawFnTable();
@@ -376,19 +377,19 @@ async function renderFunctions() {
 function drawFnTable() {
   const f = $("#fn-filter").value.toLowerCase();
   const rows = S.stats.filter((s) => s.display.toLowerCase().includes(f));
-  $("#fn-table").replaceChildren(el("tr", {}, el("th", {}, "calls"), el("th", {}, "function"), el("th", {}, "where")),
+  $("#fn-table").replaceChildren(el("tr", {}, el("th", {}, "calls (all threads)"), el("th", {}, "function"), el("th", {}, "where")),
     ...rows.map((s) => el("tr", { class: "click", onclick: () => fnCalls(s.id, 0) },
       el("td", {}, s.count), el("td", {}, s.display), el("td", { class: "muted" }, `${(s.file || "").split("/").pop()}:${s.line}`))));
 }
 
 async function fnCalls(form, offset) {
-  const r = await guard(api("fn_calls", { tl: S.tl, form, offset, limit: 50 }));
+  const r = await guard(api("fn_calls", { form, offset, limit: 50 }));
   if (!r) return;
   const box = $("#fn-calls");
-  box.replaceChildren(el("h3", {}, `${r.form.display} — ${r.total} calls`),
-    el("table", {}, el("tr", {}, el("th", {}, "idx"), el("th", {}, "args"), el("th", {}, "result")),
-      ...r.items.map((n) => el("tr", { class: "click", title: "jump to this call", onclick: () => { showTab("stepper"); go(n.idx); } },
-        el("td", {}, n.idx), el("td", { class: "args" }, argsText(n.args)),
+  box.replaceChildren(el("h3", {}, `${r.form.display} — ${r.total} calls in every thread`),
+    el("table", {}, el("tr", {}, el("th", {}, "thread"), el("th", {}, "idx"), el("th", {}, "args"), el("th", {}, "result")),
+      ...r.items.map((n) => el("tr", { class: "click", title: "jump to this call", onclick: () => { showTab("stepper"); go(n.idx, "at", n.tl === undefined ? S.tl : n.tl); } },
+        el("td", { class: "muted" }, n.thread || S.tls[S.tl].name), el("td", {}, n.idx), el("td", { class: "args" }, argsText(n.args)),
         el("td", { class: n.ret && n.ret.type === "fn-unwind" ? "err" : "" }, n.ret ? n.ret.value.preview : "(open)")))),
     el("div", {},
       offset > 0 ? el("button", { onclick: () => fnCalls(form, Math.max(0, offset - 50)) }, "◀ prev") : null, " ",
@@ -404,8 +405,12 @@ async function renderExceptions() {
   if (!r.items.length) { box.replaceChildren(el("p", { class: "muted" }, "No exceptions were recorded.")); return; }
   box.replaceChildren(el("p", { class: "muted" }, `${r.total} exception(s)${r.capped ? ", first 100 shown" : ""}`),
     ...r.items.map((x) => el("div", { class: "exc-item" },
-      el("span", { class: "ty" }, x.type), " ", el("span", {}, x.message), el("br"),
-      el("span", { class: "muted" }, `in ${x.fn} · flow ${x.flow} thread ${x.thread_id} · idx ${x.idx} `),
+      el("span", { class: "ty" }, x.type), " ", el("span", {}, x.message), " ",
+      x.caught_in === undefined ? null : x.caught_in
+        ? el("span", { class: "caught", title: `caught in the frame #${x.caught_in.idx}` }, `caught in ${x.caught_in.fn}`)
+        : el("span", { class: "uncaught", title: "no recorded frame caught it" }, "uncaught"),
+      el("br"),
+      el("span", { class: "muted" }, `raised in ${x.fn}${x.chain && x.chain.length > 1 ? `, unwound ${x.chain.length} frames (${x.chain.map((c) => c.fn).join(" ← ")})` : ""} · thread ${x.thread || x.thread_id} · idx ${x.idx} `),
       el("button", { class: "jump-raise", onclick: () => { showTab("stepper"); go(x.raised_idx, "at", x.tl); } }, "jump to where raised"), " ",
       el("button", { onclick: () => { showTab("stepper"); go(x.idx, "at", x.tl); } }, "unwind"))));
 }
@@ -419,7 +424,7 @@ async function startSearch(ev) {
   const text = $("#search-text").value.trim();
   if (!text) return;
   if ($("#search-kind").value === "predicate") return predicateSearch(text, null, []);
-  const r = await guard(api("search", {}, { method: "POST", body: JSON.stringify({ tl: S.tl, kind: $("#search-kind").value, text, limit: 200 }) }));
+  const r = await guard(api("search", {}, { method: "POST", body: JSON.stringify({ kind: $("#search-kind").value, text, limit: 200 }) }));
   if (!r) return;
   searchId = r.id;
   $("#search-cancel").disabled = false;
@@ -453,9 +458,10 @@ async function pollSearch(id) {
   if (!r) return;
   const p = $("#search-progress");
   p.max = Math.max(1, r.total); p.value = r.scanned;
-  $("#search-status").textContent = `${r.matches.length} match(es)${r.done ? (r.cancelled ? " — cancelled" : " — done") : " …"}`;
-  $("#search-results").replaceChildren(el("table", {}, ...r.matches.map((m) => el("tr", { class: "click", onclick: () => { showTab("stepper"); go(m.idx); } },
-    el("td", {}, m.idx), el("td", {}, m.type), el("td", {}, m.fn), el("td", { class: "args" }, m.value ? m.value.preview : "")))));
+  const end = r.capped ? ` — stopped at the first ${r.matches.length}: narrow the text to see the rest` : r.cancelled ? " — cancelled" : " — done";
+  $("#search-status").textContent = `${r.matches.length} match(es) in every thread${r.done ? end : " …"}`;
+  $("#search-results").replaceChildren(el("table", {}, ...r.matches.map((m) => el("tr", { class: "click", onclick: () => { showTab("stepper"); go(m.idx, "at", m.tl === undefined ? S.tl : m.tl); } },
+    el("td", { class: "muted" }, m.thread || ""), el("td", {}, m.idx), el("td", {}, m.type), el("td", {}, m.fn), el("td", { class: "args" }, m.value ? m.value.preview : "")))));
   if (!r.done) setTimeout(() => pollSearch(id), 150);
   else $("#search-cancel").disabled = true;
 }
@@ -669,8 +675,13 @@ async function gotoFileLine(text) {
   if (!m) { toast("goto: write file:line"); return; }
   const r = await guard(api("goto", { tl: S.tl, file: m[1], line: m[2] }));
   if (!r) return;
-  if (r.idx === null) toast(`nothing recorded on ${text}`);
-  else { showTab("stepper"); go(r.idx); }
+  // The line may have run on other threads only: go to the first of them, and say so.
+  const hit = r.idx !== null && r.idx !== undefined ? { idx: r.idx, tl: r.tl === undefined ? S.tl : r.tl }
+    : (r.hits || [])[0];
+  if (!hit) { toast(`nothing recorded on ${text} in any thread`); return; }
+  if (hit.tl !== S.tl) toast(`${text} did not run on this thread: going to thread ${S.tls[hit.tl].name}`);
+  showTab("stepper");
+  go(hit.idx, "at", hit.tl);
 }
 
 function closeOverlays() {

@@ -95,6 +95,8 @@ function check(cond, what) {
     await page.waitForSelector(".exc-item");
     const excText = await page.textContent("#exceptions");
     check(excText.includes("KeyError") && excText.includes("InvoiceError"), "exceptions listed with type and message");
+    check(await page.locator(".exc-item").count() === 2, "each exception listed once (not once per frame it unwound)");
+    check(excText.includes("caught in billing.processing.process_invoice") && excText.includes("caught in __main__.worker"), "each says where it was caught");
     await shot("exceptions");
     const item = page.locator(".exc-item", { hasText: "KeyError" }).first();
     await item.locator("button.jump-raise").click();
@@ -147,6 +149,20 @@ function check(cond, what) {
     await page.press("#search-text", "Enter");
     await page.waitForFunction(() => document.querySelector("#search-status").textContent.includes("done"));
     check(await page.locator("#search-results tr").count() > 0, "search finds calls of validate");
+    const threadsFound = await page.$$eval("#search-results tr td:first-child", (tds) => [...new Set(tds.map((td) => td.textContent))]);
+    check(threadsFound.includes("MainThread") && threadsFound.includes("invoice-worker"), "search covers every thread: " + threadsFound);
+    check((await page.textContent("#search-status")).includes("every thread"), "and says so");
+
+    // goto a line that ran on the worker thread only, from the main thread.
+    await page.keyboard.press("Escape");
+    await page.keyboard.press("1");
+    await page.selectOption("#tl-select", { index: 0 });
+    await page.waitForFunction(() => document.querySelector("#tl-select").selectedIndex === 0);
+    await page.fill("#goto", "billing/processing.py:35");
+    await page.press("#goto", "Enter");
+    await page.waitForFunction(() => (document.querySelector("#source").dataset.cur || "").startsWith("35:"));
+    const gotoTl = await page.$eval("#tl-select", (s) => s.options[s.selectedIndex].textContent);
+    check(gotoTl.includes("invoice-worker"), "goto processing.py:35 (tax = 0.0, run by the worker only) lands on the worker's thread");
 
     // The multi-thread timeline: both threads' entries in recording order; click into a worker's.
     await page.keyboard.press("Escape"); // leave the search box
