@@ -154,7 +154,13 @@ function setTl(tl) {
 // Moves the stepper. `opts.history`: "push" (default: a new place in Back/undo history),
 // "replace", "adopt" or "none" (nav.js); `opts.render` false: only move (a burst of key presses
 // renders its last step only).
-async function go(idx, drift = "at", tl = S.tl, opts = {}) {
+// Every navigation from outside the queue goes through it (nav.js): one after another, each
+// from where the previous landed. Code already running in the queue calls goNow.
+function go(idx, drift = "at", tl = S.tl, opts = {}) {
+  return queueNav(() => goNow(idx, drift, tl, opts));
+}
+
+async function goNow(idx, drift = "at", tl = S.tl, opts = {}) {
   const params = { tl, drift };
   if (idx === "first") params.idx = 0; else if (idx === "last") params.idx = "last"; else params.idx = idx;
   if (drift === "first") { params.idx = 0; params.drift = "at"; }
@@ -282,7 +288,7 @@ async function findStep(how, dir) {
   const r = await guard(api("find", { tl: S.tl, idx: S.idx, how, dir }));
   if (!r) return;
   if (r.idx === null) toast(`no ${dir === "next" ? "later" : "earlier"} match`);
-  else return go(r.idx);
+  else return goNow(r.idx);
 }
 
 // --- call tree ----------------------------------------------------------------------------------

@@ -212,17 +212,22 @@ async function jumpToSite(site) {
   if (r.items.length) {
     const after = r.items.find((it) => it.idx > S.idx);
     const to = after || r.items[r.items.length - 1];
-    return go(to.idx);
+    return goNow(to.idx);
   }
   const any = await guard(api("site_hits", { tl: S.tl, site, limit: 1 }));
   if (!any) return;
   if (!any.items.length) { toast("this expression never ran in this timeline"); return; }
   toast(`it did not run in this frame: its first run in this timeline is #${any.items[0].idx}`);
-  return go(any.items[0].idx);
+  return goNow(any.items[0].idx);
 }
 
 function initCode() {
   const src = $("#source");
+  // A window resized keeps the current line in view.
+  window.addEventListener("resize", () => {
+    const cur = src.querySelector(".line.cur");
+    if (cur) cur.scrollIntoView({ block: "center" });
+  });
   src.addEventListener("click", (ev) => {
     if (window.getSelection && String(window.getSelection()).length) return; // selecting text
     const hit = siteUnder(ev);

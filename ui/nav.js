@@ -10,13 +10,14 @@ const NAV = { chain: Promise.resolve(), pending: 0 };
 function queueNav(fn) {
   NAV.pending++;
   NAV.chain = NAV.chain.then(async () => {
-    try { await fn(NAV.pending > 1); } finally { NAV.pending--; }
+    // A failed step must not stop the ones queued after it.
+    try { await fn(NAV.pending > 1); } catch (e) { toast(String(e.message || e)); } finally { NAV.pending--; }
   });
   return NAV.chain;
 }
 
 function stepDrift(drift) {
-  return queueNav((more) => go(S.idx, drift, S.tl, { render: !more }));
+  return queueNav((more) => goNow(S.idx, drift, S.tl, { render: !more }));
 }
 
 // History: the places the stepper landed on, in order; `pos` is the current one. Each is also a
@@ -77,12 +78,12 @@ function onPopState(ev) {
     HIST.pos = n;
     updateUndoButtons();
     if (!document.querySelector("#tab-stepper").classList.contains("active")) showTab("stepper");
-    queueNav(() => go(place.idx, "at", place.tl, { history: "none" }));
+    queueNav(() => goNow(place.idx, "at", place.tl, { history: "none" }));
     return;
   }
   // An entry from before a reload, or a URL typed or pasted: its hash says where.
   const h = parseHash();
   const tl = tlFor(h.flow, h.thread);
   if (tl === null || h.idx === null) return;
-  queueNav(() => go(+h.idx, "at", tl, { history: "adopt" }));
+  queueNav(() => goNow(+h.idx, "at", tl, { history: "adopt" }));
 }

@@ -26,7 +26,7 @@ async function powerStep(how, dir) {
     return;
   }
   if (r.idx === null) { toast(`no ${dir === "next" ? "later" : "earlier"} match`); return; }
-  return go(r.idx);
+  return goNow(r.idx);
 }
 
 // --- quick jump ----------------------------------------------------------------------------------
@@ -55,7 +55,7 @@ async function quickJump(name) {
     if (r && r.items.length) {
       showTab("stepper");
       if (tl !== S.tl) toast(`${form.display} first ran on thread ${S.tls[tl].name}`);
-      return go(r.items[0].idx, "at", tl);
+      return goNow(r.items[0].idx, "at", tl);
     }
   }
   toast(`${form.display} was never called in this recording`);
