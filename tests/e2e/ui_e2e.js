@@ -369,6 +369,20 @@ function check(cond, what) {
     await shot("stepper-2560");
     await page.setViewportSize({ width: 1400, height: 860 });
 
+    // A bookmark of the user's own (b, a note), listed in the Bookmarks tool, jumps back.
+    await page.fill("#idx-input", "77");
+    await page.press("#idx-input", "Enter");
+    await waitIdx(77);
+    page.once("dialog", (d) => d.accept("the 77th step"));
+    await page.keyboard.press("b");
+    await page.keyboard.press("Home");
+    await waitIdx(0);
+    await page.keyboard.press("6");
+    await page.locator("#bookmarks tr", { hasText: "the 77th step" }).first().waitFor();
+    await page.locator("#bookmarks tr", { hasText: "the 77th step" }).locator("td").first().click();
+    await waitIdx(77);
+    check(await page.$eval("#tab-stepper", (s) => s.classList.contains("active")), "a bookmark (b) is listed and jumps back to #77");
+
     // Help overlay and light theme.
     await page.keyboard.press("1");
     await page.keyboard.press("?");
