@@ -54,17 +54,20 @@ async function guard(p) {
 function valEl(node, tl = S.tl) {
   if (!node) return el("span", { class: "muted" }, "—");
   const e = el("span", { class: "val", title: "click to inspect" }, node.preview, el("span", { class: "ty" }, node.type));
-  if (node.v !== null && node.v !== undefined) e.addEventListener("click", (ev) => { ev.stopPropagation(); inspect(tl, node.v); });
+  if (node.v !== null && node.v !== undefined) e.addEventListener("click", (ev) => { ev.stopPropagation(); inspect(tl, node.v, node.id); });
   return e;
 }
 
-const insp = { tl: 0, v: 0 };
+const insp = { tl: 0, v: 0, id: null };
 
-async function inspect(tl, v) {
-  insp.tl = tl; insp.v = v;
+// `id`: the value's object identity (its history is listed under the tree), if it has one.
+async function inspect(tl, v, id) {
+  insp.tl = tl; insp.v = v; insp.id = id || null;
   $("#inspector").classList.remove("hidden");
   $("#insp-tree").replaceChildren();
+  $("#insp-history").replaceChildren();
   await refreshInspector();
+  await renderHistory(tl, insp.id);
 }
 
 function ppParams() {
@@ -132,13 +135,6 @@ function parseHash() {
   return { flow: h.get("flow"), thread: h.get("thread"), idx: h.get("idx") };
 }
 
-function writeHash() {
-  const t = S.tls[S.tl];
-  if (!t) return;
-  const h = `#flow=${t.flow}&thread=${t.thread_id}&idx=${S.idx}`;
-  if (location.hash !== h) history.replaceState(null, "", location.pathname + location.search + h);
-}
-
 function tlFor(flow, thread) {
   const i = S.tls.findIndex((t) => String(t.flow) === String(flow) && String(t.thread_id) === String(thread));
   return i < 0 ? null : i;
@@ -155,7 +151,16 @@ function setTl(tl) {
 
 // --- stepper ----------------------------------------------------------------------------------
 
-async function go(idx, drift = "at", tl = S.tl) {
+// Moves the stepper. `opts.history`: "push" (default: a new place in Back/undo history),
+// "replace", "adopt" or "none" (nav.js); `opts.render` false: only move (a burst of key presses
+// renders its last step only).
+// Every navigation from outside the queue goes through it (nav.js): one after another, each
+// from where the previous landed. Code already running in the queue calls goNow.
+function go(idx, drift = "at", tl = S.tl, opts = {}) {
+  return queueNav(() => goNow(idx, drift, tl, opts));
+}
+
+async function goNow(idx, drift = "at", tl = S.tl, opts = {}) {
   const params = { tl, drift };
   if (idx === "first") params.idx = 0; else if (idx === "last") params.idx = "last"; else params.idx = idx;
   if (drift === "first") { params.idx = 0; params.drift = "at"; }
@@ -165,7 +170,8 @@ async function go(idx, drift = "at", tl = S.tl) {
   if (tl !== S.tl) setTl(tl);
   S.idx = f.idx;
   S.frame = f;
-  writeHash();
+  if (opts.history !== "none") recordPlace(opts.history || "push");
+  if (opts.render === false) return;
   await renderStepper(f);
 }
 
@@ -236,7 +242,7 @@ async function renderStepper(f) {
   // Loop iterations of the current expression.
   renderLoop(e);
 
-  // Source with the current expression highlighted.
+  // Source with the current expression highlighted (code.js).
   const got = form.file ? await source(form.file) : null;
   if (S.frame !== f) return; // a newer step arrived meanwhile
   const src = $("#source");
@@ -247,40 +253,8 @@ async function renderStepper(f) {
     src.replaceChildren(el("div", { class: "muted", style: "padding:8px" }, `source of ${form.file} is not available${why}`));
     return;
   }
-  let coord = e.coord;
-  const isCall = e.type === "fn-call" || e.type === "fn-resume";
-  if (!coord) {
-    const l = isCall || e.type === "fn-unwind" ? form.line : null;
-    coord = l ? [l, 0, l, (lines[l - 1] || "").length * 4] : null;
-  }
-  // Only re-render lines when the file changed; otherwise just move the highlight.
-  if (src.dataset.file !== form.file) {
-    src.dataset.file = form.file;
-    const note = got.note ? el("div", { class: "muted source-note", style: "padding:4px 8px" }, got.note) : null;
-    fill(src, note, lines.map((t, i) => el("div", { class: "line", "data-ln": i + 1 }, el("span", { class: "ln" }, i + 1), el("span", { class: "code" }, t || " "))));
-  }
-  for (const old of src.querySelectorAll(".line.cur, .line.exc")) {
-    old.classList.remove("cur", "exc");
-    const c = old.querySelector(".code");
-    c.textContent = lines[+old.dataset.ln - 1] || " ";
-  }
-  if (!coord) return;
-  const [l0, c0, l1, c1] = coord;
-  let first = null;
-  for (let ln = l0; ln <= l1; ln++) {
-    const row = src.querySelector(`.line[data-ln="${ln}"]`);
-    if (!row) continue;
-    first = first || row;
-    row.classList.add("cur");
-    if (e.type === "fn-unwind") row.classList.add("exc");
-    const text = lines[ln - 1] || "";
-    const a = ln === l0 ? byteToIndex(text, c0) : 0;
-    const b = ln === l1 ? byteToIndex(text, c1) : text.length;
-    const code = row.querySelector(".code");
-    code.replaceChildren(text.slice(0, a), el("span", { class: "hl" }, text.slice(a, b)), text.slice(b));
-    if (ln === l1 && e.value) code.append(el("span", { class: "inline-val" }, "⇒ " + e.value.preview));
-  }
-  if (first) first.scrollIntoView({ block: "center" });
+  S.sourceLines = lines;
+  await renderSource(f, got);
 }
 
 async function renderLoop(e) {
@@ -307,18 +281,14 @@ async function renderLoop(e) {
 }
 
 function loopStep(delta) {
-  const r = S.loop;
-  if (!r || S.frame.entry.idx === undefined) return;
-  const want = r.pos + delta;
-  const it = r.window.find((w) => w.n === want);
-  if (it) go(it.idx);
+  return powerStep("same-frame", delta > 0 ? "next" : "prev");
 }
 
 async function findStep(how, dir) {
   const r = await guard(api("find", { tl: S.tl, idx: S.idx, how, dir }));
   if (!r) return;
   if (r.idx === null) toast(`no ${dir === "next" ? "later" : "earlier"} match`);
-  else go(r.idx);
+  else return goNow(r.idx);
 }
 
 // --- call tree ----------------------------------------------------------------------------------
@@ -327,17 +297,30 @@ function argsText(args) {
   return args.map((a) => `${a.name}=${a.value.preview}`).join(", ");
 }
 
+// Functions hidden from the call tree (FlowStorm's "hide from tree"), per recording:
+// [{form, fn}]. A hidden function's calls and everything under them are left out.
+function hiddenFns() {
+  try { return JSON.parse(localStorage.getItem("squall.hidden." + S.recKey) || "[]"); } catch { return []; }
+}
+
+function setHiddenFns(all) {
+  localStorage.setItem("squall.hidden." + S.recKey, JSON.stringify(all));
+  renderTree();
+}
+
 function treeNode(n) {
   const kids = el("div", { class: "kids hidden" });
   const tog = el("span", { class: "tog" }, n.has_children ? "▸" : "");
   const ret = n.ret ? el("span", { class: "ret" + (n.ret.type === "fn-unwind" ? " unwind" : "") }, (n.ret.type === "fn-unwind" ? "raised " : "→ ") + n.ret.value.preview) : el("span", { class: "muted" }, "(open)");
-  const row = el("div", { class: "row" }, tog,
-    el("span", { class: "fn-name", title: `jump to #${n.idx} in the stepper`, onclick: () => { showTab("stepper"); go(n.idx); } }, n.fn),
+  const row = el("div", { class: "row", "data-idx": n.idx, title: "select: its arguments and result in the pane on the right" }, tog,
+    el("span", { class: "fn-name", title: `jump to #${n.idx} in the stepper`, onclick: (ev) => { ev.stopPropagation(); showTab("stepper"); go(n.idx); } }, n.fn),
     el("span", { class: "args" }, `(${argsText(n.args)})`), ret, el("span", { class: "muted" }, `#${n.idx}`));
+  row.addEventListener("click", () => selectTreeNode(n, row));
   const node = el("div", { class: "tree-node" }, row, kids);
   if (n.has_children) {
     let loaded = false;
-    tog.addEventListener("click", async () => {
+    tog.addEventListener("click", async (ev) => {
+      ev.stopPropagation();
       if (!loaded) { await loadChildren(kids, n.idx, 0); loaded = true; }
       kids.classList.toggle("hidden");
       tog.textContent = kids.classList.contains("hidden") ? "▸" : "▾";
@@ -346,10 +329,31 @@ function treeNode(n) {
   return node;
 }
 
+// The selected call's arguments and result, each inspectable.
+function selectTreeNode(n, row) {
+  for (const r of document.querySelectorAll("#tree .row.sel")) r.classList.remove("sel");
+  row.classList.add("sel");
+  const box = $("#tree-detail");
+  const ret = n.ret;
+  fill(box,
+    el("h3", {}, n.fn, " ", el("span", { class: "muted" }, `#${n.idx}`)),
+    el("div", { class: "panel" }, el("h3", {}, "Arguments"),
+      n.args.length ? n.args.map((a) => el("div", { class: "kv" }, el("span", { class: "k" }, a.name), valEl(a.value))) : el("span", { class: "muted" }, "none")),
+    el("div", { class: "panel" }, el("h3", {}, ret && ret.type === "fn-unwind" ? "Raised" : "Result"),
+      ret ? el("div", { class: "kv" }, valEl(ret.value), el("span", { class: "link", onclick: () => { showTab("stepper"); go(ret.idx); } }, `#${ret.idx}`))
+        : el("span", { class: "muted" }, "(still open)")),
+    el("div", { class: "toolbar" },
+      el("button", { onclick: () => { showTab("stepper"); go(n.idx); } }, "step into this call"),
+      el("button", { class: "hide-fn", title: "leave this function's calls (and what they called) out of the tree",
+        onclick: () => { const all = hiddenFns(); if (!all.some((h) => h.form === n.form_id)) all.push({ form: n.form_id, fn: n.fn }); setHiddenFns(all); } },
+      `hide ${n.fn} from the tree`)));
+}
+
 async function loadChildren(box, call, offset) {
   const r = await guard(api("children", { tl: S.tl, call: call === null ? "root" : call, offset, limit: 100 }));
   if (!r) return;
-  box.append(...r.items.map(treeNode));
+  const hidden = new Set(hiddenFns().map((h) => h.form));
+  box.append(...r.items.filter((n) => !hidden.has(n.form_id)).map(treeNode));
   if (r.more) {
     const more = el("div", { class: "link tree-node" }, `… more calls (showing ${offset + r.items.length})`);
     more.addEventListener("click", async () => { more.remove(); await loadChildren(box, call, offset + r.items.length); });
@@ -360,13 +364,17 @@ async function loadChildren(box, call, offset) {
 async function renderTree() {
   const box = $("#tree");
   box.replaceChildren();
+  const hidden = hiddenFns();
+  fill($("#tree-hidden"), hidden.length ? [el("span", { class: "muted" }, "hidden from the tree:"),
+    hidden.map((h, i) => el("button", { class: "chip-btn", title: "show it again", onclick: () => { hidden.splice(i, 1); setHiddenFns(hidden); } }, `${h.fn} ✕`))] : []);
   await loadChildren(box, null, 0);
 }
 
 // --- functions ----------------------------------------------------------------------------------
 
 async function renderFunctions() {
-  const stats = await guard(api("fn_stats", { tl: S.tl }));
+  // Every thread's calls (the table says so; a call row names its thread).
+  const stats = await guard(api("fn_stats", {}));
   if (!stats) return;
   S.stats = stats;
   drawFnTable();
@@ -375,19 +383,19 @@ async function renderFunctions() {
 function drawFnTable() {
   const f = $("#fn-filter").value.toLowerCase();
   const rows = S.stats.filter((s) => s.display.toLowerCase().includes(f));
-  $("#fn-table").replaceChildren(el("tr", {}, el("th", {}, "calls"), el("th", {}, "function"), el("th", {}, "where")),
+  $("#fn-table").replaceChildren(el("tr", {}, el("th", {}, "calls (all threads)"), el("th", {}, "function"), el("th", {}, "where")),
     ...rows.map((s) => el("tr", { class: "click", onclick: () => fnCalls(s.id, 0) },
       el("td", {}, s.count), el("td", {}, s.display), el("td", { class: "muted" }, `${(s.file || "").split("/").pop()}:${s.line}`))));
 }
 
 async function fnCalls(form, offset) {
-  const r = await guard(api("fn_calls", { tl: S.tl, form, offset, limit: 50 }));
+  const r = await guard(api("fn_calls", { form, offset, limit: 50 }));
   if (!r) return;
   const box = $("#fn-calls");
-  box.replaceChildren(el("h3", {}, `${r.form.display} — ${r.total} calls`),
-    el("table", {}, el("tr", {}, el("th", {}, "idx"), el("th", {}, "args"), el("th", {}, "result")),
-      ...r.items.map((n) => el("tr", { class: "click", title: "jump to this call", onclick: () => { showTab("stepper"); go(n.idx); } },
-        el("td", {}, n.idx), el("td", { class: "args" }, argsText(n.args)),
+  box.replaceChildren(el("h3", {}, `${r.form.display} — ${r.total} calls in every thread`),
+    el("table", {}, el("tr", {}, el("th", {}, "thread"), el("th", {}, "idx"), el("th", {}, "args"), el("th", {}, "result")),
+      ...r.items.map((n) => el("tr", { class: "click", title: "jump to this call", onclick: () => { showTab("stepper"); go(n.idx, "at", n.tl === undefined ? S.tl : n.tl); } },
+        el("td", { class: "muted" }, n.thread || S.tls[S.tl].name), el("td", {}, n.idx), el("td", { class: "args" }, argsText(n.args)),
         el("td", { class: n.ret && n.ret.type === "fn-unwind" ? "err" : "" }, n.ret ? n.ret.value.preview : "(open)")))),
     el("div", {},
       offset > 0 ? el("button", { onclick: () => fnCalls(form, Math.max(0, offset - 50)) }, "◀ prev") : null, " ",
@@ -403,8 +411,12 @@ async function renderExceptions() {
   if (!r.items.length) { box.replaceChildren(el("p", { class: "muted" }, "No exceptions were recorded.")); return; }
   box.replaceChildren(el("p", { class: "muted" }, `${r.total} exception(s)${r.capped ? ", first 100 shown" : ""}`),
     ...r.items.map((x) => el("div", { class: "exc-item" },
-      el("span", { class: "ty" }, x.type), " ", el("span", {}, x.message), el("br"),
-      el("span", { class: "muted" }, `in ${x.fn} · flow ${x.flow} thread ${x.thread_id} · idx ${x.idx} `),
+      el("span", { class: "ty" }, x.type), " ", el("span", {}, x.message), " ",
+      x.caught_in === undefined ? null : x.caught_in
+        ? el("span", { class: "caught", title: `caught in the frame #${x.caught_in.idx}` }, `caught in ${x.caught_in.fn}`)
+        : el("span", { class: "uncaught", title: "no recorded frame caught it" }, "uncaught"),
+      el("br"),
+      el("span", { class: "muted" }, `raised in ${x.fn}${x.chain && x.chain.length > 1 ? `, unwound ${x.chain.length} frames (${x.chain.map((c) => c.fn).join(" ← ")})` : ""} · thread ${x.thread || x.thread_id} · idx ${x.idx} `),
       el("button", { class: "jump-raise", onclick: () => { showTab("stepper"); go(x.raised_idx, "at", x.tl); } }, "jump to where raised"), " ",
       el("button", { onclick: () => { showTab("stepper"); go(x.idx, "at", x.tl); } }, "unwind"))));
 }
@@ -418,7 +430,7 @@ async function startSearch(ev) {
   const text = $("#search-text").value.trim();
   if (!text) return;
   if ($("#search-kind").value === "predicate") return predicateSearch(text, null, []);
-  const r = await guard(api("search", {}, { method: "POST", body: JSON.stringify({ tl: S.tl, kind: $("#search-kind").value, text, limit: 200 }) }));
+  const r = await guard(api("search", {}, { method: "POST", body: JSON.stringify({ kind: $("#search-kind").value, text, limit: 200 }) }));
   if (!r) return;
   searchId = r.id;
   $("#search-cancel").disabled = false;
@@ -452,9 +464,10 @@ async function pollSearch(id) {
   if (!r) return;
   const p = $("#search-progress");
   p.max = Math.max(1, r.total); p.value = r.scanned;
-  $("#search-status").textContent = `${r.matches.length} match(es)${r.done ? (r.cancelled ? " — cancelled" : " — done") : " …"}`;
-  $("#search-results").replaceChildren(el("table", {}, ...r.matches.map((m) => el("tr", { class: "click", onclick: () => { showTab("stepper"); go(m.idx); } },
-    el("td", {}, m.idx), el("td", {}, m.type), el("td", {}, m.fn), el("td", { class: "args" }, m.value ? m.value.preview : "")))));
+  const end = r.capped ? ` — stopped at the first ${r.matches.length}: narrow the text to see the rest` : r.cancelled ? " — cancelled" : " — done";
+  $("#search-status").textContent = `${r.matches.length} match(es) in every thread${r.done ? end : " …"}`;
+  $("#search-results").replaceChildren(el("table", {}, ...r.matches.map((m) => el("tr", { class: "click", onclick: () => { showTab("stepper"); go(m.idx, "at", m.tl === undefined ? S.tl : m.tl); } },
+    el("td", { class: "muted" }, m.thread || ""), el("td", {}, m.idx), el("td", {}, m.type), el("td", {}, m.fn), el("td", { class: "args" }, m.value ? m.value.preview : "")))));
   if (!r.done) setTimeout(() => pollSearch(id), 150);
   else $("#search-cancel").disabled = true;
 }
@@ -480,10 +493,11 @@ async function renderBookmarks() {
   // Bookmarks placed from code (squall.bookmark("note")): recorded calls of squall.bookmark.
   let code = [];
   try { code = (await api("bookmarks")).items || []; } catch { code = []; }
-  const jump = (b) => { const tl = tlFor(b.flow, b.thread); if (tl !== null) { showTab("stepper"); go(b.idx, "at", tl); } };
+  const jump = (b, drift) => { const tl = tlFor(b.flow, b.thread); if (tl !== null) { showTab("stepper"); go(b.idx, drift || "at", tl); } };
   const rows = [
     ...code.map((b) => el("tr", { class: "click code-bookmark" },
-      el("td", { onclick: () => jump(b) }, b.note),
+      // b.idx is the call of squall.bookmark itself: land where it returned to, in the caller.
+      el("td", { onclick: () => jump(b, "next-out") }, b.note),
       el("td", { class: "muted" }, `flow ${b.flow} thread ${b.thread} #${b.idx}`),
       el("td", { class: "muted" }, "from code"))),
     ...all.map((b, i) => el("tr", { class: "click" },
@@ -654,6 +668,7 @@ function showTab(name) {
   if (name === "threads") mtAtStepper();
   if (name === "browser" && !S.loaded.browser) { S.loaded.browser = true; renderBrowser(); }
   if (name === "search") $("#search-text").focus();
+  if (name === "printers") renderPrinters(0);
 }
 
 function setTheme(light) {
@@ -666,28 +681,49 @@ async function gotoFileLine(text) {
   if (!m) { toast("goto: write file:line"); return; }
   const r = await guard(api("goto", { tl: S.tl, file: m[1], line: m[2] }));
   if (!r) return;
-  if (r.idx === null) toast(`nothing recorded on ${text}`);
-  else { showTab("stepper"); go(r.idx); }
+  // The line may have run on other threads only: go to the first of them, and say so.
+  const hit = r.idx !== null && r.idx !== undefined ? { idx: r.idx, tl: r.tl === undefined ? S.tl : r.tl }
+    : (r.hits || [])[0];
+  if (!hit) { toast(`nothing recorded on ${text} in any thread`); return; }
+  if (hit.tl !== S.tl) toast(`${text} did not run on this thread: going to thread ${S.tls[hit.tl].name}`);
+  showTab("stepper");
+  go(hit.idx, "at", hit.tl);
 }
 
 function closeOverlays() {
   for (const o of document.querySelectorAll(".overlay")) o.classList.add("hidden");
 }
 
+// True while the focus is somewhere keys are text (a text field), not shortcuts.
+function typingInto(a) {
+  if (!a) return false;
+  if (a.tagName === "TEXTAREA" || a.isContentEditable) return true;
+  return a.tagName === "INPUT" && !["checkbox", "radio", "button", "submit", "range", "color"].includes(a.type);
+}
+
 function onKey(ev) {
-  const typing = ["INPUT", "SELECT", "TEXTAREA"].includes(document.activeElement.tagName);
+  const typing = typingInto(document.activeElement);
   if (ev.key === "Escape") { closeOverlays(); if (typing) document.activeElement.blur(); return; }
   if (typing || ev.ctrlKey || ev.metaKey || ev.altKey) return;
   const stepper = $("#tab-stepper").classList.contains("active") && $("#inspector").classList.contains("hidden");
   const drift = { ArrowRight: "next", l: "next", ArrowLeft: "prev", h: "prev", ArrowDown: "next-over", j: "next-over",
     ArrowUp: "prev-over", k: "prev-over", o: "next-out", u: "prev-out", Home: "first", g: "first", End: "last", G: "last" }[ev.key];
-  if (drift && stepper) { ev.preventDefault(); go(S.idx, drift); return; }
+  if (drift && stepper) {
+    ev.preventDefault();
+    if (document.activeElement && document.activeElement.tagName === "SELECT") document.activeElement.blur();
+    stepDrift(drift);
+    return;
+  }
   const act = {
-    n: () => findStep("coord", "next"), p: () => findStep("coord", "prev"),
-    N: () => findStep("equality", "next"), P: () => findStep("equality", "prev"),
-    "]": () => loopStep(1), "[": () => loopStep(-1),
+    n: () => queueNav(() => findStep("coord", "next")), p: () => queueNav(() => findStep("coord", "prev")),
+    N: () => queueNav(() => findStep("equality", "next")), P: () => queueNav(() => findStep("equality", "prev")),
+    "]": () => queueNav(() => loopStep(1)), "[": () => queueNav(() => loopStep(-1)),
+    z: () => undoNav(), Z: () => redoNav(),
+    F: () => queueNav(() => powerStep("same-frame", "next")), D: () => queueNav(() => powerStep("same-frame", "prev")),
+    I: () => queueNav(() => findStep("identity", "next")), U: () => queueNav(() => findStep("identity", "prev")),
+    q: () => { $("#quick-fn").focus(); $("#quick-fn").select(); },
     i: () => { $("#idx-input").focus(); $("#idx-input").select(); },
-    v: () => { const v = S.frame && S.frame.entry.value; if (v && v.v !== null) inspect(S.tl, v.v); },
+    v: () => { const v = S.frame && S.frame.entry.value; if (v && v.v !== null) inspect(S.tl, v.v, v.id); },
     b: () => addBookmark(),
     f: () => $("#goto").focus(),
     t: () => setTheme(!document.documentElement.classList.contains("light")),
@@ -696,9 +732,10 @@ function onKey(ev) {
     1: () => showTab("stepper"), 2: () => showTab("tree"), 3: () => showTab("functions"),
     4: () => showTab("exceptions"), 5: () => showTab("search"), 6: () => showTab("bookmarks"),
     7: () => showTab("threads"), 8: () => { if (S.flows && S.flows.live) showTab("browser"); },
+    9: () => showTab("printers"),
     r: () => { if (S.flows && S.flows.live) loadFlows(); },
   }[ev.key];
-  if (act && (stepper || !"npNP[]vb".includes(ev.key))) { ev.preventDefault(); act(); }
+  if (act && (stepper || !"npNP[]vbFDIU".includes(ev.key))) { ev.preventDefault(); act(); }
 }
 
 // --- start ------------------------------------------------------------------------------------
@@ -706,8 +743,8 @@ function onKey(ev) {
 async function init() {
   setTheme(localStorage.getItem("squall.theme") === "light");
   for (const b of document.querySelectorAll("#tabs button")) b.addEventListener("click", () => showTab(b.dataset.tab));
-  for (const b of document.querySelectorAll("#stepbar [data-drift]")) b.addEventListener("click", () => go(S.idx, b.dataset.drift));
-  for (const b of document.querySelectorAll("#stepbar [data-find]")) b.addEventListener("click", () => findStep(b.dataset.find, b.dataset.dir));
+  for (const b of document.querySelectorAll("#stepbar [data-drift]")) b.addEventListener("click", () => stepDrift(b.dataset.drift));
+  for (const b of document.querySelectorAll("#stepbar [data-find]")) b.addEventListener("click", () => queueNav(() => findStep(b.dataset.find, b.dataset.dir)));
   $("#bookmark-btn").addEventListener("click", addBookmark);
   $("#idx-input").addEventListener("keydown", (ev) => { if (ev.key === "Enter") { go(+ev.target.value || 0); ev.target.blur(); } });
   $("#goto").addEventListener("keydown", (ev) => { if (ev.key === "Enter") { gotoFileLine(ev.target.value); ev.target.blur(); } });
@@ -741,11 +778,16 @@ async function init() {
   $("#mod-filter").addEventListener("input", drawModules);
   $("#mod-all").addEventListener("change", drawModules);
   $("#mod-reload").addEventListener("click", renderBrowser);
-  window.addEventListener("hashchange", () => {
-    const h = parseHash();
-    const tl = tlFor(h.flow, h.thread);
-    if (tl !== null && h.idx !== null && (tl !== S.tl || +h.idx !== S.idx)) go(+h.idx, "at", tl);
+  window.addEventListener("popstate", onPopState);
+  // A dropdown or checkbox keeps the focus after it is used, and would take the next key
+  // presses (arrows change a select's value): hand the keyboard back to the shortcuts.
+  document.addEventListener("change", (ev) => {
+    const t = ev.target;
+    if (t.tagName === "SELECT" || (t.tagName === "INPUT" && (t.type === "checkbox" || t.type === "radio"))) t.blur();
   });
+  $("#undo-btn").addEventListener("click", undoNav);
+  $("#redo-btn").addEventListener("click", redoNav);
+  initTools();
 
   if (!await loadFlows(true)) return;
   document.body.dataset.ready = "1";
@@ -781,7 +823,7 @@ async function loadFlows(first = false) {
   if (tl === null) { tl = 0; idx = 0; }
   S.tl = tl;
   $("#tl-select").value = String(tl);
-  await go(idx, "at", tl);
+  await go(idx, "at", tl, { history: "replace" });
   const active = document.querySelector("#tabs .active").dataset.tab;
   if (!first && active !== "stepper") showTab(active);
   return true;

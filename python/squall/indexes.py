@@ -172,9 +172,12 @@ class Queries:
         """The entry reached from ``idx`` by ``drift``:
 
         - ``at``: idx itself; ``next`` / ``prev``: one entry forward / back (clamped to the ends);
-        - ``next-over``: from a call, its return (stepping over everything it called); otherwise next;
-        - ``prev-over``: from a return or unwind, its call; otherwise the previous entry, stepping back
-          over a whole nested call;
+        - ``next-over`` (FlowStorm's): the next entry of the same frame, stepping over the calls made
+          from it; from the frame's exit, the next entry (back in the caller); from a call entry, its
+          exit (over the whole call);
+        - ``prev-over``: the previous entry of the same frame, stepping back over the calls made from
+          it; from a return or unwind, its call; from a call entry, the previous entry (the previous
+          call's call entry when that entry is its exit);
         - ``next-out``: the first entry after the current frame exited (back in its caller);
         - ``prev-out``: the call entry of the current frame's caller.
         """

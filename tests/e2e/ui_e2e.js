@@ -5,6 +5,7 @@ const fs = require("fs");
 const os = require("os");
 const path = require("path");
 const { chromium } = require("playwright-core");
+const { checkControls } = require("./layout");
 
 const [url, shots] = process.argv.slice(2);
 if (!url || !shots) {
@@ -33,6 +34,27 @@ function check(cond, what) {
   page.on("pageerror", (e) => errors.push(String(e)));
   const shot = (name) => page.screenshot({ path: path.join(shots, name + ".png") });
   const idx = async () => +(await page.inputValue("#idx-input"));
+  const frameOf = async () => +(/frame (\d+)/.exec(await page.textContent("#frame-title")) || [0, -1])[1];
+  const waitIdx = (want) => page.waitForFunction((w) => +document.querySelector("#idx-input").value === w, want);
+  const curLine = async () => +(await page.getAttribute("#source", "data-cur") || "0:").split(":")[0];
+  // Clicks (button: "left" or "right") on the first occurrence of `text` in source line `ln`.
+  const clickCode = async (ln, text, button = "left") => {
+    const box = await page.$eval(`#source .line[data-ln="${ln}"] .code`, (code, t) => {
+      const walk = document.createTreeWalker(code, NodeFilter.SHOW_TEXT);
+      let all = "";
+      const nodes = [];
+      for (let n = walk.nextNode(); n; n = walk.nextNode()) { nodes.push([n, all.length]); all += n.data; }
+      const at = all.indexOf(t);
+      if (at < 0) return null;
+      const [node, base] = nodes.filter(([, b]) => b <= at).pop();
+      const r = document.createRange();
+      r.setStart(node, at - base); r.setEnd(node, Math.min(node.length, at - base + 1));
+      const b = r.getBoundingClientRect();
+      return { x: b.left + b.width / 2, y: b.top + b.height / 2 };
+    }, text);
+    if (!box) throw new Error(`FAILED: "${text}" is not on line ${ln}`);
+    await page.mouse.click(box.x, box.y, { button });
+  };
   try {
     // A request without the token is refused.
     const origin = new URL(url).origin;
@@ -64,7 +86,8 @@ function check(cond, what) {
     await page.fill("#idx-input", "40");
     await page.press("#idx-input", "Enter");
     await page.waitForFunction(() => document.querySelector("#idx-input").value === "40");
-    check(await page.locator("#source .hl").count() > 0, "current expression highlighted in the source");
+    check(await page.evaluate(() => CSS.highlights.get("squall-cur").size === 1), "current expression highlighted in the source");
+    check(await page.locator("#source .hljs-keyword").count() > 5, "the source is syntax-highlighted");
     await shot("stepper-stepped");
 
     // Exceptions: jump to where the KeyError was raised.
@@ -72,6 +95,8 @@ function check(cond, what) {
     await page.waitForSelector(".exc-item");
     const excText = await page.textContent("#exceptions");
     check(excText.includes("KeyError") && excText.includes("InvoiceError"), "exceptions listed with type and message");
+    check(await page.locator(".exc-item").count() === 2, "each exception listed once (not once per frame it unwound)");
+    check(excText.includes("caught in billing.processing.process_invoice") && excText.includes("caught in __main__.worker"), "each says where it was caught");
     await shot("exceptions");
     const item = page.locator(".exc-item", { hasText: "KeyError" }).first();
     await item.locator("button.jump-raise").click();
@@ -124,6 +149,20 @@ function check(cond, what) {
     await page.press("#search-text", "Enter");
     await page.waitForFunction(() => document.querySelector("#search-status").textContent.includes("done"));
     check(await page.locator("#search-results tr").count() > 0, "search finds calls of validate");
+    const threadsFound = await page.$$eval("#search-results tr td:first-child", (tds) => [...new Set(tds.map((td) => td.textContent))]);
+    check(threadsFound.includes("MainThread") && threadsFound.includes("invoice-worker"), "search covers every thread: " + threadsFound);
+    check((await page.textContent("#search-status")).includes("every thread"), "and says so");
+
+    // goto a line that ran on the worker thread only, from the main thread.
+    await page.keyboard.press("Escape");
+    await page.keyboard.press("1");
+    await page.selectOption("#tl-select", { index: 0 });
+    await page.waitForFunction(() => document.querySelector("#tl-select").selectedIndex === 0);
+    await page.fill("#goto", "billing/processing.py:35");
+    await page.press("#goto", "Enter");
+    await page.waitForFunction(() => (document.querySelector("#source").dataset.cur || "").startsWith("35:"));
+    const gotoTl = await page.$eval("#tl-select", (s) => s.options[s.selectedIndex].textContent);
+    check(gotoTl.includes("invoice-worker"), "goto processing.py:35 (tax = 0.0, run by the worker only) lands on the worker's thread");
 
     // The multi-thread timeline: both threads' entries in recording order; click into a worker's.
     await page.keyboard.press("Escape"); // leave the search box
@@ -155,6 +194,195 @@ function check(cond, what) {
     const tlText = await page.$eval("#tl-select", (s) => s.options[s.selectedIndex].textContent);
     check(tlText.includes("invoice-worker") && await idx() === wantIdx, `clicked into the worker's #${wantIdx} in the stepper`);
 
+    // Key presses are queued, none dropped: 20 fast presses move 20 entries, and back.
+    await page.keyboard.press("1");
+    await page.fill("#idx-input", "0");
+    await page.press("#idx-input", "Enter");
+    await waitIdx(0);
+    for (let i = 0; i < 20; i++) await page.keyboard.press("l");
+    await waitIdx(20);
+    await page.waitForTimeout(300);
+    check(await idx() === 20, "20 fast presses of l moved 20 entries");
+    for (let i = 0; i < 20; i++) await page.keyboard.press("ArrowLeft");
+    await waitIdx(0);
+    check(await idx() === 0, "20 fast presses of ← moved back 20 entries");
+
+    // Shortcuts keep working after a dropdown and a checkbox.
+    await page.selectOption("#tl-select", { index: 1 });
+    await page.waitForFunction(() => document.querySelector("#tl-select").selectedIndex === 1 && document.querySelector("#idx-input").value === "0");
+    await page.keyboard.press("l");
+    await waitIdx(1);
+    check(await page.$eval("#tl-select", (s) => s.selectedIndex) === 1, "after choosing a timeline in the dropdown, l steps (and does not change the dropdown)");
+    await page.selectOption("#tl-select", { index: 0 });
+    await page.waitForFunction(() => document.querySelector("#tl-select").selectedIndex === 0);
+    await page.keyboard.press("7");
+    await page.waitForSelector("#mt-table tr.click");
+    await page.click("#mt-fns");
+    await page.keyboard.press("1");
+    check(await page.$eval("#tab-stepper", (s) => s.classList.contains("active")), "after a checkbox, 1 opens the stepper");
+
+    // Back/Forward and undo/redo walk the places the stepper has been.
+    await page.fill("#idx-input", "40");
+    await page.press("#idx-input", "Enter");
+    await waitIdx(40);
+    await page.keyboard.press("l");
+    await waitIdx(41);
+    await page.goBack();
+    await waitIdx(40);
+    check(page.url().startsWith(new URL(url).origin) && /idx=40/.test(page.url()), "the browser's Back goes to the previous place, in the app");
+    await page.goForward();
+    await waitIdx(41);
+    check(true, "Forward comes back");
+    await page.keyboard.press("z");
+    await waitIdx(40);
+    await page.keyboard.press("z");
+    await page.waitForFunction(() => +document.querySelector("#idx-input").value !== 40);
+    const twoBack = await idx();
+    await page.keyboard.press("Z");
+    await waitIdx(40);
+    await page.click("#redo-btn");
+    await waitIdx(41);
+    check(twoBack !== 40, `undo (z) twice: 41 → 40 → ${twoBack}; redo (Z, ↻) forward again to 41`);
+
+    // Quick jump to a function's first call.
+    await page.fill("#quick-fn", "process_invoice");
+    await page.press("#quick-fn", "Enter");
+    await page.waitForFunction(() => document.querySelector("#frame-title").textContent.includes("process_invoice"));
+    const call = await idx();
+    check((await page.textContent("#current")).includes("call billing.processing.process_invoice"), `quick jump lands on process_invoice's first call (#${call})`);
+
+    // Step over by FlowStorm's semantics: j stays in the frame, over the calls made from it.
+    await page.keyboard.press("l");
+    await page.waitForFunction((c) => +document.querySelector("#idx-input").value > c, call);
+    for (let i = 0; i < 30 && await frameOf() !== call; i++) {
+      const before = await idx();
+      await page.keyboard.press("l");
+      await page.waitForFunction((b) => +document.querySelector("#idx-input").value !== b, before);
+    }
+    check(await frameOf() === call, "stepped into process_invoice's own entries");
+    const inFrame = await idx();
+    const overs = [];
+    for (let i = 0; i < 6; i++) {
+      const before = await idx();
+      await page.keyboard.press("j");
+      await page.waitForFunction((b) => +document.querySelector("#idx-input").value !== b, before).catch(() => {});
+      overs.push(`${await idx()}@${await frameOf()}`);
+      if (await frameOf() !== call) break;
+    }
+    check(overs.every((o) => o.endsWith("@" + call)), "j (next over) stays in process_invoice's frame: " + overs.join(" "));
+
+    // The gutter: hit counts per line, the lines that ran in this frame.
+    await page.fill("#idx-input", String(inFrame + 1));
+    await page.press("#idx-input", "Enter");
+    await waitIdx(inFrame + 1);
+    await page.waitForFunction(() => document.querySelector('#source .line[data-ln="31"] .hits').textContent !== "");
+    const hits31 = +(await page.textContent('#source .line[data-ln="31"] .hits'));
+    check(hits31 === 3, `line 31 (net += amount) ran ${hits31} times on the main thread (3 items of 2 invoices)`);
+    await page.waitForFunction(() => document.querySelectorAll("#source .line.ran").length >= 3);
+    const ran = await page.$$eval("#source .line.ran", (ls) => ls.map((l) => +l.dataset.ln));
+    const later = await page.$$eval("#source .line.later", (ls) => ls.map((l) => +l.dataset.ln));
+    check(ran.includes(27) && ran.includes(29) && !ran.includes(31) && later.includes(31) && later.includes(36), `lines that ran in this frame are marked (ran ${ran}, later ${later})`);
+
+    // Click an expression in the code: jump to when it ran (in this frame).
+    await clickCode(33, "tax_for");
+    await page.waitForFunction(() => (document.querySelector("#source").dataset.cur || "").startsWith("33:"));
+    check(await frameOf() === call, `clicking tax_for(...) on line 33 jumped to #${await idx()}, when it ran in this frame`);
+    await clickCode(31, "amount");
+    await page.waitForFunction(() => (document.querySelector("#source").dataset.cur || "").startsWith("31:"));
+    const firstAmount = await idx();
+    check(await frameOf() === call, `clicking amount on line 31 jumped to #${firstAmount}`);
+    await shot("code-click");
+
+    // Power stepping: the next time in this frame (F), by a custom text predicate.
+    // (after line 33, no later run of line 31: the click went to its last run in this frame)
+    await page.keyboard.press("D");
+    await page.waitForFunction((b) => +document.querySelector("#idx-input").value < b, firstAmount);
+    const earlier = await idx();
+    check(await curLine() === 31 && await frameOf() === call, `D: the previous time line 31's amount ran in this frame: #${earlier}`);
+    await page.keyboard.press("F");
+    await waitIdx(firstAmount);
+    check(true, "F: the next time, back to #" + firstAmount);
+    await page.fill("#power-text", "'JP'");
+    await page.press("#power-text", "Enter");
+    await page.waitForFunction((b) => +document.querySelector("#idx-input").value !== b, firstAmount);
+    const jp = await page.evaluate(async () => (await api("value", { tl: S.tl, v: S.frame.entry.value.v, level: 10, length: 1000 })).repr);
+    check(jp.includes("'JP'"), `text predicate: the next entry whose printed value holds 'JP' is #${await idx()}: ${jp.slice(0, 60)}…`);
+
+    // Printers: right-click an expression to print it every time it ran.
+    await page.fill("#quick-fn", "process_invoice");
+    await page.press("#quick-fn", "Enter");
+    await page.waitForFunction(() => document.querySelector("#frame-title").textContent.includes("process_invoice"));
+    await page.waitForSelector('#source .line[data-ln="31"]');
+    await clickCode(31, "amount", "right");
+    await page.keyboard.press("9");
+    await page.waitForSelector("#printer-out .printed");
+    const printed = await page.locator("#printer-out .printed").count();
+    check(printed >= 3, `the printer printed ${printed} lines: ` + (await page.textContent("#printer-out .printed")));
+    await shot("printers");
+    const pIdx = +(await page.locator("#printer-out .printed").nth(1).getAttribute("data-idx"));
+    await page.locator("#printer-out .printed").nth(1).click();
+    await waitIdx(pIdx);
+    check(await curLine() === 31, `a printed line jumps to its entry #${pIdx}`);
+
+    // The call tree's argument/result pane and hide-from-tree.
+    await page.keyboard.press("2");
+    await page.waitForSelector("#tree .tree-node");
+    await page.locator("#tree .tog", { hasText: "▸" }).first().click();
+    await page.waitForSelector("#tree .kids:not(.hidden) .tree-node");
+    const make = page.locator("#tree .row", { hasText: "make_invoices" }).first();
+    await make.click();
+    await page.waitForFunction(() => document.querySelector("#tree-detail").textContent.includes("Result"));
+    check((await page.textContent("#tree-detail")).includes("Invoice"), "the call pane shows make_invoices' result");
+    await shot("call-tree-pane");
+    await page.click("#tree-detail button.hide-fn");
+    await page.waitForSelector("#tree-hidden .chip-btn");
+    await page.locator("#tree .tog", { hasText: "▸" }).first().click();
+    await page.waitForSelector("#tree .kids:not(.hidden) .tree-node");
+    check(!(await page.textContent("#tree")).includes("make_invoices"), "make_invoices hidden from the tree");
+    await page.click("#tree-hidden .chip-btn");
+    await page.locator("#tree .tog", { hasText: "▸" }).first().click();
+    await page.waitForSelector("#tree .kids:not(.hidden) .tree-node");
+    check((await page.textContent("#tree")).includes("make_invoices"), "and shown again");
+
+    // The inspector: an invoice's history, with the write that set its total.
+    await page.fill("#quick-fn", "process_invoice");
+    await page.press("#quick-fn", "Enter");
+    await page.waitForFunction(() => document.querySelector("#frame-title").textContent.includes("process_invoice"));
+    await page.locator("#frame-info .kv", { hasText: "invoice" }).locator(".val").first().click();
+    await page.waitForSelector("#insp-history tr.write");
+    const hist = await page.textContent("#insp-history");
+    check(hist.includes(".total changed") && hist.includes("process_invoice"), "the inspector lists where the invoice was changed: " + hist.slice(0, 160));
+    await shot("value-history");
+    const wIdx = +(/#(\d+)/.exec(await page.textContent("#insp-history tr.write"))[1]);
+    await page.click("#insp-history tr.write");
+    await waitIdx(wIdx);
+    check(await curLine() === 36, `clicking the write jumps to it (#${wIdx}, line 36)`);
+
+    // The layout from 1024x700 to 2560x1440, dark and light: every control visible and clickable.
+    for (const size of [{ width: 1024, height: 700 }, { width: 1440, height: 900 }, { width: 2560, height: 1440 }]) {
+      const n = await checkControls(page, size);
+      check(true, `${size.width}x${size.height}: ${n} controls and tabs inside the window, uncovered, clickable`);
+    }
+    await page.setViewportSize({ width: 1024, height: 700 });
+    await shot("stepper-1024");
+    await page.setViewportSize({ width: 2560, height: 1440 });
+    await shot("stepper-2560");
+    await page.setViewportSize({ width: 1400, height: 860 });
+
+    // A bookmark of the user's own (b, a note), listed in the Bookmarks tool, jumps back.
+    await page.fill("#idx-input", "77");
+    await page.press("#idx-input", "Enter");
+    await waitIdx(77);
+    page.once("dialog", (d) => d.accept("the 77th step"));
+    await page.keyboard.press("b");
+    await page.keyboard.press("Home");
+    await waitIdx(0);
+    await page.keyboard.press("6");
+    await page.locator("#bookmarks tr", { hasText: "the 77th step" }).first().waitFor();
+    await page.locator("#bookmarks tr", { hasText: "the 77th step" }).locator("td").first().click();
+    await waitIdx(77);
+    check(await page.$eval("#tab-stepper", (s) => s.classList.contains("active")), "a bookmark (b) is listed and jumps back to #77");
+
     // Help overlay and light theme.
     await page.keyboard.press("1");
     await page.keyboard.press("?");
@@ -164,10 +392,14 @@ function check(cond, what) {
     await page.keyboard.press("t");
     check(await page.evaluate(() => document.documentElement.classList.contains("light")), "light theme");
     await shot("stepper-light");
+    const n = await checkControls(page, { width: 1024, height: 700 });
+    check(true, `light, 1024x700: ${n} controls and tabs visible and clickable`);
+    await shot("stepper-light-1024");
     check(errors.length === 0, "no page errors " + errors.join("; "));
     console.log("E2E PASSED");
   } catch (e) {
     console.error(String(e.stack || e));
+    console.error("state: " + await page.evaluate(() => JSON.stringify({ idx: S.idx, tl: S.tl, pos: HIST.pos, places: HIST.places.slice(-5), state: history.state, hash: location.hash })).catch(() => "?"));
     await shot("failure").catch(() => {});
     process.exitCode = 1;
   } finally {

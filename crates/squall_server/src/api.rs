@@ -364,11 +364,24 @@ pub fn children(view: &dyn View, q: &Q) -> ApiResult {
     }))
 }
 
+/// The timeline a request names by `tl`, or `None` (every timeline) without one.
+fn tl_or_all(view: &dyn View, q: &Q) -> Result<Option<usize>, ApiError> {
+    match q.get("tl").map(String::as_str) {
+        None | Some("") => Ok(None),
+        Some(_) => tl_of(view, q).map(Some),
+    }
+}
+
+/// `/api/fn_stats[?tl=N]`: calls per function, most called first, in timeline `tl` or summed
+/// over every timeline.
 pub fn fn_stats(view: &dyn View, q: &Q) -> ApiResult {
-    let tl = tl_of(view, q)?;
+    let only = tl_or_all(view, q)?;
     let forms = view.forms();
-    let t = view.timelines()[tl].timeline;
-    let stats = t.fn_call_stats();
+    let tls = view.timelines();
+    let stats = match only {
+        Some(tl) => tls[tl].timeline.fn_call_stats(),
+        None => squall_trace::merge_call_stats(tls.iter().map(|t| t.timeline)),
+    };
     Ok(json!(stats
         .into_iter()
         .map(|s| {
@@ -379,48 +392,63 @@ pub fn fn_stats(view: &dyn View, q: &Q) -> ApiResult {
         .collect::<Vec<_>>()))
 }
 
+/// `/api/fn_calls?form=F[&tl=N]`: the calls of form `F` in timeline `tl` or in every timeline
+/// (timeline by timeline), paged; each names its timeline and thread.
 pub fn fn_calls(view: &dyn View, q: &Q) -> ApiResult {
-    let tl = tl_of(view, q)?;
+    let only = tl_or_all(view, q)?;
     let form: u32 = req(q, "form")?;
     if view.forms().form(form).is_none() {
         return Err(ApiError::not_found(format!("no form {form}")));
     }
     let offset: usize = opt(q, "offset", 0)?;
     let limit: usize = opt(q, "limit", 50)?.clamp(1, 1000);
-    let t = view.timelines()[tl].timeline;
+    let tls = view.timelines();
     let mut total = 0usize;
     let mut items = Vec::new();
-    for (i, e) in t.entries().iter().enumerate().map(|(i, e)| (i + t.first_idx(), e)) {
-        if e.kind() == Kind::Call && e.id() == form {
-            if total >= offset && items.len() < limit {
-                items.push(node_json(view, tl, i as u32));
+    for (tl, info) in tls.iter().enumerate().filter(|(tl, _)| only.is_none_or(|o| o == *tl)) {
+        let t = info.timeline;
+        for (i, e) in t.entries().iter().enumerate().map(|(i, e)| (i + t.first_idx(), e)) {
+            if e.kind() == Kind::Call && e.id() == form {
+                if total >= offset && items.len() < limit {
+                    let mut n = node_json(view, tl, i as u32);
+                    n["tl"] = json!(tl);
+                    n["thread_id"] = json!(info.thread_id);
+                    n["thread"] = json!(info.name);
+                    items.push(n);
+                }
+                total += 1;
             }
-            total += 1;
         }
     }
     Ok(json!({"form": form_json(view.forms(), form), "total": total, "offset": offset, "items": items}))
 }
 
-/// Where the exception an unwind carries was raised: the deepest frame it unwound, at the last
-/// event of that frame before the unwind.
-fn raise_point(t: &squall_trace::Timeline, unwind: u32) -> u32 {
-    let Some(&e) = t.get(unwind as usize) else { return unwind };
-    let call = e.fn_call_idx();
-    let mut i = unwind;
-    while i > call {
-        i -= 1;
-        let Some(&x) = t.get(i as usize) else { break };
-        if x.kind().is_event() && x.fn_call_idx() == call {
-            return i;
-        }
-        if x.kind().is_exit() {
-            // A callee's exit: the exception may have come out of it; stop at the call site.
-            return i;
-        }
-    }
-    unwind
+/// Every timeline of the view as the core's cross-thread queries read them (`thread` n of an
+/// answer is timeline `tl` n).
+pub fn thread_refs(view: &dyn View) -> Vec<squall_trace::ThreadRef<'_>> {
+    view.timelines()
+        .iter()
+        .enumerate()
+        .map(|(i, t)| squall_trace::ThreadRef {
+            flow: t.flow,
+            thread_id: t.thread_id,
+            timeline: t.timeline,
+            values: view.values(i),
+        })
+        .collect()
 }
 
+fn call_json(view: &dyn View, tl: usize, call: u32) -> Value {
+    let t = view.timelines()[tl].timeline;
+    let form = t.get(call as usize).map(|c| c.id());
+    json!({"idx": call, "fn": form.map(|f| display_name(view.forms(), f))})
+}
+
+/// `/api/exceptions[?tl=N][&limit=L]`: every exception that left a recorded frame, once each
+/// (`squall_trace::exceptions`), in every thread (or timeline `tl`): its innermost unwind
+/// (`idx`), where it was raised (`raised_idx`), its type and message, the frames it unwound
+/// (`chain`, innermost first) and the recorded frame that caught it (`caught_in`, null when
+/// none did).
 pub fn exceptions(view: &dyn View, q: &Q) -> ApiResult {
     let limit: usize = opt(q, "limit", 100)?.clamp(1, 1000);
     let only: Option<usize> = match q.get("tl") {
@@ -428,36 +456,39 @@ pub fn exceptions(view: &dyn View, q: &Q) -> ApiResult {
         None => None,
     };
     let forms = view.forms();
-    let mut out = Vec::new();
-    let mut total = 0usize;
-    for (tl, info) in view.timelines().iter().enumerate() {
-        if only.is_some_and(|o| o != tl) {
-            continue;
+    let tls = view.timelines();
+    let mut refs = thread_refs(view);
+    let numbers: Vec<usize> = match only {
+        Some(tl) => {
+            refs = vec![refs[tl]];
+            vec![tl]
         }
-        let t = info.timeline;
-        let mut seen: HashSet<u32> = HashSet::new();
-        for (i, e) in t.entries().iter().enumerate().map(|(i, e)| (i + t.first_idx(), e)) {
-            if e.kind() != Kind::Unwind || e.value() == ValRef::ABSENT {
-                continue;
-            }
-            // One exception unwinds many frames: list it once, where it was first seen.
-            if !seen.insert(e.value().0) {
-                continue;
-            }
-            total += 1;
-            if out.len() >= limit {
-                continue;
-            }
-            let v = val_node(view, tl, e.value(), 300);
-            let message = v["preview"].as_str().unwrap_or("").to_string();
-            out.push(json!({
-                "tl": tl, "flow": info.flow, "thread_id": info.thread_id,
-                "idx": i, "raised_idx": raise_point(t, i as u32),
-                "fn": display_name(forms, e.id()), "type": v["type"], "message": message, "value": v,
-            }));
-        }
-    }
-    Ok(json!({"total": total, "items": out, "capped": total > out.len()}))
+        None => (0..refs.len()).collect(),
+    };
+    let found = squall_trace::exceptions::exceptions(&refs);
+    let items: Vec<Value> = found
+        .iter()
+        .take(limit)
+        .map(|x| {
+            let tl = numbers[x.thread];
+            let info = &tls[tl];
+            let text = squall_trace::exceptions::exception_text(view.values(tl), x.value, 300);
+            let inner = x.chain[0];
+            json!({
+                "tl": tl, "flow": info.flow, "thread_id": info.thread_id, "thread": info.name,
+                "idx": inner.unwind_idx, "raised_idx": x.raised_idx(), "fn_call_idx": inner.call_idx,
+                "fn": display_name(forms, inner.form),
+                "type": text.type_name, "message": text.message,
+                "value": if x.value == ValRef::ABSENT { Value::Null } else { val_node(view, tl, x.value, 300) },
+                "chain": x.chain.iter().map(|u| json!({
+                    "idx": u.call_idx, "unwind_idx": u.unwind_idx, "fn": display_name(forms, u.form),
+                    "last_event_idx": u.last_event_idx,
+                })).collect::<Vec<_>>(),
+                "caught_in": x.caught_in.map(|c| call_json(view, tl, c)),
+            })
+        })
+        .collect();
+    Ok(json!({"total": found.len(), "capped": found.len() > items.len(), "items": items}))
 }
 
 fn parse_path(s: &str) -> Result<Vec<usize>, ApiError> {
@@ -613,30 +644,45 @@ pub fn loops(view: &dyn View, q: &Q) -> ApiResult {
     }))
 }
 
-/// The first entry at or after `from` (default 0) on `file:line`.
+/// `/api/goto?file=F&line=L[&tl=N][&from=I][&dir=next|prev]`: where `file:line` ran, in
+/// every thread: `hits` has, for each timeline that ran it, its first entry there (for timeline
+/// `tl`, the first at or after `from`, or with `dir=prev` at or before it) and how often it ran
+/// there. `idx` is timeline `tl`'s hit (or, without `tl`, the first hit's), `tl` its timeline.
 pub fn goto(view: &dyn View, q: &Q) -> ApiResult {
-    let tl = tl_of(view, q)?;
+    let only: Option<usize> = match q.get("tl").map(String::as_str) {
+        None | Some("") => None,
+        Some(_) => Some(tl_of(view, q)?),
+    };
     let file: String = req(q, "file")?;
     let line: u32 = req(q, "line")?;
-    let from: u64 = opt(q, "from", 0)?;
+    let from: Option<u64> = match q.get("from").map(String::as_str) {
+        None | Some("") => None,
+        Some(_) => Some(req(q, "from")?),
+    };
+    let backward = match opt(q, "dir", "next".to_string())?.as_str() {
+        "next" => false,
+        "prev" => true,
+        other => return Err(ApiError::bad(format!("dir must be next or prev, not `{other}`"))),
+    };
     let forms = view.forms();
-    let form_in_file: Vec<bool> =
-        forms.forms().iter().map(|f| *f.file == *file || f.file.ends_with(&format!("/{file}"))).collect();
-    if !form_in_file.iter().any(|&b| b) {
-        return Err(ApiError::not_found(format!("no recorded function is in `{file}`")));
+    let m = squall_trace::locate::LineMatcher::new(forms, &file, line)
+        .ok_or_else(|| ApiError::not_found(format!("no recorded function is in `{file}`")))?;
+    let mut hits = Vec::new();
+    for (tl, info) in view.timelines().iter().enumerate() {
+        let start = if Some(tl) == only { from } else { None };
+        if let Some(idx) = m.find(forms, info.timeline, start, backward) {
+            hits.push(json!({
+                "tl": tl, "flow": info.flow, "thread_id": info.thread_id, "thread": info.name,
+                "idx": idx, "count": m.count(forms, info.timeline),
+            }));
+        }
     }
-    let site_ok: Vec<bool> =
-        forms.sites().iter().map(|s| s.coord.line == line && form_in_file[s.form as usize]).collect();
-    let t = view.timelines()[tl].timeline;
-    let found = t
-        .find_entry::<()>(&[Kind::Expr, Kind::Bind, Kind::Return, Kind::Call], Some(from), false, |_, e| {
-            Ok(match e.kind() {
-                Kind::Call => form_in_file[e.id() as usize] && forms.form(e.id()).is_some_and(|f| f.line == line),
-                _ => site_ok.get(e.id() as usize).copied().unwrap_or(false),
-            })
-        })
-        .unwrap_or(None);
-    Ok(json!({"idx": found}))
+    let pick = match only {
+        Some(tl) => hits.iter().find(|h| h["tl"] == tl),
+        None => hits.first(),
+    };
+    let (idx, tl) = pick.map_or((Value::Null, Value::Null), |h| (h["idx"].clone(), h["tl"].clone()));
+    Ok(json!({"idx": idx, "tl": tl, "hits": hits}))
 }
 
 /// A page of entries (the timeline tool).

@@ -6,6 +6,9 @@
 //! with `{"error": "..."}`.
 
 pub mod api;
+pub mod changes;
+pub mod code_view;
+pub mod power;
 pub mod search;
 pub mod source;
 pub mod values;
@@ -165,9 +168,16 @@ async fn search_cancel(State(st): State<Arc<AppState>>, Path(id): Path<String>) 
 /// paths against the routes below, and a property test (schemathesis) checks the server against it.
 pub const OPENAPI_JSON: &str = include_str!("../openapi.json");
 
-const INDEX_HTML: &str = include_str!("../../../ui/index.html");
-const APP_JS: &str = include_str!("../../../ui/app.js");
-const APP_CSS: &str = include_str!("../../../ui/app.css");
+/// The UI's files, embedded: (URL path, content type, text). A new file under `ui/` is one line.
+const ASSETS: &[(&str, &str, &str)] = &[
+    ("/", "text/html; charset=utf-8", include_str!("../../../ui/index.html")),
+    ("/app.css", "text/css; charset=utf-8", include_str!("../../../ui/app.css")),
+    ("/app.js", "text/javascript; charset=utf-8", include_str!("../../../ui/app.js")),
+    ("/nav.js", "text/javascript; charset=utf-8", include_str!("../../../ui/nav.js")),
+    ("/code.js", "text/javascript; charset=utf-8", include_str!("../../../ui/code.js")),
+    ("/tools.js", "text/javascript; charset=utf-8", include_str!("../../../ui/tools.js")),
+    ("/vendor/highlight.min.js", "text/javascript; charset=utf-8", include_str!("../../../ui/vendor/highlight.min.js")),
+];
 
 fn asset(body: &'static str, ctype: &'static str) -> Response {
     let mut r = body.into_response();
@@ -202,17 +212,23 @@ pub fn router(src: Arc<dyn RecordingSource>, token: String) -> Router {
         .route("/goto", q_route!(api::goto))
         .route("/order", q_route!(api::order))
         .route("/history", q_route!(api::history))
+        .route("/lines", q_route!(code_view::line_hits))
+        .route("/frame_lines", q_route!(code_view::frame_lines))
+        .route("/site_hits", q_route!(code_view::site_hits))
+        .route("/site_entries", q_route!(code_view::site_entries))
+        .route("/changes", q_route!(changes::changes))
+        .route("/power_step", q_route!(power::power_step))
         .route("/control/{action}", axum::routing::post(control))
         .route("/search", axum::routing::post(search_start))
         .route("/search/{id}", get(search_poll).delete(search_cancel))
         .fallback(|| async { ApiError::not_found("no such API route").into_response() })
         .layer(middleware::from_fn_with_state(st.clone(), check_token))
         .with_state(st);
-    Router::new()
-        .nest("/api", api)
-        .route("/", get(|| async { asset(INDEX_HTML, "text/html; charset=utf-8") }))
-        .route("/app.js", get(|| async { asset(APP_JS, "text/javascript; charset=utf-8") }))
-        .route("/app.css", get(|| async { asset(APP_CSS, "text/css; charset=utf-8") }))
+    let mut app = Router::new().nest("/api", api);
+    for &(path, ctype, body) in ASSETS {
+        app = app.route(path, get(move || async move { asset(body, ctype) }));
+    }
+    app
 }
 
 /// How the server listens. `Default`: loopback, any free port, a random token, the timeouts and

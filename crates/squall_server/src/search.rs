@@ -1,13 +1,17 @@
 //! Interruptible searches with progress: started by `POST /api/search`, polled by
 //! `GET /api/search/{id}`, cancelled by `DELETE /api/search/{id}`. A search walks the timeline in
 //! batches, taking the source's view once per batch (a live program runs between batches).
+//! What matches is the core's (`squall_trace::search`); this file runs it in batches and
+//! reports progress. Every timeline is searched (or the one `tl` names), timeline by timeline;
+//! each match names its timeline and thread, and `capped` says the search stopped at `limit`.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde::Deserialize;
 use serde_json::{json, Value};
-use squall_trace::{display_name, Decoded, Kind, ValRef};
+use squall_trace::search::{SearchKind, SeenValues, TextSearch};
+use squall_trace::{display_name, ValRef};
 
 use crate::source::{with_view, RecordingSource, View};
 use crate::values::val_node;
@@ -16,10 +20,13 @@ const BATCH: usize = 250_000;
 
 #[derive(Deserialize, Debug)]
 pub struct SearchReq {
-    pub tl: usize,
+    /// One timeline; absent: every timeline.
+    #[serde(default)]
+    pub tl: Option<usize>,
     /// `fn` (function name contains text) or `value` (a value's printed text contains text).
     pub kind: String,
     pub text: String,
+    /// Where to start in timeline `tl` (the other timelines are searched whole).
     #[serde(default)]
     pub from_idx: u64,
     #[serde(default = "default_limit")]
@@ -37,6 +44,8 @@ pub struct Progress {
     pub scanned: u64,
     pub total: u64,
     pub matches: Vec<Value>,
+    /// It stopped at its `limit`: more entries were left unsearched.
+    pub capped: bool,
     pub error: Option<String>,
 }
 
@@ -51,57 +60,68 @@ impl Search {
         let p = self.progress.lock().unwrap_or_else(|e| e.into_inner());
         json!({
             "id": id, "done": p.done, "cancelled": p.cancelled, "scanned": p.scanned, "total": p.total,
-            "matches": p.matches, "error": p.error,
+            "matches": p.matches, "capped": p.capped, "error": p.error,
         })
     }
 }
 
 /// Checks a request before a search starts (so a bad one is a 400, not a failed task).
 pub fn validate(view: &dyn View, r: &SearchReq) -> Result<(), String> {
-    if r.tl >= view.timelines().len() {
-        return Err(format!("no timeline {}", r.tl));
+    let n = view.timelines().len();
+    if let Some(tl) = r.tl.filter(|&tl| tl >= n) {
+        return Err(format!("no timeline {tl}: this recording has {n} (see /api/flows)"));
     }
     if r.text.is_empty() {
-        return Err("empty search text".into());
+        return Err("empty search text: say what to look for".into());
     }
-    if r.kind != "fn" && r.kind != "value" {
+    if SearchKind::parse(&r.kind).is_none() {
         return Err(format!("search kind must be `fn` or `value`, not `{}`", r.kind));
     }
     Ok(())
 }
 
 fn hit(view: &dyn View, tl: usize, idx: u32) -> Value {
-    let t = view.timelines()[tl].timeline;
+    let info = &view.timelines()[tl];
+    let t = info.timeline;
     let Some(&e) = t.get(idx as usize) else {
-        return serde_json::json!({"tl": tl, "idx": idx, "evicted": true});
+        return json!({"tl": tl, "idx": idx, "evicted": true});
     };
     let (form, value) = if e.kind().is_call() {
         (e.id(), Value::Null)
     } else {
         let form = t.get(e.fn_call_idx() as usize).map_or(0, |c| c.id());
-        (form, val_node(view, tl, e.value(), 100))
+        let v = if e.value() == ValRef::ABSENT { Value::Null } else { val_node(view, tl, e.value(), 100) };
+        (form, v)
     };
-    json!({"idx": idx, "type": e.kind().type_name(), "fn": display_name(view.forms(), form), "value": value})
+    json!({
+        "tl": tl, "thread_id": info.thread_id, "thread": info.name,
+        "idx": idx, "type": e.kind().type_name(), "fn": display_name(view.forms(), form), "value": value,
+    })
 }
 
 /// Runs a search to its end (or its cancellation), updating `s`.
 pub fn run(src: &dyn RecordingSource, r: &SearchReq, s: &Search) {
-    let needle = r.text.to_lowercase();
     let limit = r.limit.clamp(1, 10_000);
     let set = |f: &mut dyn FnMut(&mut Progress)| f(&mut s.progress.lock().unwrap_or_else(|e| e.into_inner()));
-    // Which forms (fn search) or value slots (value search) match.
-    let (len, forms_ok, slots_ok) = with_view(src, |v| {
-        let len = v.timelines()[r.tl].timeline.len();
-        let forms = v.forms();
-        let forms_ok: Vec<bool> =
-            (0..forms.forms().len() as u32).map(|i| display_name(forms, i).to_lowercase().contains(&needle)).collect();
-        (len, forms_ok, v.slot_count(r.tl))
+    let kind = SearchKind::parse(&r.kind).unwrap_or(SearchKind::Fn);
+    let (matcher, lens) = with_view(src, |v| {
+        let lens: Vec<usize> = v.timelines().iter().map(|t| t.timeline.len()).collect();
+        (TextSearch::new(v.forms(), kind, &r.text), lens)
     });
-    let mut slot_match: Vec<bool> = Vec::new();
-    if r.kind == "value" {
-        set(&mut |p| p.total = (slots_ok + len) as u64);
-        let mut i = 0;
-        while i < slots_ok {
+    let order: Vec<usize> = match r.tl {
+        Some(tl) => vec![tl],
+        None => (0..lens.len()).collect(),
+    };
+    set(&mut |p| p.total = order.iter().map(|&tl| lens[tl] as u64).sum());
+    let mut found = 0usize;
+    let mut scanned = 0u64;
+    for &tl in &order {
+        let len = lens[tl];
+        let mut seen = SeenValues::default();
+        let start = if r.tl == Some(tl) { (r.from_idx as usize).min(len) } else { 0 };
+        scanned += start as u64;
+        let mut i = start;
+        while i < len {
             if s.cancel.load(Ordering::Relaxed) {
                 set(&mut |p| {
                     p.cancelled = true;
@@ -109,75 +129,45 @@ pub fn run(src: &dyn RecordingSource, r: &SearchReq, s: &Search) {
                 });
                 return;
             }
-            let end = (i + BATCH / 10).min(slots_ok);
-            with_view(src, |v| {
-                for k in i..end {
-                    let ok = v
-                        .snap(r.tl, ValRef(k as u32))
-                        .is_ok_and(|snap| squall_store::preview(&snap, 1000).to_lowercase().contains(&needle));
-                    slot_match.push(ok);
-                }
-            });
-            i = end;
-            set(&mut |p| p.scanned = i as u64);
-        }
-    } else {
-        set(&mut |p| p.total = len as u64);
-    }
-    let value_ok = |v: ValRef| match v.decode() {
-        Decoded::Slot(k) => slot_match.get(k as usize).copied().unwrap_or(false),
-        Decoded::Int(i) => i.to_string().contains(&needle),
-        Decoded::None => "none".contains(&needle),
-        Decoded::Bool(b) => (if b { "true" } else { "false" }).contains(&needle),
-        Decoded::Absent => false,
-    };
-    let base = if r.kind == "value" { slots_ok as u64 } else { 0 };
-    let mut i = (r.from_idx as usize).min(len);
-    let mut found = 0usize;
-    while i < len && found < limit {
-        if s.cancel.load(Ordering::Relaxed) {
-            set(&mut |p| {
-                p.cancelled = true;
-                p.done = true;
-            });
-            return;
-        }
-        let end = (i + BATCH).min(len);
-        let hits: Vec<Value> = with_view(src, |v| {
-            let t = v.timelines()[r.tl].timeline;
-            let forms = v.forms();
-            let mut out = Vec::new();
-            for k in i..end {
-                if found + out.len() >= limit {
-                    break;
-                }
-                let Some(&e) = t.get(k) else { continue };
-                let ok = match (r.kind.as_str(), e.kind()) {
-                    ("fn", Kind::Call) => forms_ok.get(e.id() as usize).copied().unwrap_or(false),
-                    ("fn", _) => false,
-                    (_, Kind::Call | Kind::Resume) => {
-                        let n =
-                            if e.kind() == Kind::Resume { 1 } else { forms.form(e.id()).map_or(0, |f| f.params.len()) };
-                        t.call_args(k, n).into_iter().any(value_ok)
-                    }
-                    _ => value_ok(e.value()),
-                };
-                if ok {
-                    out.push(hit(v, r.tl, k as u32));
-                }
+            if found >= limit {
+                set(&mut |p| p.capped = true);
+                break;
             }
-            out
-        });
-        found += hits.len();
-        i = end;
-        set(&mut |p| {
-            p.matches.extend(hits.iter().cloned());
-            p.scanned = base + i as u64;
-        });
+            let end = (i + BATCH).min(len);
+            let (hits, stopped) = with_view(src, |v| {
+                let t = v.timelines()[tl].timeline;
+                let store = v.values(tl);
+                let forms = v.forms();
+                let mut out = Vec::new();
+                let mut k = i.max(t.first_idx());
+                while k < end {
+                    if found + out.len() >= limit {
+                        break;
+                    }
+                    if let Some(e) = t.get(k) {
+                        if matcher.matches(forms, t, store, &mut seen, k, e) {
+                            out.push(hit(v, tl, k as u32));
+                        }
+                    }
+                    k += 1;
+                }
+                (out, k)
+            });
+            found += hits.len();
+            scanned += (stopped - i) as u64;
+            i = stopped;
+            set(&mut |p| {
+                p.matches.extend(hits.iter().cloned());
+                p.scanned = scanned;
+            });
+        }
+        if found >= limit && (i < len || order.last() != Some(&tl)) {
+            set(&mut |p| p.capped = true);
+            break;
+        }
     }
     set(&mut |p| p.done = true);
 }
-
 pub fn spawn(src: Arc<dyn RecordingSource>, r: SearchReq, s: Arc<Search>) {
     std::thread::spawn(move || {
         let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(&*src, &r, &s)));

@@ -173,7 +173,7 @@ async fn token_is_checked_first() {
 #[tokio::test]
 async fn ui_files_are_served() {
     let (app, _d) = app();
-    for uri in ["/", "/app.js", "/app.css"] {
+    for uri in ["/", "/app.js", "/app.css", "/nav.js", "/code.js", "/tools.js", "/vendor/highlight.min.js"] {
         let res = app.clone().oneshot(Request::builder().uri(uri).body(Body::empty()).unwrap()).await.unwrap();
         assert_eq!(res.status(), StatusCode::OK, "{uri}");
     }

@@ -5,14 +5,18 @@
 
 mod entry;
 mod error;
+pub mod exceptions;
 mod forms;
 pub mod grow;
 pub mod history;
 mod limits;
+pub mod locate;
 pub mod printer;
 mod queries;
+pub mod search;
 mod snapshot;
 mod store;
+mod threads;
 mod timeline;
 mod value;
 mod writes;
@@ -30,6 +34,7 @@ pub use store::{
     BadStore, CutNode, ExpandBudget, LoggedWrite, MapNode, NameId, Node, ObjId, ObjectNode, OpaqueNode, SeqDeltaNode,
     SeqNode, ValueStore, WriteKey,
 };
+pub use threads::ThreadRef;
 pub use timeline::{Recorded, Timeline};
 pub use value::{Decoded, ValRef, MAX_SLOT};
 pub use writes::{sync_writes, writes, OldValue, WriteFact, WriteFilter};

@@ -13,9 +13,13 @@ pub enum Drift {
     At,
     Next,
     Prev,
-    /// The next entry of the same frame, stepping over calls made from it.
+    /// FlowStorm's next-over: the next entry of the same frame, stepping over the calls made
+    /// from it (their whole frames); from the frame's exit, the next entry; from a call entry,
+    /// that call's exit (over the whole call).
     NextOver,
-    /// The previous entry of the same frame, stepping back over calls made from it.
+    /// The previous entry of the same frame, stepping back over the calls made from it; from an
+    /// exit, its call entry; from a call entry, the previous entry (the previous call's call
+    /// entry when that entry is its exit).
     PrevOver,
     /// The first entry after the current frame exited (back in its caller).
     NextOut,
@@ -83,26 +87,26 @@ impl Timeline {
     pub fn timeline_entry(&self, idx: u64, drift: Drift) -> Result<u32, TraceError> {
         let i = self.check(idx)?;
         let last = self.len() - 1;
-        let e = self.at(i);
         let to = match drift {
             Drift::At => i,
             Drift::Next => (i + 1).min(last),
             Drift::Prev => i.saturating_sub(1),
-            Drift::NextOver => match e.kind() {
-                k if k.is_call() => e.ret_idx().map_or(last, |r| r as usize),
-                _ => (i + 1).min(last),
+            Drift::NextOver => match self.at(i) {
+                e if e.kind().is_call() => e.ret_idx().map_or(last, |r| r as usize),
+                _ => self.next_in_frame(i).unwrap_or((i + 1).min(last)),
             },
-            Drift::PrevOver => match e.kind() {
-                k if k.is_exit() => e.fn_call_idx() as usize,
-                _ => {
-                    let p = i.saturating_sub(1);
-                    let pe = self.at(p);
-                    if p < i && pe.kind().is_exit() && pe.fn_call_idx() as usize != i {
-                        pe.fn_call_idx() as usize
-                    } else {
-                        p
+            Drift::PrevOver => match self.at(i) {
+                e if e.kind().is_exit() => e.fn_call_idx() as usize,
+                e if e.kind().is_call() => {
+                    // A call entry is where its caller called: back over the previous call made
+                    // from there, if the entry before is one's exit.
+                    let p = i.saturating_sub(1).max(self.first_idx());
+                    match self.at(p) {
+                        pe if p < i && pe.kind().is_exit() => pe.fn_call_idx() as usize,
+                        _ => p,
                     }
                 }
+                _ => self.prev_in_frame(i).unwrap_or(i.saturating_sub(1)),
             },
             Drift::NextOut => {
                 let f = self.check(u64::from(self.frame_of(idx)?))?;
@@ -117,6 +121,61 @@ impl Timeline {
             }
         };
         Ok(to as u32)
+    }
+
+    /// The frame a checked idx belongs to (see `frame_of`).
+    fn frame_at(&self, i: usize) -> usize {
+        let e = self.at(i);
+        if e.kind().is_call() {
+            i
+        } else {
+            e.fn_call_idx() as usize
+        }
+    }
+
+    /// The next entry after checked idx `i` in `i`'s frame, skipping the frames called from it;
+    /// `None` past the frame's last entry.
+    fn next_in_frame(&self, i: usize) -> Option<usize> {
+        let frame = self.frame_at(i);
+        if i != frame && self.at(i).kind().is_exit() {
+            return None; // the frame's exit is its last entry
+        }
+        let mut k = i + 1;
+        while k < self.len() {
+            let e = self.at(k);
+            if e.kind().is_call() {
+                k = e.ret_idx()? as usize + 1; // a callee: over its whole frame (open: none left)
+            } else if e.fn_call_idx() as usize == frame {
+                return Some(k);
+            } else {
+                return None; // an entry of another frame: this one ended without an exit
+            }
+        }
+        None
+    }
+
+    /// The previous entry before checked idx `i` in `i`'s frame, skipping the frames called
+    /// from it; `None` before the frame's call entry.
+    fn prev_in_frame(&self, i: usize) -> Option<usize> {
+        let frame = self.frame_at(i);
+        if i == frame {
+            return None;
+        }
+        let mut k = i.checked_sub(1)?;
+        while k >= self.first_idx() {
+            let e = self.at(k);
+            if k == frame {
+                return Some(k);
+            }
+            if e.kind().is_exit() && e.fn_call_idx() as usize != frame {
+                k = (e.fn_call_idx() as usize).checked_sub(1)?; // a callee's exit: over its frame
+            } else if !e.kind().is_call() && e.fn_call_idx() as usize == frame {
+                return Some(k);
+            } else {
+                return None;
+            }
+        }
+        None
     }
 
     /// Frames from the one holding `idx` out to the root.

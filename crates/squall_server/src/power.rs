@@ -1,0 +1,73 @@
+//! `/api/power_step`: the power steps `/api/find` does not take. `same-frame`: the next or
+//! previous time the current expression ran in the same frame (a loop's next iteration; for a
+//! call, the next call of the same function from the same caller frame). `text`: the next or
+//! previous entry whose printed value holds `text` (a custom predicate a recording file can
+//! answer without the program), scanned for at most `TEXT_BUDGET`; when that runs out the answer
+//! says where it stopped, so the client can go on from there.
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use squall_trace::{Kind, TraceError};
+
+use crate::api::{opt, req, tl_of, ApiError, ApiResult, Q};
+use crate::source::View;
+use crate::values::val_text;
+
+const TEXT_BUDGET: Duration = Duration::from_secs(3);
+
+pub fn power_step(view: &dyn View, q: &Q) -> ApiResult {
+    let tl = tl_of(view, q)?;
+    let t = view.timelines()[tl].timeline;
+    let idx: u32 = req(q, "idx")?;
+    let e = *t.get(idx as usize).ok_or(TraceError::IdxOutOfRange { idx: u64::from(idx), len: t.len() })?;
+    let backward = match opt(q, "dir", "next".to_string())?.as_str() {
+        "next" => false,
+        "prev" => true,
+        other => return Err(ApiError::bad(format!("dir must be next or prev, not `{other}`"))),
+    };
+    let from = if backward { u64::from(idx).checked_sub(1) } else { Some(u64::from(idx) + 1) };
+    let how: String = req(q, "how")?;
+    match how.as_str() {
+        "same-frame" => {
+            let Some(from) = from else { return Ok(json!({"idx": null})) };
+            let found = if e.kind().is_call() {
+                let parent = e.parent_idx();
+                t.find_entry::<()>(&[e.kind()], Some(from), backward, |_, x| {
+                    Ok(x.id() == e.id() && x.parent_idx() == parent)
+                })
+            } else {
+                let frame = t.frame_of(u64::from(idx))?;
+                t.find_entry::<()>(&[e.kind()], Some(from), backward, |_, x| {
+                    Ok(x.id() == e.id() && x.fn_call_idx() == frame)
+                })
+            };
+            Ok(json!({"idx": found.unwrap_or(None)}))
+        }
+        "text" => {
+            let text: String = req(q, "text")?;
+            if text.is_empty() {
+                return Err(ApiError::bad("text is empty: write what the printed value should hold"));
+            }
+            let Some(from) = from else { return Ok(json!({"idx": null})) };
+            let start = Instant::now();
+            let mut stopped_at = None;
+            let kinds = [Kind::Expr, Kind::Bind, Kind::Return, Kind::Unwind, Kind::Write];
+            let found = t.find_entry::<u32>(&kinds, Some(from), backward, |i, x| {
+                if start.elapsed() > TEXT_BUDGET {
+                    return Err(i);
+                }
+                Ok(val_text(view, tl, x.value(), 2000).contains(&text))
+            });
+            let found = match found {
+                Ok(f) => f,
+                Err(i) => {
+                    stopped_at = Some(i);
+                    None
+                }
+            };
+            Ok(json!({"idx": found, "stopped_at": stopped_at}))
+        }
+        other => Err(ApiError::bad(format!("how must be same-frame or text, not `{other}`"))),
+    }
+}

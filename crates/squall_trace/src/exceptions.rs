@@ -1,0 +1,215 @@
+//! Exceptions, once each: an exception that unwinds several recorded frames leaves one
+//! `fn-unwind` per frame, each in the caller of the one before, all carrying the same exception.
+//! [`exceptions`] groups them into one [`ExceptionFact`] with where it was raised, the frames it
+//! unwound (innermost first) and the recorded caller that caught it, if one did.
+
+use std::collections::HashMap;
+
+use crate::entry::Kind;
+use crate::printer;
+use crate::snapshot::{SeqKind, Snap};
+use crate::store::{ExpandBudget, ValueStore};
+use crate::threads::ThreadRef;
+use crate::timeline::Timeline;
+use crate::value::{Decoded, ValRef};
+
+/// The type name a value that a recording cut short never saved reads as (as
+/// `squall_store::MISSING_VALUE`).
+pub const NOT_SAVED: &str = "<not saved>";
+
+/// One frame an exception left.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Unwound {
+    /// The frame's call (or resume) entry.
+    pub call_idx: u32,
+    /// Its `fn-unwind` entry.
+    pub unwind_idx: u32,
+    /// Its form.
+    pub form: u32,
+    /// The frame's last expression, binding or write before it unwound (the statement that
+    /// raised, or the one just before it: the raising expression itself records no value), if
+    /// it recorded any.
+    pub last_event_idx: Option<u32>,
+}
+
+/// One exception, as it left recorded frames of one thread.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExceptionFact {
+    /// Position of its thread in the list the query was given.
+    pub thread: usize,
+    /// The frames it unwound, innermost first (never empty).
+    pub chain: Vec<Unwound>,
+    /// The exception as the innermost unwind recorded it (`ABSENT`: a frame closed by repair,
+    /// left without an exit event of its own).
+    pub value: ValRef,
+    /// The call entry of the recorded frame that handled it: the caller of the outermost frame
+    /// it unwound (that caller did not unwind with it). `None`: no recorded caller (uncaught, or
+    /// caught by code that was not recorded).
+    pub caught_in: Option<u32>,
+}
+
+impl ExceptionFact {
+    /// The innermost `fn-unwind`.
+    pub fn unwind_idx(&self) -> u32 {
+        self.chain[0].unwind_idx
+    }
+
+    /// Where to show it was raised: the innermost frame's last event before it unwound, or that
+    /// unwind when the frame recorded none.
+    pub fn raised_idx(&self) -> u32 {
+        self.chain[0].last_event_idx.unwrap_or(self.chain[0].unwind_idx)
+    }
+}
+
+/// Every exception that left a recorded frame of the given threads, once each: thread by
+/// thread in the given order, each thread's in the order they were raised.
+pub fn exceptions(threads: &[ThreadRef<'_>]) -> Vec<ExceptionFact> {
+    let mut out = Vec::new();
+    for (n, t) in threads.iter().enumerate() {
+        thread_exceptions(n, t, &mut out);
+    }
+    out
+}
+
+fn thread_exceptions(n: usize, t: &ThreadRef<'_>, out: &mut Vec<ExceptionFact>) {
+    let tl = t.timeline;
+    let start = out.len();
+    // The exception that left a frame called from the frame opened at the key: if that frame
+    // unwinds with the same exception, it continues the chain.
+    let mut open_by_frame: HashMap<u32, usize> = HashMap::new();
+    for (i, e) in tl.entries().iter().enumerate() {
+        if e.kind() != Kind::Unwind {
+            continue;
+        }
+        let idx = (tl.first_idx() + i) as u32;
+        let call = e.fn_call_idx();
+        let frame =
+            Unwound { call_idx: call, unwind_idx: idx, form: e.id(), last_event_idx: last_event(tl, call, idx) };
+        let group = match open_by_frame.remove(&call) {
+            Some(g) if same_exception(t.values, out[g].value, e.value()) => {
+                out[g].chain.push(frame);
+                g
+            }
+            _ => {
+                out.push(ExceptionFact { thread: n, chain: vec![frame], value: e.value(), caught_in: None });
+                out.len() - 1
+            }
+        };
+        if let Some(parent) = tl.get(call as usize).and_then(|c| c.parent_idx()) {
+            open_by_frame.insert(parent, group);
+        }
+    }
+    for x in &mut out[start..] {
+        let outer = x.chain[x.chain.len() - 1].call_idx;
+        x.caught_in = tl.get(outer as usize).and_then(|c| c.parent_idx());
+    }
+}
+
+/// The last expression, binding or write of the frame opened at `call` before `before`,
+/// stepping back over the frames it called.
+fn last_event(tl: &Timeline, call: u32, before: u32) -> Option<u32> {
+    let mut i = before;
+    while i > call {
+        i -= 1;
+        let e = tl.get(i as usize)?;
+        if e.kind().is_exit() && e.fn_call_idx() != call {
+            i = e.fn_call_idx(); // a callee's exit: skip its whole frame
+        } else if e.kind().is_event() && e.fn_call_idx() == call {
+            return Some(i);
+        }
+    }
+    None
+}
+
+/// Two unwinds carry the same exception object: by recorded identity; values without one are
+/// the same when equal (type and fields). A value a cut-short file never saved is never the same
+/// as another.
+pub fn same_exception(values: Option<&ValueStore>, a: ValRef, b: ValRef) -> bool {
+    if a == ValRef::ABSENT || b == ValRef::ABSENT {
+        return false;
+    }
+    if a == b {
+        return true;
+    }
+    let Some(store) = values else { return false };
+    let saved = |v: ValRef| match store.entry_ref(v).decode() {
+        Decoded::Slot(s) => (s as usize) < store.len(),
+        _ => true,
+    };
+    if !saved(a) || !saved(b) {
+        return false;
+    }
+    let (ia, ib) = (store.obj_of(a), store.obj_of(b));
+    if ia != 0 || ib != 0 {
+        return ia == ib;
+    }
+    store.to_snap(a, ExpandBudget::FULL) == store.to_snap(b, ExpandBudget::FULL)
+}
+
+/// An exception's type (the last part of its dotted name) and message, as `str(exc)` says it
+/// for the usual constructors (`KeyError` quotes its key).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExceptionText {
+    /// `None`: no exception was recorded (a frame closed by repair); [`NOT_SAVED`] for one a
+    /// recording cut short never saved.
+    pub type_name: Option<String>,
+    pub message: String,
+}
+
+/// What [`ExceptionText`] says about the exception `v` of a timeline whose values are `values`.
+pub fn exception_text(values: Option<&ValueStore>, v: ValRef, max: usize) -> ExceptionText {
+    if v == ValRef::ABSENT {
+        return ExceptionText { type_name: None, message: String::new() };
+    }
+    let Some(store) = values else {
+        return ExceptionText { type_name: None, message: String::new() };
+    };
+    if let Decoded::Slot(s) = store.entry_ref(v).decode() {
+        if s as usize >= store.len() {
+            return ExceptionText { type_name: Some(NOT_SAVED.into()), message: String::new() };
+        }
+    }
+    let snap = store.to_snap(v, ExpandBudget { max_depth: 4, max_nodes: 256 });
+    let snap = match snap {
+        Snap::Earlier { value, .. } => *value,
+        s => s,
+    };
+    let type_name = snap.type_name().rsplit('.').next().unwrap_or_default().to_string();
+    let message = match &snap {
+        Snap::Object { attrs, .. } => {
+            let attr = |name: &str| attrs.iter().find(|(k, _)| k == name).map(|(_, v)| v);
+            match (attr("__str__"), attr("args")) {
+                (Some(Snap::Str(s)), _) => cut(s, max),
+                (_, Some(Snap::Seq { kind: SeqKind::Tuple, items, len, .. })) => match (items.as_slice(), len) {
+                    (_, 0) => String::new(),
+                    ([one], 1) if type_name == "KeyError" => printer::preview(one, max),
+                    ([one], 1) => str_of(one, max),
+                    _ => printer::preview(attr("args").unwrap_or(&Snap::None), max),
+                },
+                _ => printer::preview(&snap, max),
+            }
+        }
+        s => printer::preview(s, max),
+    };
+    ExceptionText { type_name: Some(type_name), message }
+}
+
+/// `str(x)` of a recorded value: a string itself, anything else its preview.
+fn str_of(s: &Snap, max: usize) -> String {
+    match s {
+        Snap::Str(s) => cut(s, max),
+        Snap::StrCut { prefix, .. } => format!("{}…", cut(prefix, max)),
+        other => printer::preview(other, max),
+    }
+}
+
+fn cut(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_string();
+    }
+    let mut end = max.saturating_sub(1);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
+}
