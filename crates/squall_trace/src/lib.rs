@@ -13,6 +13,7 @@ pub mod printer;
 mod queries;
 mod snapshot;
 mod store;
+mod thin;
 mod timeline;
 mod value;
 mod writes;
@@ -30,6 +31,7 @@ pub use store::{
     BadStore, CutNode, ExpandBudget, LoggedWrite, MapNode, NameId, Node, ObjId, ObjectNode, OpaqueNode, SeqDeltaNode,
     SeqNode, ValueStore, WriteKey,
 };
+pub use thin::{ThinBytes, ThinStr};
 pub use timeline::{Recorded, Timeline};
 pub use value::{Decoded, ValRef, MAX_SLOT};
 pub use writes::{sync_writes, writes, OldValue, WriteFact, WriteFilter};

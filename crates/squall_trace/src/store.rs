@@ -13,6 +13,7 @@
 use std::collections::HashMap;
 
 use crate::snapshot::{SeqKind, Snap};
+use crate::thin::{ThinBytes, ThinStr};
 use crate::value::{Decoded, ValRef};
 
 /// The attribute under which a version 1 file's repr of an object is kept.
@@ -23,18 +24,20 @@ pub type ObjId = u64;
 /// An index into a store's name table.
 pub type NameId = u32;
 
+/// One value's encoding. 16 bytes: every variant's payload is one word (a thin pointer for
+/// strings and bytes, `crate::thin`), since the store holds one per recorded non-inline value.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Node {
     Float(f64),
     /// An integer outside the inline range of a [`ValRef`].
     Int(i64),
     /// An integer outside `i64`, in decimal (or a description when too long to convert).
-    BigInt(Box<str>),
+    BigInt(ThinStr),
     Complex(Box<(f64, f64)>),
-    Str(Box<str>),
+    Str(ThinStr),
     /// A string cut by the budget: its first characters and its full length in characters.
     StrCut(Box<(Box<str>, u64)>),
-    Bytes(Box<[u8]>),
+    Bytes(ThinBytes),
     /// Bytes cut by the budget: the first ones and the full length.
     BytesCut(Box<(Box<[u8]>, u64)>),
     /// Lists, tuples, sets, frozensets, deques, bytearrays and their subclasses.
@@ -52,6 +55,8 @@ pub enum Node {
     /// A value beyond the depth or item budget: only its type, identity and size are known.
     Cut(Box<CutNode>),
 }
+
+const _: () = assert!(std::mem::size_of::<Node>() == 16);
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct SeqNode {
@@ -128,10 +133,10 @@ impl Node {
         let v = std::mem::size_of::<ValRef>() as u64;
         match self {
             Node::Float(_) | Node::Int(_) => 0,
-            Node::BigInt(s) | Node::Str(s) => s.len() as u64,
+            Node::BigInt(s) | Node::Str(s) => s.heap_bytes(),
             Node::Complex(_) => 16,
             Node::StrCut(b) => 24 + b.0.len() as u64,
-            Node::Bytes(b) => b.len() as u64,
+            Node::Bytes(b) => b.heap_bytes(),
             Node::BytesCut(b) => 24 + b.0.len() as u64,
             Node::Seq(n) => std::mem::size_of::<SeqNode>() as u64 + v * n.items.len() as u64,
             Node::SeqDelta(n) => std::mem::size_of::<SeqDeltaNode>() as u64 + 8 * n.changes.len() as u64,
