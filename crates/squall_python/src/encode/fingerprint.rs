@@ -238,7 +238,13 @@ impl Cx<'_> {
 
     /// A frozenset's fingerprint: `[TAG_FROZEN, identity]` when it holds scalars only and its
     /// walk is whole (so equal fingerprints mean the same immutable set), else its items.
-    unsafe fn walk_frozen(&mut self, o: *mut ffi::PyObject, depth: u32, words: &mut Vec<u64>, left: &mut usize) -> bool {
+    unsafe fn walk_frozen(
+        &mut self,
+        o: *mut ffi::PyObject,
+        depth: u32,
+        words: &mut Vec<u64>,
+        left: &mut usize,
+    ) -> bool {
         unsafe {
             let addr = o as usize;
             let slot = ((addr >> 4) ^ (addr >> 16)) & (FROZEN_SLOTS - 1);
