@@ -103,6 +103,22 @@ def main():
     table.update({"k%02d" % i: 0.0 for i in range(10)})  # by C code
     snap("dict", table)
 
+    # frozensets of scalars in a big list: once read whole, each is known by its identity
+    sets = [frozenset(range(i, i + 5)) for i in range(20)]
+    snap("frozensets", sets)
+    snap("frozensets", sets)  # unchanged
+    sets[3] = frozenset({-1, -2})  # another frozenset
+    snap("frozensets", sets)
+    for i in range(20):  # each freed, then a new one with other items, likely at its address
+        sets[i] = None
+        sets[i] = frozenset(range(100 + i, 105 + i))
+    snap("frozensets", sets)
+    sets[5] = frozenset({("a", 1), 2})  # one holding a tuple: read item by item
+    snap("frozensets", sets)
+    sets[5] = None
+    sets[5] = frozenset({("a", 2), 2})
+    snap("frozensets", sets)
+
     cycle = list(range(20))
     cycle.append(cycle)
     observe("cycle", cycle)

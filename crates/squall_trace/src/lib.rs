@@ -16,6 +16,7 @@ mod queries;
 pub mod search;
 mod snapshot;
 mod store;
+mod thin;
 mod threads;
 mod timeline;
 mod value;
@@ -34,6 +35,7 @@ pub use store::{
     BadStore, CutNode, ExpandBudget, LoggedWrite, MapNode, NameId, Node, ObjId, ObjectNode, OpaqueNode, SeqDeltaNode,
     SeqNode, ValueStore, WriteKey,
 };
+pub use thin::{ThinBytes, ThinStr};
 pub use threads::ThreadRef;
 pub use timeline::{Recorded, Timeline};
 pub use value::{Decoded, ValRef, MAX_SLOT};

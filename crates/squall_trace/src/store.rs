@@ -13,6 +13,7 @@
 use std::collections::HashMap;
 
 use crate::snapshot::{SeqKind, Snap};
+use crate::thin::{ThinBytes, ThinStr};
 use crate::value::{Decoded, ValRef};
 
 /// The attribute under which a version 1 file's repr of an object is kept.
@@ -23,18 +24,20 @@ pub type ObjId = u64;
 /// An index into a store's name table.
 pub type NameId = u32;
 
+/// One value's encoding. 16 bytes: every variant's payload is one word (a thin pointer for
+/// strings and bytes, `crate::thin`), since the store holds one per recorded non-inline value.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Node {
     Float(f64),
     /// An integer outside the inline range of a [`ValRef`].
     Int(i64),
     /// An integer outside `i64`, in decimal (or a description when too long to convert).
-    BigInt(Box<str>),
+    BigInt(ThinStr),
     Complex(Box<(f64, f64)>),
-    Str(Box<str>),
+    Str(ThinStr),
     /// A string cut by the budget: its first characters and its full length in characters.
     StrCut(Box<(Box<str>, u64)>),
-    Bytes(Box<[u8]>),
+    Bytes(ThinBytes),
     /// Bytes cut by the budget: the first ones and the full length.
     BytesCut(Box<(Box<[u8]>, u64)>),
     /// Lists, tuples, sets, frozensets, deques, bytearrays and their subclasses.
@@ -51,6 +54,20 @@ pub enum Node {
     Opaque(Box<OpaqueNode>),
     /// A value beyond the depth or item budget: only its type, identity and size are known.
     Cut(Box<CutNode>),
+}
+
+const _: () = assert!(std::mem::size_of::<Node>() == 16);
+
+/// What the system allocator holds for a request of `n` bytes (glibc's malloc: an 8-byte header,
+/// rounded up to 16, 32 at least; nothing for an empty box, which allocates nothing). The memory
+/// limit counts this, not the bytes asked for: small nodes' boxes cost up to twice their size, and
+/// counting only the request let a recording's RSS pass its limit (docs/status.md, pyparsing).
+pub fn allocated(n: u64) -> u64 {
+    if n == 0 {
+        0
+    } else {
+        ((n + 8 + 15) & !15).max(32)
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -123,22 +140,24 @@ impl Node {
         }
     }
 
-    /// Heap bytes this node owns, beyond its slot in the table (what the memory limit counts).
+    /// Heap bytes this node owns, beyond its slot in the table (what the memory limit counts):
+    /// each of its allocations as the system allocator takes it ([`allocated`]).
     pub fn heap_bytes(&self) -> u64 {
         let v = std::mem::size_of::<ValRef>() as u64;
+        let boxed = |size: usize| allocated(size as u64);
         match self {
             Node::Float(_) | Node::Int(_) => 0,
-            Node::BigInt(s) | Node::Str(s) => s.len() as u64,
-            Node::Complex(_) => 16,
-            Node::StrCut(b) => 24 + b.0.len() as u64,
-            Node::Bytes(b) => b.len() as u64,
-            Node::BytesCut(b) => 24 + b.0.len() as u64,
-            Node::Seq(n) => std::mem::size_of::<SeqNode>() as u64 + v * n.items.len() as u64,
-            Node::SeqDelta(n) => std::mem::size_of::<SeqDeltaNode>() as u64 + 8 * n.changes.len() as u64,
-            Node::Map(n) => std::mem::size_of::<MapNode>() as u64 + 2 * v * n.entries.len() as u64,
-            Node::Object(n) => std::mem::size_of::<ObjectNode>() as u64 + 8 * n.attrs.len() as u64,
-            Node::Opaque(n) => std::mem::size_of::<OpaqueNode>() as u64 + n.text.len() as u64,
-            Node::Cut(_) => std::mem::size_of::<CutNode>() as u64,
+            Node::BigInt(s) | Node::Str(s) => allocated(s.heap_bytes()),
+            Node::Complex(_) => allocated(16),
+            Node::StrCut(b) => allocated(24) + allocated(b.0.len() as u64),
+            Node::Bytes(b) => allocated(b.heap_bytes()),
+            Node::BytesCut(b) => allocated(24) + allocated(b.0.len() as u64),
+            Node::Seq(n) => boxed(std::mem::size_of::<SeqNode>()) + allocated(v * n.items.len() as u64),
+            Node::SeqDelta(n) => boxed(std::mem::size_of::<SeqDeltaNode>()) + allocated(8 * n.changes.len() as u64),
+            Node::Map(n) => boxed(std::mem::size_of::<MapNode>()) + allocated(2 * v * n.entries.len() as u64),
+            Node::Object(n) => boxed(std::mem::size_of::<ObjectNode>()) + allocated(8 * n.attrs.len() as u64),
+            Node::Opaque(n) => boxed(std::mem::size_of::<OpaqueNode>()) + allocated(n.text.len() as u64),
+            Node::Cut(_) => boxed(std::mem::size_of::<CutNode>()),
         }
     }
 
@@ -805,6 +824,29 @@ impl ValueStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `allocated` is what glibc's malloc holds per allocation (its usable size plus the 8-byte
+    /// header), for the sizes nodes ask for: exactly, or less than the 32 bytes by which malloc
+    /// leaves a free chunk it takes unsplit.
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    #[test]
+    fn allocated_is_what_malloc_holds() {
+        for n in 1..=4096u64 {
+            // SAFETY: a plain malloc/free pair; the pointer is only measured.
+            let held = unsafe {
+                let p = libc::malloc(n as usize);
+                assert!(!p.is_null());
+                let usable = libc::malloc_usable_size(p) as u64;
+                libc::free(p);
+                usable + 8
+            };
+            assert!(allocated(n) <= held && held < allocated(n) + 32, "malloc({n}): {held} held");
+        }
+        assert_eq!(allocated(0), 0);
+        // A node counts its allocations as held, not as asked for (a 2-char str asks 2 bytes).
+        assert_eq!(Node::Str("ab".into()).heap_bytes(), 32);
+        assert_eq!(Node::Complex(Box::new((1.0, 2.0))).heap_bytes(), 32);
+    }
 
     fn list_of(store: &mut ValueStore, obj: ObjId, items: &[ValRef]) -> ValRef {
         let ty = store.intern("list");

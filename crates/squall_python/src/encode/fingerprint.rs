@@ -14,6 +14,12 @@
 //!
 //! A str is recognised by its address and its 64-bit hash: a different str at the same address
 //! with the same hash and length is the one case a fingerprint would take for unchanged.
+//!
+//! A frozenset of scalars (ints, floats, ASCII strs, `None`, bools) can never change, so its
+//! fingerprint is its identity (deaths of frozensets are seen: an identity is one object's life)
+//! once one walk found it whole and scalar: `Frozen` remembers per address what the walk took of
+//! the item budget, and later walks take that without reading the set (meteor_contest passes
+//! lists of thousands of such sets at every call).
 
 use pyo3::ffi;
 use squall_trace::{Node, ObjId, ValRef};
@@ -32,6 +38,8 @@ const TAG_STR: u64 = 4 << 40;
 const TAG_SEQ: u64 = 5 << 40;
 const TAG_OPAQUE: u64 = 6 << 40;
 const TAG_MAP: u64 = 7 << 40;
+const TAG_FROZEN: u64 = 8 << 40;
+const FROZEN_SLOTS: usize = 1 << 12;
 
 /// One container's fingerprint: taken when `node` was made for it.
 struct Print {
@@ -43,11 +51,21 @@ struct Print {
     words: Vec<u64>,
 }
 
+/// A frozenset of scalars read whole once: its identity and what its walk took of the item
+/// budget (the same at every walk that has more left than that).
+#[derive(Clone, Copy, Default)]
+struct Frozen {
+    addr: usize,
+    obj: ObjId,
+    used: usize,
+}
+
 /// The last fingerprint per address, direct-mapped.
 #[derive(Default)]
 pub(in crate::encode) struct Prints {
     slots: Vec<Print>,
     scratch: Vec<u64>,
+    frozen: Vec<Frozen>,
 }
 
 impl Prints {
@@ -58,6 +76,7 @@ impl Prints {
     pub(in crate::encode) fn bytes(&self) -> usize {
         self.slots.iter().map(|p| p.words.capacity() * 8).sum::<usize>()
             + self.slots.capacity() * std::mem::size_of::<Print>()
+            + self.frozen.capacity() * std::mem::size_of::<Frozen>()
             + self.scratch.capacity() * 8
     }
 }
@@ -226,6 +245,59 @@ impl Cx<'_> {
         }
     }
 
+    /// A frozenset's fingerprint: `[TAG_FROZEN, identity]` when it holds scalars only and its
+    /// walk is whole (so equal fingerprints mean the same immutable set), else its items.
+    unsafe fn walk_frozen(
+        &mut self,
+        o: *mut ffi::PyObject,
+        depth: u32,
+        words: &mut Vec<u64>,
+        left: &mut usize,
+    ) -> bool {
+        unsafe {
+            let addr = o as usize;
+            let slot = ((addr >> 4) ^ (addr >> 16)) & (FROZEN_SLOTS - 1);
+            let obj = crate::identity::IDS.get().of(o);
+            if let Some(f) = self.cache.prints.frozen.get(slot) {
+                // More budget left than the whole walk took: the walk would read it all again.
+                if f.addr == addr && f.obj == obj && *left > f.used {
+                    *left -= f.used;
+                    words.extend([TAG_FROZEN, obj]);
+                    return true;
+                }
+            }
+            let (start, left_before) = (words.len(), *left);
+            let Items::Set(table, slots) = set_table(o) else { return false };
+            let tp = ffi::Py_TYPE(o);
+            let size = (*o.cast::<ffi::PySetObject>()).used.max(0) as u64;
+            words.extend([TAG_SEQ, tp as u64, u64::from(self.type_info(tp).name), 0, size]);
+            let (mut i, mut n, mut scalars) = (0, 0, true);
+            while i < slots && n < self.budget.max_length && *left > 0 {
+                if let Some(key) = set_key(table, i) {
+                    n += 1;
+                    let at = words.len();
+                    if !self.walk(key, depth - 1, words, left) {
+                        return false;
+                    }
+                    // An item's first word is its tag (a scalar's: TAG_INLINE ..= TAG_STR).
+                    scalars &= (TAG_INLINE >> 40..=TAG_STR >> 40).contains(&(words[at] >> 40));
+                }
+                i += 1;
+            }
+            // Whole: every item read (the loop ended at the table's end with budget left).
+            if scalars && *left > 0 && n as u64 == size && obj != 0 {
+                let frozen = &mut self.cache.prints.frozen;
+                if frozen.is_empty() {
+                    frozen.resize(FROZEN_SLOTS, Frozen::default());
+                }
+                frozen[slot] = Frozen { addr, obj, used: left_before - *left };
+                words.truncate(start);
+                words.extend([TAG_FROZEN, obj]);
+            }
+            true
+        }
+    }
+
     /// A list's, tuple's, set's, frozenset's or dict's fingerprint (`walk` of one).
     unsafe fn walk_container(
         &mut self,
@@ -256,6 +328,7 @@ impl Cx<'_> {
                     ),
                 ),
                 TypeKind::Set => (self.identity(o), set_table(o)),
+                TypeKind::FrozenSet if info.watched => return self.walk_frozen(o, depth, words, left),
                 TypeKind::FrozenSet => (0, set_table(o)),
                 TypeKind::Dict => return self.walk_map(o, depth, words, left),
                 _ => return false,
