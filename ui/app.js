@@ -696,6 +696,7 @@ function onKey(ev) {
     1: () => showTab("stepper"), 2: () => showTab("tree"), 3: () => showTab("functions"),
     4: () => showTab("exceptions"), 5: () => showTab("search"), 6: () => showTab("bookmarks"),
     7: () => showTab("threads"), 8: () => { if (S.flows && S.flows.live) showTab("browser"); },
+    9: () => { showTab("outputs"); renderOutputs(0); },
     r: () => { if (S.flows && S.flows.live) loadFlows(); },
   }[ev.key];
   if (act && (stepper || !"npNP[]vb".includes(ev.key))) { ev.preventDefault(); act(); }

@@ -6,6 +6,7 @@
 //! with `{"error": "..."}`.
 
 pub mod api;
+pub mod outputs;
 pub mod search;
 pub mod source;
 pub mod values;
@@ -168,6 +169,7 @@ pub const OPENAPI_JSON: &str = include_str!("../openapi.json");
 const INDEX_HTML: &str = include_str!("../../../ui/index.html");
 const APP_JS: &str = include_str!("../../../ui/app.js");
 const APP_CSS: &str = include_str!("../../../ui/app.css");
+const OUTPUTS_JS: &str = include_str!("../../../ui/outputs.js");
 
 fn asset(body: &'static str, ctype: &'static str) -> Response {
     let mut r = body.into_response();
@@ -202,6 +204,7 @@ pub fn router(src: Arc<dyn RecordingSource>, token: String) -> Router {
         .route("/goto", q_route!(api::goto))
         .route("/order", q_route!(api::order))
         .route("/history", q_route!(api::history))
+        .route("/outputs", q_route!(outputs::outputs))
         .route("/control/{action}", axum::routing::post(control))
         .route("/search", axum::routing::post(search_start))
         .route("/search/{id}", get(search_poll).delete(search_cancel))
@@ -213,6 +216,7 @@ pub fn router(src: Arc<dyn RecordingSource>, token: String) -> Router {
         .route("/", get(|| async { asset(INDEX_HTML, "text/html; charset=utf-8") }))
         .route("/app.js", get(|| async { asset(APP_JS, "text/javascript; charset=utf-8") }))
         .route("/app.css", get(|| async { asset(APP_CSS, "text/css; charset=utf-8") }))
+        .route("/outputs.js", get(|| async { asset(OUTPUTS_JS, "text/javascript; charset=utf-8") }))
 }
 
 /// How the server listens. `Default`: loopback, any free port, a random token, the timeouts and
