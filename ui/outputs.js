@@ -45,7 +45,7 @@ async function renderOutputs(offset = 0) {
 
 function outputChunkEl(c) {
   const who = `${c.thread_name ?? "thread"} (${c.thread_id})`;
-  const at = c.idx === null ? "before its first entry" : `idx ${c.idx}`;
+  const at = c.idx === null ? "no entry yet" : `idx ${c.idx}`;
   const row = el("div", {
     class: `out-chunk ${c.stream}${c.idx === null ? " no-entry" : ""}`,
     "data-n": c.n,
