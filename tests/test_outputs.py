@@ -28,8 +28,14 @@ def _env() -> dict:
 
 
 def _run(cmd, merged: bool) -> subprocess.CompletedProcess:
-    return subprocess.run([str(c) for c in cmd], cwd=str(PROGRAMS), env=_env(), timeout=120,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT if merged else subprocess.PIPE)
+    return subprocess.run(
+        [str(c) for c in cmd],
+        cwd=str(PROGRAMS),
+        env=_env(),
+        timeout=120,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT if merged else subprocess.PIPE,
+    )
 
 
 def _both(program: str, tmp_path: Path, *args: str, merged: bool = False):
@@ -98,7 +104,9 @@ def test_threads_output_is_attributed_to_each_thread(tmp_path):
     rec = squall.load(out)
     chunks = rec.outputs()
     assert [(c["thread_name"], c["text"]) for c in chunks] == [
-        ("w0", "worker 0 total 0\n"), ("w1", "worker 1 total 10\n"), ("w2", "worker 2 total 20\n"),
+        ("w0", "worker 0 total 0\n"),
+        ("w1", "worker 1 total 10\n"),
+        ("w2", "worker 2 total 20\n"),
     ] + [(None, "main done\n")]
     last = chunks[-1]
     assert last["idx"] is None and last["flow_id"] is None, "the main thread recorded nothing: no entry to link"
@@ -138,7 +146,10 @@ def test_the_live_recording_answers_outputs(tmp_path):
     assert r.returncode == 0, r.stderr
     live = json.loads(answer.read_text())
     assert [(c["stream"], c["text"]) for c in live] == [
-        ("stdout", "speaking 1\n"), ("stderr", "err line\n"), ("stdout", "speaking 2\n"), ("stderr", "err line\n"),
+        ("stdout", "speaking 1\n"),
+        ("stderr", "err line\n"),
+        ("stdout", "speaking 2\n"),
+        ("stderr", "err line\n"),
     ]
     assert all(c["thread_name"] == "MainThread" and c["idx"] is not None for c in live)
 
@@ -150,10 +161,14 @@ def test_query_outputs_cli(tmp_path):
     lines = r.stdout.splitlines()
     assert lines[0] == "1 output chunk(s); showing 1"
     assert lines[1].startswith("#1 stdout idx ") and "w1(" in lines[1] and "'worker 1 total 10\\n'" in lines[1]
-    r = subprocess.run([str(SQUALL), "query", str(out), "outputs", "--json", "--limit", "2"], capture_output=True, text=True)
+    r = subprocess.run(
+        [str(SQUALL), "query", str(out), "outputs", "--json", "--limit", "2"], capture_output=True, text=True
+    )
     d = json.loads(r.stdout)
     assert (d["total"], d["shown"]) == (4, 2)
-    r = subprocess.run([str(SQUALL), "query", str(out), "outputs", "--thread", "nobody"], capture_output=True, text=True)
+    r = subprocess.run(
+        [str(SQUALL), "query", str(out), "outputs", "--thread", "nobody"], capture_output=True, text=True
+    )
     assert r.returncode == 1 and "'nobody'" in r.stderr
 
 

@@ -349,3 +349,21 @@ def serve_live(host: str = "127.0.0.1", port: int = 0, token: Optional[str] = No
     (anyone holding it can run code in this process: docs/security.md).
     Recording pauses while the server reads it for a query (events then are counted in
     ``engine_stats()["lost_during_ui"]``)."""
+
+# --- outputs (crates/squall_python/src/outputs.rs) -----------------------------------------------
+
+class OutputTee:
+    """A stream's ``write`` that also notes what it wrote in the recording (squall.outputs)."""
+
+    @property
+    def wrapped(self) -> Any: ...
+    def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+
+def output_tee(write: Any, stream: str) -> OutputTee:
+    """A tee around ``write`` for ``stream`` ("stdout" or "stderr"; ValueError otherwise)."""
+
+def outputs() -> tuple[list[dict[str, Any]], tuple[int, int]]:
+    """The live recording's outputs, and (chunks, characters) not kept past the bound."""
+
+def file_outputs(file: FileRecording) -> tuple[list[dict[str, Any]], tuple[int, int]]:
+    """A recording file's outputs, as ``outputs`` gives the live ones."""

@@ -10,8 +10,11 @@ TEXT_SHOWN = 200
 
 def add_parser(new: Any) -> None:
     """Adds the ``outputs`` subcommand (``new`` is query_cli's subcommand maker)."""
-    p = new("outputs", "what the program wrote to stdout/stderr, in order, each chunk with the thread and the "
-                       "idx of its last entry then (all threads unless --thread)")
+    p = new(
+        "outputs",
+        "what the program wrote to stdout/stderr, in order, each chunk with the thread and the "
+        "idx of its last entry then (all threads unless --thread)",
+    )
     p.add_argument("--stream", choices=("stdout", "stderr"), default=None, help="one stream only")
     p.add_argument("--contains", default=None, metavar="TEXT", help="only chunks whose text contains TEXT")
     p.add_argument("--limit", type=int, default=50, help="at most N chunks (default 50)")
@@ -29,11 +32,14 @@ def answer(rec: Any, opts: Any) -> Dict[str, Any]:
     if opts.thread is not None:
         wanted = str(opts.thread)
         chunks = [c for c in chunks if str(c["thread_id"]) == wanted or c["thread_name"] == wanted]
-        if not chunks and not any(str(c["thread_id"]) == wanted or c["thread_name"] == wanted
-                                  for c in query(rec._b)["chunks"]):
-            raise AgentError(f"no output was written by thread {wanted!r}: pass a thread id or name from "
-                             "`squall query REC outputs` without --thread")
-    shown = chunks[opts.offset:opts.offset + opts.limit]
+        if not chunks and not any(
+            str(c["thread_id"]) == wanted or c["thread_name"] == wanted for c in query(rec._b)["chunks"]
+        ):
+            raise AgentError(
+                f"no output was written by thread {wanted!r}: pass a thread id or name from "
+                "`squall query REC outputs` without --thread"
+            )
+    shown = chunks[opts.offset : opts.offset + opts.limit]
     return {
         "total": len(chunks),
         "shown": len(shown),

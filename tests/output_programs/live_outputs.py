@@ -1,4 +1,5 @@
 """Asks the live recording for its outputs and writes them to the file in argv[1]."""
+
 import json
 import sys
 

@@ -1,4 +1,5 @@
 """The program puts its own stream in place of sys.stdout, then restores it."""
+
 import contextlib
 import io
 import sys

@@ -1,4 +1,5 @@
 """Output of a child process and of os.write goes straight to the file descriptors."""
+
 import os
 import subprocess
 import sys

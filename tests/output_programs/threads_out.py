@@ -1,4 +1,5 @@
 """Several threads print; each line is attributed to its thread."""
+
 import threading
 
 

@@ -1,4 +1,5 @@
 """A write that raises: the traceback is the one plain python prints."""
+
 import sys
 
 

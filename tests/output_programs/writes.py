@@ -1,5 +1,6 @@
 """print, sys.stdout.write, writelines, stderr, print(file=...), sys.__stdout__, a big write, a
 write from an uninstrumented module, non-ASCII text."""
+
 import sys
 import textwrap
 

@@ -67,7 +67,7 @@ fn note(stream: OutStream, text: &str) {
     let at = eng.flows.get(&eng.current_flow).and_then(|nums| {
         nums.iter().find_map(|&n| {
             let rec = eng.recs.get(n as usize)?.as_deref()?;
-            (rec.thread_id == thread_id && rec.tl.len() > 0).then(|| (n, rec.tl.len() as u32 - 1))
+            (rec.thread_id == thread_id && !rec.tl.is_empty()).then(|| (n, rec.tl.len() as u32 - 1))
         })
     });
     // SAFETY: GIL held.
