@@ -194,3 +194,62 @@ def test_capture_keeps_the_streams_objects_and_types():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert r.stdout == "abc\n"
+
+
+def test_the_live_ui_serves_outputs_linked_to_their_timeline(tmp_path):
+    import textwrap
+    import urllib.request
+
+    script = tmp_path / "server.py"
+    script.write_text(
+        textwrap.dedent("""
+        import sys
+        import squall
+        from squall import outputs
+        squall.api.start_recording(install_hook=False)
+        outputs.capture()
+        from squall._instrument import rewrite
+        ns = {"__name__": "app"}
+        src = "def handle(n):\\n    print('handled', n)\\n    return n * 2\\n"
+        exec(rewrite.compile_instrumented(src, "app.py", "app"), ns)
+        ns["handle"](1)
+        print(squall.api.local_connect(), flush=True)
+        for line in sys.stdin:
+            if not line.strip():
+                break
+            ns["handle"](int(line))
+            sys.stdout.flush()
+    """)
+    )
+    proc = subprocess.Popen(
+        [sys.executable, str(script)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout.readline() == "handled 1\n"
+        url = proc.stdout.readline().strip()
+        base, token = url.split("?token=")
+        with urllib.request.urlopen(f"{base.rstrip('/')}/api/outputs?token={token}", timeout=30) as r:
+            got = json.loads(r.read())
+        first = got["items"][0]
+        assert (first["text"], first["stream"], first["tl"], first["thread_name"]) == (
+            "handled 1\n",
+            "stdout",
+            0,
+            "MainThread",
+        )
+        with urllib.request.urlopen(f"{base.rstrip('/')}/api/entry?token={token}&tl=0&idx={first['idx']}") as r:
+            entry = json.loads(r.read())
+        assert "handle" in json.dumps(entry), entry
+        # After a clear, the outputs go too, and a new timeline is at position 0 again.
+        req = urllib.request.Request(f"{base.rstrip('/')}/api/control/clear?token={token}", data=b"", method="POST")
+        urllib.request.urlopen(req, timeout=30).read()
+        proc.stdin.write("2\n")
+        proc.stdin.flush()
+        assert proc.stdout.readline() == "handled 2\n"
+        with urllib.request.urlopen(f"{base.rstrip('/')}/api/outputs?token={token}", timeout=30) as r:
+            got = json.loads(r.read())
+        assert [(c["text"], c["tl"], c["idx"]) for c in got["items"]] == [("handled 2\n", 0, 0)]
+    finally:
+        proc.stdin.write("\n")
+        proc.stdin.close()
+        proc.wait(timeout=30)
