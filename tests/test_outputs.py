@@ -45,7 +45,14 @@ def _both(program: str, tmp_path: Path, *args: str, merged: bool = False):
     return plain, rec, out
 
 
-PROGRAM_NAMES = ["writes.py", "threads_out.py", "replaces_stdout.py", "subprocess_out.py", "write_fails.py"]
+PROGRAM_NAMES = [
+    "writes.py",
+    "threads_out.py",
+    "replaces_stdout.py",
+    "subprocess_out.py",
+    "write_fails.py",
+    "recursion_print.py",
+]
 
 
 @pytest.mark.parametrize("merged", [False, True], ids=["separate", "merged"])

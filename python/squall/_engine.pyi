@@ -352,15 +352,12 @@ def serve_live(host: str = "127.0.0.1", port: int = 0, token: Optional[str] = No
 
 # --- outputs (crates/squall_python/src/outputs.rs) -----------------------------------------------
 
-class OutputTee:
-    """A stream's ``write`` that also notes what it wrote in the recording (squall.outputs)."""
+def output_tee(write: Any, stream: str) -> Any:
+    """A tee around ``write`` for ``stream`` ("stdout" or "stderr"; ValueError otherwise): a
+    builtin function named ``write`` that calls ``write`` and notes what it wrote."""
 
-    @property
-    def wrapped(self) -> Any: ...
-    def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
-
-def output_tee(write: Any, stream: str) -> OutputTee:
-    """A tee around ``write`` for ``stream`` ("stdout" or "stderr"; ValueError otherwise)."""
+def tee_wrapped(obj: Any) -> Any:
+    """The ``write`` a tee made by ``output_tee`` wraps; None for anything else."""
 
 def outputs() -> tuple[list[dict[str, Any]], tuple[int, int]]:
     """The live recording's outputs, and (chunks, characters) not kept past the bound."""

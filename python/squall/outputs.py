@@ -2,7 +2,7 @@
 
 ``squall run`` calls :func:`capture` once recording starts: the process's text streams
 (``sys.stdout`` and ``sys.stderr`` as they are then) get an instance attribute ``write``, a
-C callable of the engine that calls the stream's own ``write`` and then notes the text with the
+builtin function of the engine (no frame in tracebacks, no recursion level of its own) that calls the stream's own ``write`` and then notes the text with the
 writing thread's last entry (``crates/squall_python/src/outputs.rs``). ``sys.stdout`` stays the
 same object, of the same type, and writes what it wrote before, in the same order.
 
@@ -38,7 +38,7 @@ def capture() -> List[str]:
             continue
         try:
             write = stream.write
-            if isinstance(write, _engine.OutputTee):
+            if _engine.tee_wrapped(write) is not None:
                 continue
             stream.write = _engine.output_tee(write, name)
         except Exception:  # no __dict__, a read-only attribute: output is not captured there
@@ -52,7 +52,7 @@ def release() -> None:
     for name in _STREAMS:
         stream = getattr(sys, name, None)
         try:
-            if isinstance(vars(stream).get("write"), _engine.OutputTee):
+            if _engine.tee_wrapped(vars(stream).get("write")) is not None:
                 del stream.write
         except Exception:
             pass

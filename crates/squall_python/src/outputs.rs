@@ -1,7 +1,7 @@
 //! Capturing what the program writes to stdout and stderr, without changing it.
 //!
 //! `squall.outputs.capture()` gives the process's two text streams an instance attribute
-//! `write` (an [`OutputTee`] around the stream's own bound `write`): `print()`, `sys.stdout.write`
+//! `write` (a tee: a builtin function around the stream's own bound `write`): `print()`, `sys.stdout.write`
 //! and `writelines` look `write` up on the instance, so they reach the tee, while `sys.stdout`
 //! stays the same object of the same type. The tee calls the real `write` first, with the same
 //! arguments, and returns or raises what it did (a C callable: no frame of squall's shows in a
@@ -9,7 +9,9 @@
 //! writing thread's last entry. It runs no Python code of its own and never raises.
 
 use std::sync::atomic::Ordering;
+use std::sync::OnceLock;
 
+use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 use squall_trace::{OutStream, Outputs};
@@ -25,35 +27,82 @@ unsafe extern "C" {
     fn PyThread_get_thread_native_id() -> std::ffi::c_ulong;
 }
 
-/// A stream's `write`, noting what it wrote (see the module comment).
-#[pyclass(module = "squall._engine", frozen)]
-pub struct OutputTee {
-    write: Py<PyAny>,
-    stream: OutStream,
+/// The tee's method def: `write(*args, **kwargs)`, its self a tuple `(write, stream code)`;
+/// METH_FASTCALL passes the arguments on as they came. Calling it is one more C call, which
+/// before 3.12 counts against the recursion limit like a frame: `tee_call` uncounts it while the
+/// wrapped `write` runs, so that a program printing at its recursion limit fails where it fails
+/// without squall (3.12+ count C calls apart from frames, against a limit of their own).
+static TEE_DEF: OnceLock<usize> = OnceLock::new();
+
+fn tee_def() -> *mut ffi::PyMethodDef {
+    *TEE_DEF.get_or_init(|| {
+        Box::leak(Box::new(ffi::PyMethodDef {
+            ml_name: c"write".as_ptr(),
+            ml_meth: ffi::PyMethodDefPointer { PyCFunctionFastWithKeywords: tee_call },
+            ml_flags: ffi::METH_FASTCALL | ffi::METH_KEYWORDS,
+            ml_doc: c"The stream's write, noting what it wrote in squall's recording (squall.outputs).".as_ptr(),
+        })) as *mut ffi::PyMethodDef as usize
+    }) as *mut ffi::PyMethodDef
 }
 
-#[pymethods]
-impl OutputTee {
-    #[pyo3(signature = (*args, **kwargs))]
-    fn __call__(
-        &self,
-        py: Python<'_>,
-        args: &Bound<'_, PyTuple>,
-        kwargs: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<Py<PyAny>> {
-        let written = self.write.bind(py).call(args, kwargs)?;
-        if RECORDING.load(Ordering::Relaxed) && kwargs.is_none() && args.len() == 1 {
-            if let Ok(text) = args.get_item(0).and_then(|a| a.cast_into::<PyString>().map_err(PyErr::from)) {
-                note(self.stream, &text.to_string_lossy());
-            }
+/// Calls the wrapped `write` with the arguments as given and returns or raises what it did;
+/// after a successful call with one `str` argument, notes it (recording on).
+unsafe extern "C" fn tee_call(
+    slf: *mut ffi::PyObject,
+    args: *const *mut ffi::PyObject,
+    nargs: ffi::Py_ssize_t,
+    kwnames: *mut ffi::PyObject,
+) -> *mut ffi::PyObject {
+    // SAFETY: `slf` is the 2-tuple `output_tee` made; the GIL is held (CPython calls us).
+    unsafe {
+        let write = ffi::PyTuple_GET_ITEM(slf, 0);
+        #[cfg(not(Py_3_12))]
+        let uncounted = crate::recursion::shift_recursion(1);
+        let out = ffi::PyObject_Vectorcall(write, args, nargs as usize, kwnames);
+        #[cfg(not(Py_3_12))]
+        if uncounted {
+            crate::recursion::shift_recursion(-1);
         }
-        Ok(written.unbind())
+        if out.is_null() || !kwnames.is_null() || nargs != 1 || !RECORDING.load(Ordering::Relaxed) {
+            return out;
+        }
+        let text = *args;
+        if ffi::PyUnicode_Check(text) == 0 {
+            return out;
+        }
+        let stream =
+            if ffi::PyLong_AsLong(ffi::PyTuple_GET_ITEM(slf, 1)) == 2 { OutStream::Stderr } else { OutStream::Stdout };
+        let mut len: ffi::Py_ssize_t = 0;
+        let utf8 = ffi::PyUnicode_AsUTF8AndSize(text, &mut len);
+        if utf8.is_null() {
+            // Lone surrogates (surrogateescape'd bytes): noted with replacement characters.
+            ffi::PyErr_Clear();
+            let py = Python::assume_attached();
+            let lossy = Bound::from_borrowed_ptr(py, text).cast_unchecked::<PyString>().to_string_lossy().into_owned();
+            note(stream, &lossy);
+        } else {
+            let bytes = std::slice::from_raw_parts(utf8.cast::<u8>(), len as usize);
+            note(stream, std::str::from_utf8_unchecked(bytes));
+        }
+        out
     }
+}
 
-    /// The `write` it wraps (what `squall.outputs.release` puts back).
-    #[getter]
-    fn wrapped(&self, py: Python<'_>) -> Py<PyAny> {
-        self.write.clone_ref(py)
+/// The `write` a tee wraps, or `None` for anything else.
+#[pyfunction]
+fn tee_wrapped(py: Python<'_>, obj: &Bound<'_, PyAny>) -> Option<Py<PyAny>> {
+    // SAFETY: GIL held; a builtin function's self is read only when its C function is the tee's.
+    unsafe {
+        let p = obj.as_ptr();
+        if ffi::PyCFunction_Check(p) == 0 {
+            return None;
+        }
+        let f = ffi::PyCFunction_GetFunction(p)?;
+        if f as *const () != tee_call as *const () {
+            return None;
+        }
+        let slf = ffi::PyCFunction_GetSelf(p);
+        Some(Bound::from_borrowed_ptr(py, ffi::PyTuple_GET_ITEM(slf, 0)).unbind())
     }
 }
 
@@ -84,10 +133,17 @@ fn stream_of(name: &str) -> PyResult<OutStream> {
     }
 }
 
-/// A tee around `write` (a stream's bound `write`) for `stream` ("stdout" or "stderr").
+/// A tee around `write` (a stream's bound `write`) for `stream` ("stdout" or "stderr"): a
+/// builtin function named `write`.
 #[pyfunction]
-fn output_tee(write: Py<PyAny>, stream: &str) -> PyResult<OutputTee> {
-    Ok(OutputTee { write, stream: stream_of(stream)? })
+fn output_tee(py: Python<'_>, write: Py<PyAny>, stream: &str) -> PyResult<Py<PyAny>> {
+    let code = stream_of(stream)? as u8;
+    let slf = PyTuple::new(py, [write, code.into_pyobject(py)?.into_any().unbind()])?;
+    // SAFETY: a static method def; `slf` is kept alive by the function (it holds a reference).
+    unsafe {
+        let f = ffi::PyCFunction_NewEx(tee_def(), slf.as_ptr(), std::ptr::null_mut());
+        Ok(Bound::from_owned_ptr_or_err(py, f)?.unbind())
+    }
 }
 
 /// Forgets the live outputs (with `clear_recordings`).
@@ -141,8 +197,8 @@ fn file_outputs<'py>(py: Python<'py>, file: &Bound<'py, FileRecording>) -> PyRes
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<OutputTee>()?;
     m.add_function(wrap_pyfunction!(output_tee, m)?)?;
+    m.add_function(wrap_pyfunction!(tee_wrapped, m)?)?;
     m.add_function(wrap_pyfunction!(outputs, m)?)?;
     m.add_function(wrap_pyfunction!(file_outputs, m)?)?;
     Ok(())
