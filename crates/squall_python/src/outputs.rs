@@ -109,16 +109,23 @@ fn tee_wrapped(py: Python<'_>, obj: &Bound<'_, PyAny>) -> Option<Py<PyAny>> {
 /// Notes `text` written to `stream` by the running thread, linked to its last entry in the
 /// current flow (nothing is created for a thread that recorded nothing).
 fn note(stream: OutStream, text: &str) {
-    // SAFETY: GIL held (called from the tee); no Python code runs while these are used.
-    let eng: &Engine = unsafe { ENGINE.get() };
     // SAFETY: exported by CPython >= 3.8; needs nothing but a thread.
     let thread_id = unsafe { PyThread_get_thread_native_id() } as u64;
-    let at = eng.flows.get(&eng.current_flow).and_then(|nums| {
-        nums.iter().find_map(|&n| {
-            let rec = eng.recs.get(n as usize)?.as_deref()?;
-            (rec.thread_id == thread_id && !rec.tl.is_empty()).then(|| (n, rec.tl.len() as u32 - 1))
-        })
-    });
+    // The usual case: this thread recorded the last entry (no search over the flow's threads).
+    // SAFETY: GIL held (called from the tee); no Python code runs while the reference is used.
+    let at = match unsafe { crate::engine::current_rec_cached() } {
+        Some(rec) if rec.thread_id == thread_id && !rec.tl.is_empty() => Some((rec.number, rec.tl.len() as u32 - 1)),
+        _ => {
+            // SAFETY: as above; the reference above is no longer used.
+            let eng: &Engine = unsafe { ENGINE.get() };
+            eng.flows.get(&eng.current_flow).and_then(|nums| {
+                nums.iter().find_map(|&n| {
+                    let rec = eng.recs.get(n as usize)?.as_deref()?;
+                    (rec.thread_id == thread_id && !rec.tl.is_empty()).then(|| (n, rec.tl.len() as u32 - 1))
+                })
+            })
+        }
+    };
     // SAFETY: GIL held.
     unsafe { OUTPUTS.get() }.write(stream, thread_id, at, text);
 }

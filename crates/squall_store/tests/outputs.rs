@@ -127,3 +127,20 @@ fn an_output_linked_to_an_entry_not_written_before_it_is_corrupt() {
     let (b, _) = written(&mut o, |_| {});
     assert!(read(&b).unwrap().cut_short.unwrap().contains("output of an undeclared timeline"));
 }
+
+#[test]
+fn a_file_with_outputs_cut_at_any_byte_loads_a_prefix() {
+    let mut o = Outputs::new();
+    o.write(OutStream::Stdout, 1001, Some((0, 1)), "first\n");
+    let (b, _) = written(&mut o, |o| o.write(OutStream::Stderr, 1001, Some((7, 2)), "second\n"));
+    let whole = read(&b).unwrap().outputs.chunks().len();
+    assert_eq!(whole, 2);
+    let mut seen = std::collections::BTreeSet::new();
+    for cut in 12..b.len() {
+        if let Ok(rec) = read(&b[..cut]) {
+            assert!(rec.cut_short.is_some());
+            seen.insert(rec.outputs.chunks().len());
+        }
+    }
+    assert_eq!(seen.into_iter().collect::<Vec<_>>(), [0, 1, 2], "each flush's outputs load once whole");
+}
