@@ -95,7 +95,7 @@ def test_each_chunk_is_linked_to_the_last_entry_of_the_thread_that_wrote_it(tmp_
     assert _fn_at(rec, by_text["through __stdout__\n"]) == "report"
     assert by_text["line a\nline b\n"]["stream"] == "stdout", "writelines goes through write"
     # Module-level code is not recorded here: its writes share report's last entry (its return).
-    module_level = by_text["from textwrap\nhéllo wörld ✓ 😀\n"]
+    module_level = by_text["from textwrap\nhéllo wörld ✓ 😀\nsize unchanged by printing: True\n"]
     assert rec.timeline_entry(0, module_level["thread_id"], module_level["idx"])["type"] == "fn-return"
     assert _fn_at(rec, module_level) == "report"
     # Entries only increase along one thread.

@@ -28,6 +28,9 @@ def big():
 greet("ada")
 report(3)
 print(textwrap.dedent("    from textwrap\n"), end="")
-print("héllo wörld ✓ 😀")
+text = "".join(["héllo wörld ", "✓ 😀"])  # built at run time: not a constant shared with the code
+size = sys.getsizeof(text)
+print(text)
+print("size unchanged by printing:", sys.getsizeof(text) == size)
 big()
 print("done", flush=True)

@@ -8,12 +8,12 @@
 //! traceback); only then, if it succeeded and recording is on, it notes the text with the
 //! writing thread's last entry. It runs no Python code of its own and never raises.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyString, PyTuple};
+use pyo3::types::{PyDict, PyList, PyTuple};
 use squall_trace::{OutStream, Outputs};
 
 use crate::engine::{Engine, ENGINE, RECORDING};
@@ -45,17 +45,28 @@ fn tee_def() -> *mut ffi::PyMethodDef {
     }) as *mut ffi::PyMethodDef
 }
 
+/// Bumped by every clear: a write that was under way when the recording was cleared is not
+/// noted in the new one.
+static CLEARS: AtomicU64 = AtomicU64::new(0);
+
 /// Calls the wrapped `write` with the arguments as given and returns or raises what it did;
-/// after a successful call with one `str` argument, notes it (recording on).
+/// after a successful call with one `str` argument, notes it (recording on), linked to the entry
+/// that was the thread's last when the call started (a signal handler run inside `write` may
+/// record more).
 unsafe extern "C" fn tee_call(
     slf: *mut ffi::PyObject,
     args: *const *mut ffi::PyObject,
     nargs: ffi::Py_ssize_t,
     kwnames: *mut ffi::PyObject,
 ) -> *mut ffi::PyObject {
-    // SAFETY: `slf` is the 2-tuple `output_tee` made; the GIL is held (CPython calls us).
+    // SAFETY: `slf` is the 2-tuple `output_tee` made; the GIL is held (CPython calls us); `args`
+    // holds `nargs` borrowed references for the duration of the call.
     unsafe {
         let write = ffi::PyTuple_GET_ITEM(slf, 0);
+        let noting =
+            nargs == 1 && kwnames.is_null() && RECORDING.load(Ordering::Relaxed) && ffi::PyUnicode_Check(*args) != 0;
+        let at = if noting { Some(last_entry()) } else { None };
+        let clears = CLEARS.load(Ordering::Relaxed);
         #[cfg(not(Py_3_12))]
         let uncounted = crate::recursion::shift_recursion(1);
         let out = ffi::PyObject_Vectorcall(write, args, nargs as usize, kwnames);
@@ -63,27 +74,23 @@ unsafe extern "C" fn tee_call(
         if uncounted {
             crate::recursion::shift_recursion(-1);
         }
-        if out.is_null() || !kwnames.is_null() || nargs != 1 || !RECORDING.load(Ordering::Relaxed) {
+        let Some((thread_id, at)) = at else { return out };
+        if out.is_null() || clears != CLEARS.load(Ordering::Relaxed) {
             return out;
         }
-        let text = *args;
-        if ffi::PyUnicode_Check(text) == 0 {
+        // A new bytes object: `PyUnicode_AsUTF8AndSize` would cache UTF-8 in the program's str
+        // (its `sys.getsizeof` would grow). Lone surrogates become `?`.
+        let bytes = ffi::PyUnicode_AsEncodedString(*args, c"utf-8".as_ptr(), c"replace".as_ptr());
+        if bytes.is_null() {
+            ffi::PyErr_Clear();
             return out;
         }
+        let data =
+            std::slice::from_raw_parts(ffi::PyBytes_AsString(bytes).cast::<u8>(), ffi::PyBytes_Size(bytes) as usize);
         let stream =
             if ffi::PyLong_AsLong(ffi::PyTuple_GET_ITEM(slf, 1)) == 2 { OutStream::Stderr } else { OutStream::Stdout };
-        let mut len: ffi::Py_ssize_t = 0;
-        let utf8 = ffi::PyUnicode_AsUTF8AndSize(text, &mut len);
-        if utf8.is_null() {
-            // Lone surrogates (surrogateescape'd bytes): noted with replacement characters.
-            ffi::PyErr_Clear();
-            let py = Python::assume_attached();
-            let lossy = Bound::from_borrowed_ptr(py, text).cast_unchecked::<PyString>().to_string_lossy().into_owned();
-            note(stream, &lossy);
-        } else {
-            let bytes = std::slice::from_raw_parts(utf8.cast::<u8>(), len as usize);
-            note(stream, std::str::from_utf8_unchecked(bytes));
-        }
+        OUTPUTS.get().write(stream, thread_id, at, &String::from_utf8_lossy(data));
+        ffi::Py_DECREF(bytes);
         out
     }
 }
@@ -106,9 +113,9 @@ fn tee_wrapped(py: Python<'_>, obj: &Bound<'_, PyAny>) -> Option<Py<PyAny>> {
     }
 }
 
-/// Notes `text` written to `stream` by the running thread, linked to its last entry in the
-/// current flow (nothing is created for a thread that recorded nothing).
-fn note(stream: OutStream, text: &str) {
+/// The running thread (its native id) and its last entry in the current flow, if it recorded
+/// any (nothing is created for a thread that recorded nothing).
+fn last_entry() -> (u64, Option<(u32, u32)>) {
     // SAFETY: exported by CPython >= 3.8; needs nothing but a thread.
     let thread_id = unsafe { PyThread_get_thread_native_id() } as u64;
     // The usual case: this thread recorded the last entry (no search over the flow's threads).
@@ -126,8 +133,7 @@ fn note(stream: OutStream, text: &str) {
             })
         }
     };
-    // SAFETY: GIL held.
-    unsafe { OUTPUTS.get() }.write(stream, thread_id, at, text);
+    (thread_id, at)
 }
 
 fn stream_of(name: &str) -> PyResult<OutStream> {
@@ -155,6 +161,7 @@ fn output_tee(py: Python<'_>, write: Py<PyAny>, stream: &str) -> PyResult<Py<PyA
 
 /// Forgets the live outputs (with `clear_recordings`).
 pub fn clear() {
+    CLEARS.fetch_add(1, Ordering::Relaxed);
     // SAFETY: GIL held by the caller (a pyfunction).
     unsafe { OUTPUTS.get() }.clear();
 }
