@@ -733,6 +733,7 @@ function onKey(ev) {
     4: () => showTab("exceptions"), 5: () => showTab("search"), 6: () => showTab("bookmarks"),
     7: () => showTab("threads"), 8: () => { if (S.flows && S.flows.live) showTab("browser"); },
     9: () => showTab("printers"),
+    0: () => { showTab("outputs"); renderOutputs(0); },
     r: () => { if (S.flows && S.flows.live) loadFlows(); },
   }[ev.key];
   if (act && (stepper || !"npNP[]vbFDIU".includes(ev.key))) { ev.preventDefault(); act(); }

@@ -349,3 +349,18 @@ def serve_live(host: str = "127.0.0.1", port: int = 0, token: Optional[str] = No
     (anyone holding it can run code in this process: docs/security.md).
     Recording pauses while the server reads it for a query (events then are counted in
     ``engine_stats()["lost_during_ui"]``)."""
+
+# --- outputs (crates/squall_python/src/outputs.rs) -----------------------------------------------
+
+def output_tee(write: Any, stream: str) -> Any:
+    """A tee around ``write`` for ``stream`` ("stdout" or "stderr"; ValueError otherwise): a
+    builtin function named ``write`` that calls ``write`` and notes what it wrote."""
+
+def tee_wrapped(obj: Any) -> Any:
+    """The ``write`` a tee made by ``output_tee`` wraps; None for anything else."""
+
+def outputs() -> tuple[list[dict[str, Any]], tuple[int, int]]:
+    """The live recording's outputs, and (chunks, characters) not kept past the bound."""
+
+def file_outputs(file: FileRecording) -> tuple[list[dict[str, Any]], tuple[int, int]]:
+    """A recording file's outputs, as ``outputs`` gives the live ones."""

@@ -322,6 +322,30 @@ class Queries:
         entries were recorded, unless ``thread_id`` picks one."""
         return list(self._b.history(flow_id, obj_id, thread_id))
 
+    def outputs(
+        self,
+        stream: Optional[str] = None,
+        flow_id: Optional[int] = None,
+        thread_id: Optional[int] = None,
+        contains: Optional[str] = None,
+    ) -> List[dict]:
+        """What the program wrote to stdout and stderr, in order (``squall.outputs``): dicts with
+        ``n``, ``stream``, ``flow_id``, ``thread_id``, ``thread_name``, ``idx`` (the writing
+        thread's last entry when it wrote; None before its first), ``text``, ``chars`` and ``cut``.
+        Text past the recording's bound was not kept: a ``SquallWarning`` says how much."""
+        from squall.outputs import query
+
+        out = query(self._b, stream=stream, flow_id=flow_id, thread_id=thread_id, contains=contains)
+        lost = out["not_kept"]
+        if lost["chunks"]:
+            warnings.warn(
+                f"{lost['chunks']} output chunk(s) ({lost['chars']} characters) written after the first 16 MiB "
+                "were not kept in the recording",
+                SquallWarning,
+                stacklevel=2,
+            )
+        return out["chunks"]
+
     def find_expr_entry(self, 
         flow_id: int = 0,
         thread_id: Optional[int] = None,
@@ -436,6 +460,7 @@ history = _live.history
 find_expr_entry = _live.find_expr_entry
 goto_line = _live.goto_line
 writes = _live.writes
+outputs = _live.outputs
 
 
 def _same_exception(a: Any, b: Any) -> bool:

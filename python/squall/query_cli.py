@@ -9,10 +9,12 @@ import json
 import sys
 from typing import Any, Callable, Dict, List
 
+from squall import outputs_cli
+
 PROG = "squall"
 
 SUBCOMMANDS = ("summary", "calls", "call", "exceptions", "frequencies", "stack", "window", "bindings", "history",
-               "source", "search", "writes")
+               "source", "search", "writes", "outputs")
 
 
 def add_parser(sub: Any) -> None:
@@ -68,6 +70,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--type", dest="type_name", default=None, help="only objects of this recorded type (Item, mod.Item)")
     p.add_argument("--obj", type=int, default=None, help="only the object with this identity (a value's #N)")
     p.add_argument("--limit", type=int, default=20, help="at most N writes (default 20)")
+    outputs_cli.add_parser(new)
 
 
 def answer(rec: Any, opts: Any) -> Dict[str, Any]:
@@ -101,6 +104,8 @@ def answer(rec: Any, opts: Any) -> Dict[str, Any]:
     if kind == "writes":
         return agent.writes(rec, opts.name, type_name=opts.type_name, obj_id=opts.obj, flow=flow, thread=thread,
                             limit=opts.limit)
+    if kind == "outputs":
+        return outputs_cli.answer(rec, opts)
     raise ValueError(f"unknown query {kind!r}")
 
 
@@ -291,7 +296,7 @@ _RENDER: Dict[str, Callable[[dict], List[str]]] = {
     "summary": _summary, "calls": _calls, "call": _one_call, "exceptions": _exceptions,
     "frequencies": _frequencies, "stack": _stack, "window": _window, "bindings": _bindings,
     "history": _history,
-    "source": _source, "search": _search, "writes": _writes,
+    "source": _source, "search": _search, "writes": _writes, "outputs": outputs_cli.render,
 }
 
 

@@ -102,6 +102,7 @@ pub fn is_recording() -> bool {
 pub fn clear_recordings() {
     // SAFETY: GIL held (pyfunction).
     unsafe { eng().clear() };
+    crate::outputs::clear();
 }
 
 #[pyfunction]

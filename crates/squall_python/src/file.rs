@@ -66,6 +66,11 @@ impl Backend for FileRecording {
 }
 
 impl FileRecording {
+    /// The loaded file (for queries outside this module: `outputs.rs`).
+    pub(crate) fn recording(&self) -> &Recording {
+        &self.rec
+    }
+
     fn view_of(&self, number: u32) -> Option<TlView<'_>> {
         let t = self.rec.timelines.get(number as usize)?;
         Some(TlView {

@@ -11,6 +11,7 @@ mod gil_cell;
 mod identity;
 mod ints;
 mod loop_iter;
+mod outputs;
 mod query;
 mod record;
 mod recursion;
@@ -235,6 +236,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
         std::mem::forget(deque);
     }
 
+    outputs::register(m)?;
     m.add_function(wrap_pyfunction!(control::register_form, m)?)?;
     m.add_function(wrap_pyfunction!(control::note_source, m)?)?;
     m.add_function(wrap_pyfunction!(control::read_source, m)?)?;

@@ -353,6 +353,9 @@ fn flush_into(sink: &mut Sink, eng: &mut Engine) -> Result<u64, squall_store::St
         }
         writer.values(number as u32, &rec.values)?;
     }
+    // After the entries: every output chunk is linked to an entry written before it.
+    // SAFETY: GIL held (every flush runs under it).
+    writer.outputs(unsafe { crate::outputs::OUTPUTS.get() })?;
     let ticket = writer.flush()?;
     evict_saved(sink, eng);
     Ok(ticket)

@@ -73,6 +73,17 @@ impl squall_server::View for LiveView<'_> {
             "completed": false,
         })
     }
+
+    fn outputs(&self) -> Option<&squall_trace::Outputs> {
+        // SAFETY: GIL held for the view's lifetime (`LiveSource::with_view`), recording paused.
+        Some(unsafe { crate::outputs::OUTPUTS.get() })
+    }
+
+    fn output_tl(&self, number: u32) -> Option<usize> {
+        // Positions skip cleared recordings (`timelines` flattens them).
+        self.eng.recs.get(number as usize)?.as_ref()?;
+        Some(self.eng.recs[..number as usize].iter().flatten().count())
+    }
 }
 
 impl squall_server::RecordingSource for LiveSource {

@@ -8,6 +8,7 @@
 pub mod api;
 pub mod changes;
 pub mod code_view;
+pub mod outputs;
 pub mod power;
 pub mod search;
 pub mod source;
@@ -177,6 +178,7 @@ const ASSETS: &[(&str, &str, &str)] = &[
     ("/code.js", "text/javascript; charset=utf-8", include_str!("../../../ui/code.js")),
     ("/tools.js", "text/javascript; charset=utf-8", include_str!("../../../ui/tools.js")),
     ("/vendor/highlight.min.js", "text/javascript; charset=utf-8", include_str!("../../../ui/vendor/highlight.min.js")),
+    ("/outputs.js", "text/javascript; charset=utf-8", include_str!("../../../ui/outputs.js")),
 ];
 
 fn asset(body: &'static str, ctype: &'static str) -> Response {
@@ -218,6 +220,7 @@ pub fn router(src: Arc<dyn RecordingSource>, token: String) -> Router {
         .route("/site_entries", q_route!(code_view::site_entries))
         .route("/changes", q_route!(changes::changes))
         .route("/power_step", q_route!(power::power_step))
+        .route("/outputs", q_route!(outputs::outputs))
         .route("/control/{action}", axum::routing::post(control))
         .route("/search", axum::routing::post(search_start))
         .route("/search/{id}", get(search_poll).delete(search_cancel))

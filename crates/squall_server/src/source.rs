@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 use squall_store::Recording;
-use squall_trace::{ExpandBudget, Forms, Snap, Timeline, ValRef, ValueStore};
+use squall_trace::{ExpandBudget, Forms, Outputs, Snap, Timeline, ValRef, ValueStore};
 
 /// One (flow, thread) timeline as a view shows it. `number` is its position in
 /// [`View::timelines`] and what API routes call `tl`.
@@ -44,6 +44,15 @@ pub trait View {
     }
     /// What the recording says about itself (program, argv, completed...).
     fn info(&self) -> Value;
+    /// What the program wrote to stdout and stderr (`outputs.rs`), if the recording has it.
+    fn outputs(&self) -> Option<&Outputs> {
+        None
+    }
+    /// The position in [`View::timelines`] of the timeline an output chunk names (the
+    /// recorder's number for it).
+    fn output_tl(&self, number: u32) -> Option<usize> {
+        Some(number as usize)
+    }
 }
 
 /// Where recordings come from. `with_view` calls `f` exactly once with a view that is valid for
@@ -126,6 +135,10 @@ impl View for FileSource {
             "entries": self.rec.entry_count(),
             "forms": self.rec.forms.forms().len(),
         })
+    }
+
+    fn outputs(&self) -> Option<&Outputs> {
+        Some(&self.rec.outputs)
     }
 }
 

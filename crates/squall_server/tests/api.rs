@@ -101,6 +101,7 @@ fn recording(src_file: &str) -> Recording {
         stats: vec![],
         file_bytes: 0,
         cut_short: None,
+        outputs: Default::default(),
     }
 }
 
@@ -588,6 +589,7 @@ async fn code_bookmarks_listed() {
         stats: vec![],
         file_bytes: 0,
         cut_short: None,
+        outputs: Default::default(),
     };
     let bm_app = router(Arc::new(FileSource { rec, path: "demo.sqrec".into() }), TOKEN.into());
     let b = get(&bm_app, "/api/bookmarks").await;

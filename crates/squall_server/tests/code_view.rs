@@ -76,6 +76,7 @@ fn app() -> (axum::Router, tempfile::TempDir) {
         stats: vec![],
         file_bytes: 0,
         cut_short: None,
+        outputs: Default::default(),
     };
     (router(Arc::new(FileSource { rec, path: "demo.sqrec".into() }), TOKEN.into()), dir)
 }

@@ -115,6 +115,7 @@ fn recording(file: &str) -> Recording {
         stats: vec![],
         file_bytes: 0,
         cut_short: None,
+        outputs: Default::default(),
     }
 }
 

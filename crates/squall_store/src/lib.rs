@@ -12,6 +12,7 @@ mod codec;
 mod error;
 pub mod export;
 mod nodecodec;
+mod outputs;
 mod reader;
 mod snapcodec;
 pub mod sourcefile;
@@ -24,7 +25,7 @@ pub use squall_trace::printer::{preview, preview_ref};
 pub use wire::{Codec, FORMAT_VERSION, MAGIC};
 pub use writer::{Writer, Written};
 
-use squall_trace::{Forms, Timeline, ValueStore};
+use squall_trace::{Forms, Outputs, Timeline, ValueStore};
 
 /// What a recording says about the run it came from. Written once, first, in the header chunk.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -92,6 +93,8 @@ pub struct Recording {
     /// the last flush), or a truncated or corrupt chunk at a byte offset. Everything before it
     /// loaded.
     pub cut_short: Option<String>,
+    /// What the program wrote to stdout and stderr (timelines as indexes into `timelines`).
+    pub outputs: Outputs,
 }
 
 impl Recording {

@@ -6,10 +6,13 @@ use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use squall_trace::{Coord, Entry, Form, FormKind, Forms, Node, Site, SiteKind, Snap, SourceFile, Timeline, ValueStore};
+use squall_trace::{
+    Coord, Entry, Form, FormKind, Forms, Node, Outputs, Site, SiteKind, Snap, SourceFile, Timeline, ValueStore,
+};
 
 use crate::codec::{decode_entries, EntriesPart};
 use crate::nodecodec::get_node;
+use crate::outputs::{apply_outputs, get_outputs, OutputsPart};
 use crate::snapcodec::get_snap;
 use crate::wire::{
     chunk, frame_crc, get_body, Bad, Rd, FLAG_OPTIONAL, FORMAT_VERSION, FRAME_LEN, MAGIC, MAX_PAYLOAD, PREFIX_LEN,
@@ -196,6 +199,7 @@ enum Part {
     End { ended: u64, stats: Vec<(String, u64)> },
     Switches { timeline: u32, marks: Vec<(u32, u64)> },
     Sources(Vec<SourceFile>),
+    Outputs(OutputsPart),
     Skip,
 }
 
@@ -215,6 +219,9 @@ fn decode(f: &Frame) -> Result<Part, Bad> {
             sources.push(SourceFile { file, size, sha256 });
         }
         return Ok(Part::Sources(sources));
+    }
+    if f.ty == chunk::OUTPUTS {
+        return Ok(Part::Outputs(get_outputs(&get_body(f.payload)?)?));
     }
     if !(chunk::FORMS..=chunk::NODES).contains(&f.ty) {
         return if f.flags & FLAG_OPTIONAL != 0 { Ok(Part::Skip) } else { Err(Bad("unknown required chunk type")) };
@@ -329,6 +336,7 @@ struct State {
     timelines: Vec<Building>,
     by_number: HashMap<u32, usize>,
     ended: Option<(u64, Vec<(String, u64)>)>,
+    outputs: Outputs,
     /// Capacity for the next declared timeline (from the decoded chunks' sizes).
     reserve: Option<(usize, usize)>,
 }
@@ -338,6 +346,12 @@ impl State {
         match part {
             Part::Skip => {}
             Part::Sources(sources) => sources.into_iter().for_each(|s| self.forms.add_source(s)),
+            Part::Outputs(part) => {
+                let (by_number, timelines) = (&self.by_number, &self.timelines);
+                apply_outputs(&mut self.outputs, part, |n| {
+                    by_number.get(&n).map(|&i| (i as u32, timelines[i].entries.len()))
+                })?;
+            }
             Part::Forms { first_form, forms, first_site, sites } => {
                 if first_form != self.forms.forms().len() as u64 || first_site != self.nsites {
                     return Err(Bad("forms or sites out of order"));
@@ -551,6 +565,7 @@ pub(crate) fn read_named(b: &[u8], name: &str, mut progress: Option<Progress>) -
         timelines: Vec::new(),
         by_number: HashMap::new(),
         ended: None,
+        outputs: Outputs::new(),
         reserve: None,
     };
     let mut reserve: HashMap<u32, (usize, usize)> = HashMap::new();
@@ -614,5 +629,6 @@ pub(crate) fn read_named(b: &[u8], name: &str, mut progress: Option<Progress>) -
         stats,
         file_bytes: total,
         cut_short: cut,
+        outputs: st.outputs,
     })
 }

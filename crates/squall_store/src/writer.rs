@@ -9,10 +9,11 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
-use squall_trace::{Entry, Forms, ValueStore};
+use squall_trace::{Entry, Forms, Outputs, ValueStore};
 
 use crate::codec::{encode_entries, Streams};
 use crate::nodecodec::put_node;
+use crate::outputs::put_outputs;
 use crate::wire::{
     chunk, put_body_with, put_chunk, put_str, put_uv, Codec, Compressor, FLAG_OPTIONAL, FORMAT_VERSION, MAGIC,
 };
@@ -496,6 +497,19 @@ impl<W: Write> Writer<W> {
             (pi, ps) = (u64::from(idx), step);
         }
         self.emit(chunk::SWITCHES, FLAG_OPTIONAL)
+    }
+
+    /// Appends the chunks of `outputs` not saved yet (they are saved from now on), in an optional
+    /// OUTPUTS chunk. Call it after the entries they are linked to.
+    pub fn outputs(&mut self, outputs: &mut Outputs) -> Result<(), StoreError> {
+        let not_kept = outputs.not_kept();
+        let new = outputs.take_unsaved();
+        if new.is_empty() {
+            return Ok(());
+        }
+        self.raw.clear();
+        put_outputs(&mut self.raw, new, not_kept);
+        self.emit(chunk::OUTPUTS, FLAG_OPTIONAL)
     }
 
     /// Hands everything written so far to the OS: it survives the process being killed (not a

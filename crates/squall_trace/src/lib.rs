@@ -11,6 +11,7 @@ pub mod grow;
 pub mod history;
 mod limits;
 pub mod locate;
+mod outputs;
 pub mod printer;
 mod queries;
 pub mod search;
@@ -29,6 +30,7 @@ pub use history::{
     history, history_merged, history_with_writes, latest_state, Change, MergedChange, MergedState, NodeEntries, State,
 };
 pub use limits::{LimitHit, Limits};
+pub use outputs::{OutStream, OutputChunk, Outputs, CHUNK_KEPT_BYTES, KEPT_BYTES};
 pub use queries::{display_name, merge_call_stats, total_order, CallStat, Drift, FrameRef, Segment};
 pub use snapshot::{SeqKind, Snap};
 pub use store::{

@@ -57,6 +57,9 @@ def _setup_recording(opts, script_path: str | None = None, program_argv: list[st
         }
         api.set_limits(**{k: v for k, v in limits.items() if v is not None})
         api.start_recording()
+        from squall import outputs as _outputs
+
+        _outputs.capture()
         if hasattr(opts, "no_save") and not opts.no_save:
             _start_saving(api, opts, script_path, program_argv)
     except ImportError as e:

@@ -1,0 +1,219 @@
+//! Capturing what the program writes to stdout and stderr, without changing it.
+//!
+//! `squall.outputs.capture()` gives the process's two text streams an instance attribute
+//! `write` (a tee: a builtin function around the stream's own bound `write`): `print()`, `sys.stdout.write`
+//! and `writelines` look `write` up on the instance, so they reach the tee, while `sys.stdout`
+//! stays the same object of the same type. The tee calls the real `write` first, with the same
+//! arguments, and returns or raises what it did (a C callable: no frame of squall's shows in a
+//! traceback); only then, if it succeeded and recording is on, it notes the text with the
+//! writing thread's last entry. It runs no Python code of its own and never raises.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyTuple};
+use squall_trace::{OutStream, Outputs};
+
+use crate::engine::{Engine, ENGINE, RECORDING};
+use crate::file::FileRecording;
+use crate::gil_cell::GilCell;
+
+/// Every chunk written while recording, live (saved by `sink.rs` with the entries).
+pub static OUTPUTS: GilCell<Outputs> = GilCell::new(Outputs::new());
+
+unsafe extern "C" {
+    fn PyThread_get_thread_native_id() -> std::ffi::c_ulong;
+}
+
+/// The tee's method def: `write(*args, **kwargs)`, its self a tuple `(write, stream code)`;
+/// METH_FASTCALL passes the arguments on as they came. Calling it is one more C call, which
+/// before 3.12 counts against the recursion limit like a frame: `tee_call` uncounts it while the
+/// wrapped `write` runs, so that a program printing at its recursion limit fails where it fails
+/// without squall (3.12+ count C calls apart from frames, against a limit of their own).
+static TEE_DEF: OnceLock<usize> = OnceLock::new();
+
+fn tee_def() -> *mut ffi::PyMethodDef {
+    *TEE_DEF.get_or_init(|| {
+        Box::leak(Box::new(ffi::PyMethodDef {
+            ml_name: c"write".as_ptr(),
+            ml_meth: ffi::PyMethodDefPointer { PyCFunctionFastWithKeywords: tee_call },
+            ml_flags: ffi::METH_FASTCALL | ffi::METH_KEYWORDS,
+            ml_doc: c"The stream's write, noting what it wrote in squall's recording (squall.outputs).".as_ptr(),
+        })) as *mut ffi::PyMethodDef as usize
+    }) as *mut ffi::PyMethodDef
+}
+
+/// Bumped by every clear: a write that was under way when the recording was cleared is not
+/// noted in the new one.
+static CLEARS: AtomicU64 = AtomicU64::new(0);
+
+/// Calls the wrapped `write` with the arguments as given and returns or raises what it did;
+/// after a successful call with one `str` argument, notes it (recording on), linked to the entry
+/// that was the thread's last when the call started (a signal handler run inside `write` may
+/// record more).
+unsafe extern "C" fn tee_call(
+    slf: *mut ffi::PyObject,
+    args: *const *mut ffi::PyObject,
+    nargs: ffi::Py_ssize_t,
+    kwnames: *mut ffi::PyObject,
+) -> *mut ffi::PyObject {
+    // SAFETY: `slf` is the 2-tuple `output_tee` made; the GIL is held (CPython calls us); `args`
+    // holds `nargs` borrowed references for the duration of the call.
+    unsafe {
+        let write = ffi::PyTuple_GET_ITEM(slf, 0);
+        let noting =
+            nargs == 1 && kwnames.is_null() && RECORDING.load(Ordering::Relaxed) && ffi::PyUnicode_Check(*args) != 0;
+        let at = if noting { Some(last_entry()) } else { None };
+        let clears = CLEARS.load(Ordering::Relaxed);
+        #[cfg(not(Py_3_12))]
+        let uncounted = crate::recursion::shift_recursion(1);
+        let out = ffi::PyObject_Vectorcall(write, args, nargs as usize, kwnames);
+        #[cfg(not(Py_3_12))]
+        if uncounted {
+            crate::recursion::shift_recursion(-1);
+        }
+        let Some((thread_id, at)) = at else { return out };
+        if out.is_null() || clears != CLEARS.load(Ordering::Relaxed) {
+            return out;
+        }
+        // A new bytes object: `PyUnicode_AsUTF8AndSize` would cache UTF-8 in the program's str
+        // (its `sys.getsizeof` would grow). Lone surrogates become `?`.
+        let bytes = ffi::PyUnicode_AsEncodedString(*args, c"utf-8".as_ptr(), c"replace".as_ptr());
+        if bytes.is_null() {
+            ffi::PyErr_Clear();
+            return out;
+        }
+        let data =
+            std::slice::from_raw_parts(ffi::PyBytes_AsString(bytes).cast::<u8>(), ffi::PyBytes_Size(bytes) as usize);
+        let stream =
+            if ffi::PyLong_AsLong(ffi::PyTuple_GET_ITEM(slf, 1)) == 2 { OutStream::Stderr } else { OutStream::Stdout };
+        OUTPUTS.get().write(stream, thread_id, at, &String::from_utf8_lossy(data));
+        ffi::Py_DECREF(bytes);
+        out
+    }
+}
+
+/// The `write` a tee wraps, or `None` for anything else.
+#[pyfunction]
+fn tee_wrapped(py: Python<'_>, obj: &Bound<'_, PyAny>) -> Option<Py<PyAny>> {
+    // SAFETY: GIL held; a builtin function's self is read only when its C function is the tee's.
+    unsafe {
+        let p = obj.as_ptr();
+        if ffi::PyCFunction_Check(p) == 0 {
+            return None;
+        }
+        let f = ffi::PyCFunction_GetFunction(p)?;
+        if f as *const () != tee_call as *const () {
+            return None;
+        }
+        let slf = ffi::PyCFunction_GetSelf(p);
+        Some(Bound::from_borrowed_ptr(py, ffi::PyTuple_GET_ITEM(slf, 0)).unbind())
+    }
+}
+
+/// The running thread (its native id) and its last entry in the current flow, if it recorded
+/// any (nothing is created for a thread that recorded nothing).
+fn last_entry() -> (u64, Option<(u32, u32)>) {
+    // SAFETY: exported by CPython >= 3.8; needs nothing but a thread.
+    let thread_id = unsafe { PyThread_get_thread_native_id() } as u64;
+    // The usual case: this thread recorded the last entry (no search over the flow's threads).
+    // SAFETY: GIL held (called from the tee); no Python code runs while the reference is used.
+    let at = match unsafe { crate::engine::current_rec_cached() } {
+        Some(rec) if rec.thread_id == thread_id && !rec.tl.is_empty() => Some((rec.number, rec.tl.len() as u32 - 1)),
+        _ => {
+            // SAFETY: as above; the reference above is no longer used.
+            let eng: &Engine = unsafe { ENGINE.get() };
+            eng.flows.get(&eng.current_flow).and_then(|nums| {
+                nums.iter().find_map(|&n| {
+                    let rec = eng.recs.get(n as usize)?.as_deref()?;
+                    (rec.thread_id == thread_id && !rec.tl.is_empty()).then(|| (n, rec.tl.len() as u32 - 1))
+                })
+            })
+        }
+    };
+    (thread_id, at)
+}
+
+fn stream_of(name: &str) -> PyResult<OutStream> {
+    match name {
+        "stdout" => Ok(OutStream::Stdout),
+        "stderr" => Ok(OutStream::Stderr),
+        _ => Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "unknown output stream {name:?}: expected \"stdout\" or \"stderr\""
+        ))),
+    }
+}
+
+/// A tee around `write` (a stream's bound `write`) for `stream` ("stdout" or "stderr"): a
+/// builtin function named `write`.
+#[pyfunction]
+fn output_tee(py: Python<'_>, write: Py<PyAny>, stream: &str) -> PyResult<Py<PyAny>> {
+    let code = stream_of(stream)? as u8;
+    let slf = PyTuple::new(py, [write, code.into_pyobject(py)?.into_any().unbind()])?;
+    // SAFETY: a static method def; `slf` is kept alive by the function (it holds a reference).
+    unsafe {
+        let f = ffi::PyCFunction_NewEx(tee_def(), slf.as_ptr(), std::ptr::null_mut());
+        Ok(Bound::from_owned_ptr_or_err(py, f)?.unbind())
+    }
+}
+
+/// Forgets the live outputs (with `clear_recordings`).
+pub fn clear() {
+    CLEARS.fetch_add(1, Ordering::Relaxed);
+    // SAFETY: GIL held by the caller (a pyfunction).
+    unsafe { OUTPUTS.get() }.clear();
+}
+
+/// One chunk as a dict: `stream`, `flow_id`, `thread_id`, `thread_name`, `idx` (None: the thread
+/// had recorded nothing yet), `text`, `chars`, `cut`.
+fn chunk_dict<'py>(
+    py: Python<'py>,
+    c: &squall_trace::OutputChunk,
+    meta: Option<(u32, &str)>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("stream", c.stream.name())?;
+    d.set_item("flow_id", meta.map(|m| m.0))?;
+    d.set_item("thread_id", c.thread_id)?;
+    d.set_item("thread_name", meta.map(|m| m.1))?;
+    d.set_item("idx", c.at.map(|a| a.1))?;
+    d.set_item("text", &c.text)?;
+    d.set_item("chars", c.chars)?;
+    d.set_item("cut", c.is_cut())?;
+    Ok(d)
+}
+
+/// The live recording's outputs: (chunks as dicts, (chunks not kept, their characters)).
+#[pyfunction]
+fn outputs<'py>(py: Python<'py>) -> PyResult<(Bound<'py, PyList>, (u64, u64))> {
+    // SAFETY: GIL held (pyfunction); building dicts runs no code that records.
+    let (eng, out): (&Engine, &Outputs) = unsafe { (ENGINE.get(), OUTPUTS.get()) };
+    let list = PyList::empty(py);
+    for c in out.chunks() {
+        let meta = c.at.and_then(|(n, _)| eng.recs.get(n as usize)?.as_deref()).map(|r| (r.flow, r.name.as_str()));
+        list.append(chunk_dict(py, c, meta)?)?;
+    }
+    Ok((list, out.not_kept()))
+}
+
+/// A recording file's outputs, as [`outputs`] gives the live ones.
+#[pyfunction]
+fn file_outputs<'py>(py: Python<'py>, file: &Bound<'py, FileRecording>) -> PyResult<(Bound<'py, PyList>, (u64, u64))> {
+    let rec = file.get().recording();
+    let list = PyList::empty(py);
+    for c in rec.outputs.chunks() {
+        let meta = c.at.and_then(|(i, _)| rec.timelines.get(i as usize)).map(|t| (t.meta.flow, t.meta.name.as_str()));
+        list.append(chunk_dict(py, c, meta)?)?;
+    }
+    Ok((list, rec.outputs.not_kept()))
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(output_tee, m)?)?;
+    m.add_function(wrap_pyfunction!(tee_wrapped, m)?)?;
+    m.add_function(wrap_pyfunction!(outputs, m)?)?;
+    m.add_function(wrap_pyfunction!(file_outputs, m)?)?;
+    Ok(())
+}
