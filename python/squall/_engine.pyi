@@ -243,6 +243,32 @@ def total_order_timeline(flow_id: int, start: int = 0, limit: int = 1000) -> lis
     """All threads' entries of a flow in recording order (each with thread_id, thread_name)."""
 
 def deref(value_ref: int) -> Any: ...
+def exceptions(flow_id: Optional[int] = None, thread_id: Optional[int] = None) -> list[dict[str, Any]]:
+    """Every exception that left a recorded frame, once each (``squall_trace::exceptions``; see
+    ``squall.indexes.Queries.exceptions`` for the keys)."""
+
+def bookmarks(flow_id: Optional[int] = None) -> list[dict[str, Any]]:
+    """Every bookmark placed from code: ``flow_id``, ``thread_id``, ``idx``, ``note_ref``."""
+
+def line_hits(
+    flow_id: int,
+    thread_id: Optional[int],
+    file: str,
+    line: int,
+    from_idx: Optional[int] = None,
+    backward: bool = False,
+) -> list[dict[str, Any]]:
+    """Where ``file:line`` ran, per thread: ``thread_id``, ``idx`` (the first entry there from
+    ``from_idx``), ``count``."""
+
+def power_step(flow_id: int, thread_id: int, idx: int, how: str, backward: bool = False) -> Optional[int]:
+    """The next (or previous) entry like the one at ``idx``: ``how`` is coord, fn, identity or
+    equality."""
+
+def loop_iterations(flow_id: int, thread_id: int, idx: int) -> tuple[list[int], int]:
+    """The iterations of the expression, binding or write at ``idx`` in its frame, and its
+    position among them."""
+
 def object_id(obj: Any) -> Optional[int]:
     """The recording's identity of a live object (``ObjectSnapshot.obj_id``), or None."""
 
@@ -330,6 +356,19 @@ class FileRecording:
     def read_source(self, path: str) -> tuple[str, bool, Optional[str]]: ...
     def idxs_of_type(self, flow_id: int, thread_id: int, entry_type: str) -> list[int]: ...
     def is_recording(self) -> bool: ...
+    def exceptions(self, flow_id: Optional[int] = None, thread_id: Optional[int] = None) -> list[dict[str, Any]]: ...
+    def bookmarks(self, flow_id: Optional[int] = None) -> list[dict[str, Any]]: ...
+    def line_hits(
+        self,
+        flow_id: int,
+        thread_id: Optional[int],
+        file: str,
+        line: int,
+        from_idx: Optional[int] = None,
+        backward: bool = False,
+    ) -> list[dict[str, Any]]: ...
+    def power_step(self, flow_id: int, thread_id: int, idx: int, how: str, backward: bool = False) -> Optional[int]: ...
+    def loop_iterations(self, flow_id: int, thread_id: int, idx: int) -> tuple[list[int], int]: ...
     def export_chrome(self, out: str, progress: Optional[Callable[[int, int], Any]] = None) -> None: ...
     def export_sqlite(self, out: str, progress: Optional[Callable[[int, int], Any]] = None) -> None: ...
 

@@ -303,6 +303,40 @@ impl FileRecording {
     fn is_recording(&self) -> bool {
         false
     }
+    #[pyo3(signature = (flow_id=None, thread_id=None))]
+    fn exceptions<'py>(
+        &self,
+        py: Python<'py>,
+        flow_id: Option<u32>,
+        thread_id: Option<u64>,
+    ) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        crate::query_threads::exceptions(py, self, flow_id, thread_id)
+    }
+    #[pyo3(signature = (flow_id=None))]
+    fn bookmarks<'py>(&self, py: Python<'py>, flow_id: Option<u32>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        crate::query_threads::bookmarks(py, self, flow_id)
+    }
+    #[pyo3(signature = (flow_id, thread_id, file, line, from_idx=None, backward=false))]
+    #[allow(clippy::too_many_arguments)]
+    fn line_hits<'py>(
+        &self,
+        py: Python<'py>,
+        flow_id: u32,
+        thread_id: Option<u64>,
+        file: &str,
+        line: u32,
+        from_idx: Option<u64>,
+        backward: bool,
+    ) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        crate::query_threads::line_hits(py, self, flow_id, thread_id, file, line, from_idx, backward)
+    }
+    #[pyo3(signature = (flow_id, thread_id, idx, how, backward=false))]
+    fn power_step(&self, flow_id: u32, thread_id: u64, idx: u64, how: &str, backward: bool) -> PyResult<Option<u32>> {
+        crate::query_threads::power_step(self, flow_id, thread_id, idx, how, backward)
+    }
+    fn loop_iterations(&self, flow_id: u32, thread_id: u64, idx: u64) -> PyResult<(Vec<u32>, usize)> {
+        crate::query_threads::loop_iterations(self, flow_id, thread_id, idx)
+    }
 
     /// Writes Chrome trace event JSON (Perfetto opens it) to `out`.
     #[pyo3(signature = (out, progress=None))]

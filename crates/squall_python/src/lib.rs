@@ -12,6 +12,7 @@ mod identity;
 mod ints;
 mod loop_iter;
 mod query;
+mod query_threads;
 mod record;
 mod recursion;
 mod sink;
@@ -277,6 +278,11 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(query::total_order_timeline, m)?)?;
     m.add_function(wrap_pyfunction!(query::find_expr_entry, m)?)?;
     m.add_function(wrap_pyfunction!(query::object_id, m)?)?;
+    m.add_function(wrap_pyfunction!(query_threads::live_exceptions, m)?)?;
+    m.add_function(wrap_pyfunction!(query_threads::live_bookmarks, m)?)?;
+    m.add_function(wrap_pyfunction!(query_threads::live_line_hits, m)?)?;
+    m.add_function(wrap_pyfunction!(query_threads::live_power_step, m)?)?;
+    m.add_function(wrap_pyfunction!(query_threads::live_loop_iterations, m)?)?;
 
     m.add_class::<file::FileRecording>()?;
     m.add_function(wrap_pyfunction!(file::load_recording, m)?)?;

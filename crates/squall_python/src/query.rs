@@ -44,7 +44,7 @@ pub trait Backend {
 const ARGS_BIT: u64 = 1 << 32;
 const NUMBER_SHIFT: u32 = 33;
 
-fn value_ref(rec: &TlView<'_>, v: ValRef) -> Option<u64> {
+pub fn value_ref(rec: &TlView<'_>, v: ValRef) -> Option<u64> {
     (v != ValRef::ABSENT).then(|| (u64::from(rec.number) << NUMBER_SHIFT) | u64::from(v.0))
 }
 
