@@ -215,18 +215,14 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     awaiting::register(m)?;
     loop_iter::register(m)?;
 
-    m.add("FORM_FUNCTION", 0)?;
-    m.add("FORM_GENERATOR", 1)?;
-    m.add("FORM_COROUTINE", 2)?;
-    m.add("FORM_ASYNC_GENERATOR", 3)?;
-    m.add("FORM_LAMBDA", 4)?;
-    m.add("FORM_MODULE", 5)?;
-    m.add("SITE_RETURN", 0)?;
-    m.add("SITE_YIELD", 1)?;
-    m.add("SITE_AWAIT", 2)?;
-    m.add("SITE_EXPR", 3)?;
-    m.add("SITE_BIND", 4)?;
-    m.add("SITE_WRITE", 5)?;
+    // The kind codes register_form / register_site take, from the core's enums (their one
+    // definition).
+    for k in squall_trace::FormKind::ALL {
+        m.add(format!("FORM_{}", k.const_name()), k as u8)?;
+    }
+    for k in squall_trace::SiteKind::ALL {
+        m.add(format!("SITE_{}", k.const_name()), k as u8)?;
+    }
 
     let py = m.py();
     if crate::engine::deque_type().is_null() {
