@@ -193,86 +193,11 @@ def set_snapshot_budget(
 ) -> None: ...
 def register_snapshot(tp: type, fn: Callable[[Any], Any]) -> None: ...
 
-# --- queries ---------------------------------------------------------------------------------
-
-def all_flows() -> dict[int, list[int]]: ...
-def all_threads() -> list[tuple[int, int]]: ...
-def flow_threads_info(flow_id: int) -> list[dict[str, Any]]: ...
-def timeline_len(flow_id: int, thread_id: int) -> int: ...
-def entry(flow_id: int, thread_id: int, idx: int) -> dict[str, Any]: ...
-def timeline_entry(flow_id: int, thread_id: int, idx: int, drift: str) -> dict[str, Any]: ...
-def frame_data(flow_id: int, thread_id: int, idx: int) -> dict[str, Any]: ...
-def stack_for_frame(flow_id: int, thread_id: int, idx: int) -> list[dict[str, Any]]: ...
-def callstack_node_childs(
-    flow_id: int, thread_id: int, idx: Optional[int]
-) -> list[int]: ...
-def fn_call_stats(flow_id: int, thread_id: Optional[int]) -> list[dict[str, Any]]: ...
-def writes(
-    flow_id: int,
-    thread_id: Optional[int] = None,
-    obj_id: Optional[int] = None,
-    attr_or_key: Any = None,
-    type_name: Optional[str] = None,
-    limit: Optional[int] = None,
-) -> dict[str, Any]: ...
-def find_fn_call_entry(
-    flow_id: int,
-    thread_id: int,
-    fn_ns: Optional[str],
-    fn_name: Optional[str],
-    args_pred: Optional[Callable[[list[Any]], bool]],
-    from_idx: Optional[int],
-    backward: bool,
-) -> Optional[dict[str, Any]]: ...
-def bindings(flow_id: int, thread_id: int, idx: int) -> list[dict[str, Any]]: ...
-def history(flow_id: int, obj_id: int, thread_id: Optional[int] = None) -> list[dict[str, Any]]: ...
-def find_expr_entry(
-    flow_id: int,
-    thread_id: int,
-    coord: Optional[tuple[int, int, int, int]] = None,
-    file: Optional[str] = None,
-    line: Optional[int] = None,
-    value_pred: Optional[Callable[[Any], bool]] = None,
-    from_idx: Optional[int] = None,
-    backward: bool = False,
-    any_kind: bool = False,
-) -> Optional[dict[str, Any]]: ...
-def idxs_of_type(flow_id: int, thread_id: int, entry_type: str) -> list[int]: ...
-def entries(flow_id: int, thread_id: int, start: int, end: int) -> list[dict[str, Any]]: ...
-def total_order_timeline(flow_id: int, start: int = 0, limit: int = 1000) -> list[dict[str, Any]]:
-    """All threads' entries of a flow in recording order (each with thread_id, thread_name)."""
-
-def deref(value_ref: int) -> Any: ...
-def exceptions(flow_id: Optional[int] = None, thread_id: Optional[int] = None) -> list[dict[str, Any]]:
-    """Every exception that left a recorded frame, once each (``squall_trace::exceptions``; see
-    ``squall.indexes.Queries.exceptions`` for the keys)."""
-
-def bookmarks(flow_id: Optional[int] = None) -> list[dict[str, Any]]:
-    """Every bookmark placed from code: ``flow_id``, ``thread_id``, ``idx``, ``note_ref``."""
-
-def line_hits(
-    flow_id: int,
-    thread_id: Optional[int],
-    file: str,
-    line: int,
-    from_idx: Optional[int] = None,
-    backward: bool = False,
-) -> list[dict[str, Any]]:
-    """Where ``file:line`` ran, per thread: ``thread_id``, ``idx`` (the first entry there from
-    ``from_idx``), ``count``."""
-
-def power_step(flow_id: int, thread_id: int, idx: int, how: str, backward: bool = False) -> Optional[int]:
-    """The next (or previous) entry like the one at ``idx``: ``how`` is coord, fn, identity or
-    equality."""
-
-def loop_iterations(flow_id: int, thread_id: int, idx: int) -> tuple[list[int], int]:
-    """The iterations of the expression, binding or write at ``idx`` in its frame, and its
-    position among them."""
+# --- queries: methods of Recording (below) --------------------------------------------------
 
 def object_id(obj: Any) -> Optional[int]:
     """The recording's identity of a live object (``ObjectSnapshot.obj_id``), or None."""
 
-def forms() -> list[dict[str, Any]]: ...
 def next_ids() -> tuple[int, int]:
     """(forms, sites) registered so far: the ids the next registrations get."""
 
@@ -298,11 +223,12 @@ def pause_flusher() -> None:
 def resume_flusher() -> None:
     """After ``os.fork()``, in the parent: starts the flusher again."""
 
-class FileRecording:
-    """A recording file, loaded: the same queries as the module functions above, as methods."""
+class Recording:
+    """A recording: this process's live one (``live()``) or a file (``load_recording``), with
+    the same query methods (each written once, over either: crates/squall_python/src/file.rs)."""
 
     @property
-    def path(self) -> str: ...
+    def path(self) -> Optional[str]: ...
     def info(self) -> dict[str, Any]: ...
     def all_flows(self) -> dict[int, list[int]]: ...
     def all_threads(self) -> list[tuple[int, int]]: ...
@@ -372,7 +298,10 @@ class FileRecording:
     def export_chrome(self, out: str, progress: Optional[Callable[[int, int], Any]] = None) -> None: ...
     def export_sqlite(self, out: str, progress: Optional[Callable[[int, int], Any]] = None) -> None: ...
 
-def load_recording(path: str, progress: Optional[Callable[[int, int], Any]] = None) -> FileRecording:
+def live() -> Recording:
+    """This process's live recording, read through the engine at each call."""
+
+def load_recording(path: str, progress: Optional[Callable[[int, int], Any]] = None) -> Recording:
     """Reads a recording file (ValueError for a foreign, newer or damaged file; OSError if it
     cannot be read)."""
 

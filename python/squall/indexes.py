@@ -80,7 +80,7 @@ class Timeline(Sequence):
     def __init__(self, flow_id: int, thread_id: int, backend: Any = None) -> None:
         self.flow_id = flow_id
         self.thread_id = thread_id
-        self._b = backend if backend is not None else _engine
+        self._b = backend if backend is not None else _engine.live()
         self._len = self._b.timeline_len(flow_id, thread_id)
 
     def __len__(self) -> int:
@@ -399,7 +399,7 @@ class Queries:
         return out
 
 
-_live = Queries(_engine)
+_live = Queries(_engine.live())
 
 all_flows = _live.all_flows
 all_threads = _live.all_threads

@@ -253,34 +253,11 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(control::next_ids, m)?)?;
     m.add_function(wrap_pyfunction!(control::registrations_since, m)?)?;
 
-    m.add_function(wrap_pyfunction!(query::all_flows, m)?)?;
-    m.add_function(wrap_pyfunction!(query::all_threads, m)?)?;
-    m.add_function(wrap_pyfunction!(query::flow_threads_info, m)?)?;
-    m.add_function(wrap_pyfunction!(query::timeline_len, m)?)?;
-    m.add_function(wrap_pyfunction!(query::entry, m)?)?;
-    m.add_function(wrap_pyfunction!(query::entries, m)?)?;
-    m.add_function(wrap_pyfunction!(query::timeline_entry, m)?)?;
-    m.add_function(wrap_pyfunction!(query::frame_data, m)?)?;
-    m.add_function(wrap_pyfunction!(query::stack_for_frame, m)?)?;
-    m.add_function(wrap_pyfunction!(query::callstack_node_childs, m)?)?;
-    m.add_function(wrap_pyfunction!(query::fn_call_stats, m)?)?;
-    m.add_function(wrap_pyfunction!(writes::live_writes, m)?)?;
-    m.add_function(wrap_pyfunction!(query::find_fn_call_entry, m)?)?;
-    m.add_function(wrap_pyfunction!(query::deref, m)?)?;
-    m.add_function(wrap_pyfunction!(query::forms, m)?)?;
-    m.add_function(wrap_pyfunction!(query::idxs_of_type, m)?)?;
-    m.add_function(wrap_pyfunction!(query::bindings, m)?)?;
-    m.add_function(wrap_pyfunction!(query::history, m)?)?;
-    m.add_function(wrap_pyfunction!(query::total_order_timeline, m)?)?;
-    m.add_function(wrap_pyfunction!(query::find_expr_entry, m)?)?;
+    // The queries: methods of the one recording class, over the live recording (`live()`) or
+    // a file (`load_recording`).
     m.add_function(wrap_pyfunction!(query::object_id, m)?)?;
-    m.add_function(wrap_pyfunction!(query_threads::live_exceptions, m)?)?;
-    m.add_function(wrap_pyfunction!(query_threads::live_bookmarks, m)?)?;
-    m.add_function(wrap_pyfunction!(query_threads::live_line_hits, m)?)?;
-    m.add_function(wrap_pyfunction!(query_threads::live_power_step, m)?)?;
-    m.add_function(wrap_pyfunction!(query_threads::live_loop_iterations, m)?)?;
-
-    m.add_class::<file::FileRecording>()?;
+    m.add_class::<file::PyRecording>()?;
+    m.add_function(wrap_pyfunction!(file::live, m)?)?;
     m.add_function(wrap_pyfunction!(file::load_recording, m)?)?;
     m.add_function(wrap_pyfunction!(sink::open_sink, m)?)?;
     m.add_function(wrap_pyfunction!(sink::flush_sink, m)?)?;

@@ -153,19 +153,3 @@ pub fn writes<'py, B: Backend + ?Sized>(
     out.set_item("writes", list)?;
     Ok(out)
 }
-
-#[pyfunction]
-#[pyo3(name = "writes", signature = (flow_id, thread_id=None, obj_id=None, attr_or_key=None, type_name=None, limit=None))]
-pub fn live_writes<'py>(
-    py: Python<'py>,
-    flow_id: u32,
-    thread_id: Option<u64>,
-    obj_id: Option<u64>,
-    attr_or_key: Option<Bound<'py, PyAny>>,
-    type_name: Option<&str>,
-    limit: Option<usize>,
-) -> PyResult<Bound<'py, PyDict>> {
-    // SAFETY: queries run with the GIL held, as every entry point does.
-    let eng = unsafe { crate::engine::ENGINE.get() };
-    writes(py, &*eng, flow_id, thread_id, obj_id, attr_or_key.as_ref(), type_name, limit)
-}
