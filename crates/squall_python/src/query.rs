@@ -148,9 +148,33 @@ pub fn entry_dict<'py, B: Backend + ?Sized>(
             d.set_item("visible_after", idx)?;
             d.set_item("form_id", site.map(|s| s.form))?;
         }
-        Kind::Write => crate::writes::write_fields(py, b, rec, idx, e, &d)?,
+        Kind::Write => write_fields(py, b, rec, idx, e, &d)?,
     }
     Ok(d)
+}
+
+/// The fields a `write` entry adds to its dict (see `entry_dict`).
+pub fn write_fields<B: Backend + ?Sized>(
+    py: Python<'_>,
+    b: &B,
+    rec: &TlView<'_>,
+    idx: usize,
+    e: &Entry,
+    d: &Bound<'_, PyDict>,
+) -> PyResult<()> {
+    let forms = b.forms();
+    let site = forms.site(e.id());
+    d.set_item("fn_call_idx", e.fn_call_idx())?;
+    d.set_item("coord", site.map(|s| (s.coord.line, s.coord.col, s.coord.end_line, s.coord.end_col)))?;
+    d.set_item("form_id", site.map(|s| s.form))?;
+    d.set_item("symbol", site.and_then(|s| s.symbol.as_deref()))?;
+    d.set_item("value_ref", value_ref(rec, e.value()))?;
+    d.set_item("deleted", e.value() == ValRef::ABSENT)?;
+    let record = rec.tl.write_record(idx);
+    d.set_item("obj_id", record.map(|r| r.0))?;
+    d.set_item("key_ref", record.and_then(|r| value_ref(rec, r.1)))?;
+    let _ = py;
+    Ok(())
 }
 
 /// The Python object for a value ref, as recorded.
