@@ -5,17 +5,20 @@ read naturally: ("call", "f", (1, 2)), ("ret", "f", 3), ("unwind", "f", "ValueEr
 ("suspend", "g", value), ("resume", "g", sent).
 """
 
-FORM_FUNCTION = 0
-FORM_GENERATOR = 1
-FORM_COROUTINE = 2
-FORM_ASYNC_GENERATOR = 3
-FORM_LAMBDA = 4
-FORM_MODULE = 5
-SITE_RETURN = 0
-SITE_YIELD = 1
-SITE_AWAIT = 2
-SITE_EXPR = 3
-SITE_BIND = 4
+from squall import _engine
+
+# The kind codes are the engine's (exported from the core's enums), never a copy.
+FORM_FUNCTION = _engine.FORM_FUNCTION
+FORM_GENERATOR = _engine.FORM_GENERATOR
+FORM_COROUTINE = _engine.FORM_COROUTINE
+FORM_ASYNC_GENERATOR = _engine.FORM_ASYNC_GENERATOR
+FORM_LAMBDA = _engine.FORM_LAMBDA
+FORM_MODULE = _engine.FORM_MODULE
+SITE_RETURN = _engine.SITE_RETURN
+SITE_YIELD = _engine.SITE_YIELD
+SITE_AWAIT = _engine.SITE_AWAIT
+SITE_EXPR = _engine.SITE_EXPR
+SITE_BIND = _engine.SITE_BIND
 
 
 class FakeEngine:

@@ -28,7 +28,7 @@ _n = [0]
 
 
 def _tid():
-    tids = _engine.all_flows().get(_engine.current_flow(), [])
+    tids = _engine.live().all_flows().get(_engine.current_flow(), [])
     nid = threading.get_native_id()
     return nid if nid in tids else threading.get_ident()
 
@@ -82,8 +82,8 @@ def run(tmp_path, src, entry="main", *a, mode=None, check_same=True):
     if check_same:
         assert got == plain
     tid = _tid()
-    entries = [_engine.entry(_engine.current_flow(), tid, i)
-               for i in range(_engine.timeline_len(_engine.current_flow(), tid))]
+    entries = [_engine.live().entry(_engine.current_flow(), tid, i)
+               for i in range(_engine.live().timeline_len(_engine.current_flow(), tid))]
     return got, entries, src.splitlines()
 
 
@@ -95,11 +95,11 @@ def text(lines, coord):
 
 
 def exprs(entries, lines):
-    return [(text(lines, e["coord"]), _engine.deref(e["result_ref"])) for e in entries if e["type"] == "expr"]
+    return [(text(lines, e["coord"]), _engine.live().deref(e["result_ref"])) for e in entries if e["type"] == "expr"]
 
 
 def binds(entries):
-    return [(e["symbol"], _engine.deref(e["value_ref"])) for e in entries if e["type"] == "bind"]
+    return [(e["symbol"], _engine.live().deref(e["value_ref"])) for e in entries if e["type"] == "bind"]
 
 
 # --- what is recorded --------------------------------------------------------------------------
@@ -125,7 +125,7 @@ def test_exprs_and_binds_basic(tmp_path):
     assert binds(ent) == [("x", 3), ("y", 31), ("a", 1), ("b", 2), ("c", [3, 4]), ("y", 32)]
     # the engine's bindings query sees the latest values
     last = len(ent) - 1
-    got = {b["symbol"]: _engine.deref(b["value_ref"]) for b in indexes.bindings(0, _tid(), last)}
+    got = {b["symbol"]: _engine.live().deref(b["value_ref"]) for b in indexes.bindings(0, _tid(), last)}
     assert got["y"] == 32 and got["c"] == [3, 4]
 
 
@@ -152,7 +152,7 @@ def test_method_calls_slices_attrs_and_globals(tmp_path):
     # find_expr_entry by coord and by predicate
     coord = next(e["coord"] for e in ent if e["type"] == "expr" and text(lines, e["coord"]) == "len(p.items)")
     hit = indexes.find_expr_entry(0, _tid(), coord=tuple(coord))
-    assert hit is not None and _engine.deref(hit["result_ref"]) == 4
+    assert hit is not None and _engine.live().deref(hit["result_ref"]) == 4
 
 
 def test_short_circuit_and_evaluation_order(tmp_path):
@@ -197,7 +197,7 @@ def test_calls_to_plain_module_functions_are_recorded_by_the_callee(tmp_path):
     assert "sq(n + 1)" not in ex and "n + 1" not in ex  # the fn-call of sq holds 4, its return 16
     assert "abs(-n)" in ex and "-n" in ex
     call = next(e for e in ent if e["type"] == "fn-call" and e["fn_name"] == "sq")
-    assert list(_engine.deref(call["fn_args_ref"])) == [4]
+    assert list(_engine.live().deref(call["fn_args_ref"])) == [4]
 
 
 def test_for_with_except_comprehension_walrus_import_global(tmp_path):
@@ -477,10 +477,10 @@ def test_async_for_with_and_comprehension_awaits_are_suspensions(tmp_path, mode)
     co_form = next(e["form_id"] for e in ent if e.get("fn_name") == "co")
     segs = []
     for e in ent:
-        if e["type"] == "fn-return" and _engine.entry(0, _tid(), e["fn_call_idx"])["form_id"] == co_form:
-            segs.append(("suspend", text(lines, e["coord"]), _shown(_engine.deref(e["result_ref"]))))
+        if e["type"] == "fn-return" and _engine.live().entry(0, _tid(), e["fn_call_idx"])["form_id"] == co_form:
+            segs.append(("suspend", text(lines, e["coord"]), _shown(_engine.live().deref(e["result_ref"]))))
         elif e["type"] == "fn-resume" and e["form_id"] == co_form:
-            segs.append(("resume", _shown(_engine.deref(e["fn_args_ref"])[0])))
+            segs.append(("resume", _shown(_engine.live().deref(e["fn_args_ref"])[0])))
     asend, coro = _shown(_asend_type()), _shown(_coroutine_type())
     StopAsyncIteration = "<class 'StopAsyncIteration'>"  # noqa: N806 - how the recording shows it
     assert segs == [
@@ -748,7 +748,7 @@ def _fused_vs_statement(tmp_path, monkeypatch, src, *a):
         monkeypatch.setattr(rewrite.full_entries, "_FUSE_BINDS", fuse)
         res, ent, lines = run(tmp_path, src, "main", *a)  # also: same outcome as plain Python
         # every entry, every field; values by their repr; the module's own ids left out
-        norm = [{k: (_addrless(_engine.deref(v)) if k.endswith("_ref") and v is not None else v)
+        norm = [{k: (_addrless(_engine.live().deref(v)) if k.endswith("_ref") and v is not None else v)
                  for k, v in e.items() if k not in ("fn_ns", "form_id", "obj_id")} for e in ent]
         got[fuse] = (res, ent, norm)
     assert _addrless(got[True][0]) == _addrless(got[False][0])
@@ -933,7 +933,7 @@ def test_bound_entry_points_record_what_the_plain_ones_record(tmp_path, monkeypa
         text_ = rewrite.instrumented_source_text(textwrap.dedent(BOUND), "b.py", "b", mode=mode)
         assert ("_sq_call_" in text_) == bound and ("_sq_call(" in text_) != bound
         res, ent, _ = run(tmp_path, BOUND, "main", mode=mode)
-        norm = [{k: (_addrless(_engine.deref(v)) if k.endswith("_ref") and v is not None else v)
+        norm = [{k: (_addrless(_engine.live().deref(v)) if k.endswith("_ref") and v is not None else v)
                  for k, v in e.items() if k not in ("fn_ns", "form_id", "obj_id")} for e in ent]
         got[bound] = (res, norm)
     assert got[True] == got[False]

@@ -211,9 +211,9 @@ def test_end_to_end_with_the_real_engine(env):
             _engine.stop_recording()
     fid = _engine.current_flow()
     # the engine keys threads by native id (older builds: by ident); take ours
-    tids = _engine.all_flows()[fid]
+    tids = _engine.live().all_flows()[fid]
     tid = threading.get_native_id() if threading.get_native_id() in tids else threading.get_ident()
-    entries = [_engine.entry(fid, tid, i) for i in range(_engine.timeline_len(fid, tid))]
+    entries = [_engine.live().entry(fid, tid, i) for i in range(_engine.live().timeline_len(fid, tid))]
     mine = [(e["type"], e.get("fn_name")) for e in entries]
     assert mine[:4] == [("fn-call", "top"), ("fn-call", "double"), ("fn-return", None),
                         ("fn-return", None)]

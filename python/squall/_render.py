@@ -27,7 +27,7 @@ __all__ = ["render_call_tree", "render_flow"]
 
 
 def _params_by_form() -> Dict[int, List[str]]:
-    return {f["form_id"]: list(f["params"]) for f in _engine.forms()}
+    return {f["form_id"]: list(f["params"]) for f in _engine.live().forms()}
 
 
 class _Printer(_values._Printer):
@@ -78,7 +78,7 @@ def _call_line(
     ret_idx = e.get("ret_idx")
     if ret_idx is None:
         return f"{line} -> <no exit recorded>"
-    x = _engine.entry(flow_id, thread_id, ret_idx)
+    x = _engine.live().entry(flow_id, thread_id, ret_idx)
     if x["type"] == "fn-unwind":
         exc = _values.deref_val_id(x["throwable_ref"]) if x["throwable_ref"] is not None else None
         return f"{line} !! {_exc_text(exc)}"

@@ -36,21 +36,13 @@ def bookmark(note: str = "") -> None:
 
 def bookmarks(queries: Any = None, flow_id: Optional[int] = None) -> List[dict]:
     """Every bookmark placed from code: ``flow_id``, ``thread_id``, ``idx``, ``note`` — from the
-    live recording, or from ``queries`` (a ``squall.load(...)`` recording)."""
+    live recording, or from ``queries`` (a ``squall.load(...)`` recording). The UI's bookmarks
+    list is the same query (``squall_trace::bookmarks``)."""
     from squall import indexes
 
     q = queries if queries is not None else indexes._live
     out: List[dict] = []
-    for fid, tids in sorted(q._b.all_flows().items()):
-        if flow_id is not None and fid != flow_id:
-            continue
-        for tid in tids:
-            idx: Optional[int] = 0
-            while True:
-                e = q._b.find_fn_call_entry(fid, tid, "squall", "bookmark", None, idx, False)
-                if e is None:
-                    break
-                (note,) = q.deref_val_id(e["fn_args_ref"])
-                out.append({"flow_id": fid, "thread_id": tid, "idx": e["idx"], "note": note})
-                idx = e["idx"] + 1
+    for b in q._b.bookmarks(flow_id):
+        note = q.deref_val_id(b["note_ref"])
+        out.append({"flow_id": b["flow_id"], "thread_id": b["thread_id"], "idx": b["idx"], "note": note})
     return out

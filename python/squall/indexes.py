@@ -50,6 +50,9 @@ __all__ = [
     "frame_data",
     "get_referenced_maps_timeline",
     "goto_line",
+    "line_hits",
+    "loop_iterations",
+    "power_step",
     "writes",
     "stack_for_frame",
     "timeline_count",
@@ -77,7 +80,7 @@ class Timeline(Sequence):
     def __init__(self, flow_id: int, thread_id: int, backend: Any = None) -> None:
         self.flow_id = flow_id
         self.thread_id = thread_id
-        self._b = backend if backend is not None else _engine
+        self._b = backend if backend is not None else _engine.live()
         self._len = self._b.timeline_len(flow_id, thread_id)
 
     def __len__(self) -> int:
@@ -241,64 +244,31 @@ class Queries:
         return None
 
     def exceptions(self, flow_id: Optional[int] = None, thread_id: Optional[int] = None) -> List[dict]:
-        """One dict per exception that left a recorded frame, at the innermost frame it left:
-        ``flow_id``, ``thread_id``, ``idx`` (that fn-unwind), ``fn_ns``, ``fn_name``, ``exc_type``,
-        ``message``, ``throwable_ref``, ``fn_call_idx``, ``frames`` (how many recorded frames it
-        unwound), ``caught`` (True if a recorded caller handled it: its frame did not unwind with
-        it) and ``caught_in`` (that caller, ``module.qualname``)."""
-        out: List[dict] = []
-        for fid, tids in sorted(self._b.all_flows().items()):
-            if flow_id is not None and fid != flow_id:
-                continue
-            for tid in tids:
-                if thread_id is not None and tid != thread_id:
-                    continue
-                out.extend(self._thread_exceptions(fid, tid))
-        return out
+        """One dict per exception that left a recorded frame (once, however many frames it
+        unwound), at the innermost frame it left: ``flow_id``, ``thread_id``, ``idx`` (that
+        fn-unwind), ``fn_ns``, ``fn_name``, ``exc_type``, ``message`` (what ``str(exc)`` says),
+        ``throwable_ref``, ``fn_call_idx``, ``raised_idx`` (the innermost frame's last recorded
+        event before it unwound), ``frames`` (how many recorded frames it unwound), ``chain``
+        (``(call idx, unwind idx)`` of each, innermost first), ``caught`` (True if a recorded
+        caller handled it: its frame did not unwind with it), ``caught_in`` (that caller,
+        ``module.qualname``) and ``caught_in_idx`` (its call entry). The UI's exceptions list is
+        the same query (``squall_trace::exceptions``)."""
+        return [dict(x) for x in self._b.exceptions(flow_id, thread_id)]
 
-    def _thread_exceptions(self, fid: int, tid: int) -> List[dict]:
-        from squall.values import safe_repr
+    def power_step(self, flow_id: int, thread_id: int, idx: int, how: str, backward: bool = False) -> Optional[dict]:
+        """Power stepping: the next (``backward``: previous) entry like the one at ``idx``, or None:
+        ``how`` is ``"coord"`` (the same place: the same site, or a call of the same function),
+        ``"fn"`` (a call of the function whose frame holds ``idx``), ``"identity"`` (the same
+        recorded value or object) or ``"equality"`` (an equal recorded value)."""
+        found = self._b.power_step(flow_id, thread_id, idx, how, backward)
+        return None if found is None else self._b.entry(flow_id, thread_id, found)
 
-        found: List[dict] = []
-        # An exception unwinding several frames shows as one fn-unwind per frame, each in the
-        # caller of the previous one, all with the same exception.
-        open_by_frame: Dict[int, dict] = {}
-        for i in self._b.idxs_of_type(fid, tid, "fn-unwind"):
-            u = self._b.entry(fid, tid, i)
-            exc = self._b.deref(u["throwable_ref"]) if u["throwable_ref"] is not None else None
-            call = self._b.entry(fid, tid, u["fn_call_idx"])
-            info = open_by_frame.pop(u["fn_call_idx"], None)
-            if info is None or not _same_exception(info["_exc"], exc):
-                info = {
-                    "flow_id": fid,
-                    "thread_id": tid,
-                    "idx": i,
-                    "fn_ns": call["fn_ns"],
-                    "fn_name": call["fn_name"],
-                    "exc_type": _type_name(exc),
-                    "message": _message(exc, safe_repr),
-                    "throwable_ref": u["throwable_ref"],
-                    "fn_call_idx": u["fn_call_idx"],
-                    "frames": 0,
-                    "_exc": exc,
-                }
-                found.append(info)
-            info["frames"] += 1
-            info["_outer"] = call
-            if call["parent_idx"] is not None:
-                open_by_frame[call["parent_idx"]] = info
-        for info in found:
-            info.pop("_exc")
-            outer = info.pop("_outer")
-            # The outermost frame it unwound is the last one: a recorded caller of that frame
-            # did not unwind with it, so it handled the exception.
-            caught_in = None
-            if outer["parent_idx"] is not None:
-                parent = self._b.entry(fid, tid, outer["parent_idx"])
-                caught_in = f"{parent['fn_ns']}.{parent['fn_name']}"
-            info["caught"] = caught_in is not None
-            info["caught_in"] = caught_in
-        return found
+    def loop_iterations(self, flow_id: int, thread_id: int, idx: int) -> dict:
+        """The iterations of the expression, binding or write at ``idx`` in its frame: every entry
+        of the same site there, in order (``idxs``), and the position of ``idx`` among them
+        (``pos``)."""
+        idxs, pos = self._b.loop_iterations(flow_id, thread_id, idx)
+        return {"idxs": list(idxs), "pos": pos}
 
     def bindings(self, flow_id: int, thread_id: int, idx: int) -> List[dict]:
         """The locals visible at ``idx`` in its frame: the parameters, then for each symbol bound up
@@ -396,17 +366,30 @@ class Queries:
         from_idx: Optional[int] = None,
         backward: bool = False,
     ) -> Optional[dict]:
-        """"Goto file:line": the first entry of any type recorded at ``line`` of ``file`` (a call of a
-        function defined there, or an expression, binding, return at that line), or None. From
-        ``from_idx`` on (inclusive), or back from it with ``backward``: the next / previous time
-        the line ran."""
-        threads = [thread_id] if thread_id is not None else self._b.all_flows().get(flow_id, [])
-        for tid in threads:
-            e = self._b.find_expr_entry(flow_id, tid, None, file, line, None, from_idx, backward, True)
-            if e is not None:
-                e["thread_id"] = tid
-                return e
+        """"Goto file:line": the first entry recorded at ``line`` of ``file`` (a call of a function
+        defined there, or an expression, binding, write or return at that line), or None; it
+        carries ``thread_id``. From ``from_idx`` on (inclusive), or back from it with
+        ``backward``: the next / previous time the line ran. Without ``thread_id`` the flow's
+        threads are searched in order. :meth:`line_hits` says where it ran in every thread."""
+        for hit in self.line_hits(file, line, flow_id, thread_id, from_idx, backward):
+            e = self._b.entry(flow_id, hit["thread_id"], hit["idx"])
+            e["thread_id"] = hit["thread_id"]
+            return e
         return None
+
+    def line_hits(
+        self,
+        file: str,
+        line: int,
+        flow_id: int = 0,
+        thread_id: Optional[int] = None,
+        from_idx: Optional[int] = None,
+        backward: bool = False,
+    ) -> List[dict]:
+        """Where ``file:line`` ran, per thread of the flow (or ``thread_id`` only) that ran it:
+        ``thread_id``, ``idx`` (its first entry there from ``from_idx``, or back from it with
+        ``backward``) and ``count`` (how often it ran there). The UI's goto is the same query."""
+        return [dict(h) for h in self._b.line_hits(flow_id, thread_id, file, line, from_idx, backward)]
 
     def writes(
         self,
@@ -440,7 +423,7 @@ class Queries:
         return out
 
 
-_live = Queries(_engine)
+_live = Queries(_engine.live())
 
 all_flows = _live.all_flows
 all_threads = _live.all_threads
@@ -459,6 +442,9 @@ bindings = _live.bindings
 history = _live.history
 find_expr_entry = _live.find_expr_entry
 goto_line = _live.goto_line
+line_hits = _live.line_hits
+power_step = _live.power_step
+loop_iterations = _live.loop_iterations
 writes = _live.writes
 outputs = _live.outputs
 
@@ -480,14 +466,6 @@ def _type_name(exc: Any) -> Optional[str]:
     return name.rsplit(".", 1)[-1] if isinstance(name, str) else type(exc).__qualname__
 
 
-
-def _message(exc: Any, safe_repr: Callable[[Any], str]) -> str:
-    if exc is None:
-        return ""
-    try:
-        return str(exc)
-    except BaseException:  # noqa: BLE001 - str() of an exception may raise anything
-        return safe_repr(exc)
 
 def _safe_eq(a: Any, b: Any) -> bool:
     try:

@@ -65,14 +65,14 @@ def query(
     thread_id: Optional[int] = None,
     contains: Optional[str] = None,
 ) -> Dict[str, Any]:
-    """The outputs of a backend (the engine module for the live recording, or a loaded file),
+    """The outputs of a recording (`_engine.live()` or a loaded file),
     filtered. ``{"chunks": [...], "not_kept": {"chunks": n, "chars": n}}``; each chunk has its
     position ``n`` among all chunks, ``stream``, ``flow_id``, ``thread_id``, ``thread_name``,
     ``idx`` (the writing thread's last entry then; None before its first), ``text``, ``chars``
     (the length written) and ``cut`` (text holds less than was written)."""
     if stream is not None and stream not in _STREAMS:
         raise ValueError(f"unknown stream {stream!r}: use 'stdout' or 'stderr'")
-    chunks, (nk_chunks, nk_chars) = _engine.outputs() if backend is _engine else _engine.file_outputs(backend)
+    chunks, (nk_chunks, nk_chars) = backend.outputs()
     out = []
     for n, c in enumerate(chunks):
         if stream is not None and c["stream"] != stream:

@@ -170,7 +170,7 @@ def _predicate(arg: Any) -> Dict[str, Any]:
     start = arg.get("start") or [0, 0]
     tl0, idx0 = int(start[0]), int(start[1])
     glb = {"__builtins__": builtins}
-    timelines = [(fid, tid) for fid, tids in sorted(_engine.all_flows().items()) for tid in tids]
+    timelines = [(fid, tid) for fid, tids in sorted(_engine.live().all_flows().items()) for tid in tids]
     matches: List[Dict[str, Any]] = []
     scanned = errors = 0
     first_error = None
@@ -179,10 +179,10 @@ def _predicate(arg: Any) -> Dict[str, Any]:
     tracer = _watch(deadline)
     for tl in range(tl0, len(timelines)):
         fid, tid = timelines[tl]
-        n = _engine.timeline_len(fid, tid)
+        n = _engine.live().timeline_len(fid, tid)
         i = idx0 if tl == tl0 else 0
         while i < n and nxt is None:
-            batch = _engine.entries(fid, tid, i, min(n, i + 4096))
+            batch = _engine.live().entries(fid, tid, i, min(n, i + 4096))
             for e in batch:
                 if scanned >= max_values or len(matches) >= max_matches:
                     nxt = [tl, e["idx"]]
@@ -195,7 +195,7 @@ def _predicate(arg: Any) -> Dict[str, Any]:
                 if ref is None:
                     continue
                 try:
-                    v = _engine.deref(ref)
+                    v = _engine.live().deref(ref)
                 except Exception:  # noqa: BLE001 - a value no longer kept
                     continue
                 scanned += 1

@@ -220,7 +220,7 @@ def deref_val_id(value_ref: Optional[int]) -> Any:
         raise TypeError(
             f"deref_val_id expects a value ref (an int from an entry's `*_ref` key), got {value_ref!r}"
         )
-    return _engine.deref(value_ref)
+    return _engine.live().deref(value_ref)
 
 
 def materialize(value_ref: Optional[int]) -> Any:

@@ -1,4 +1,6 @@
-//! A recording read from a file: the second backend of the queries.
+//! The one recording class of `squall._engine`: `Recording`, over the live recording of this
+//! process (`live()`) or a recording file (`load_recording(path)`). Each query method is written
+//! once, over the [`Backend`] of either.
 
 use std::path::PathBuf;
 
@@ -11,13 +13,54 @@ use squall_trace::{ExpandBudget, Forms, Snap, ValRef, ValueStore};
 use crate::query::{deref_value, q, Backend, TlView};
 use crate::snap::to_python;
 
-#[pyclass(module = "squall._engine", frozen)]
-pub struct FileRecording {
+/// A recording file, loaded: the file backend of the queries.
+pub struct FileData {
     rec: Recording,
     path: PathBuf,
 }
 
-impl Backend for FileRecording {
+enum Source {
+    /// This process's recording (`crate::engine::ENGINE`), read under the GIL.
+    Live,
+    File(Box<FileData>),
+}
+
+/// A recording: the live one or a file. Frozen: the file is never changed after loading, and
+/// the live one is read through the engine under the GIL at each call.
+#[pyclass(name = "Recording", module = "squall._engine", frozen)]
+pub struct PyRecording {
+    src: Source,
+}
+
+impl PyRecording {
+    /// The backend every query reads.
+    fn b(&self) -> &dyn Backend {
+        match &self.src {
+            // SAFETY: methods run with the GIL held (pymethods) and call no Python code while
+            // holding this (predicates run through `without_recording`, which appends nothing).
+            Source::Live => unsafe { crate::engine::ENGINE.get() },
+            Source::File(f) => &**f,
+        }
+    }
+
+    /// The file, for what only a file has (exports).
+    fn file(&self, what: &str) -> PyResult<&FileData> {
+        match &self.src {
+            Source::File(f) => Ok(f),
+            Source::Live => Err(PyValueError::new_err(format!(
+                "{what} needs a recording file: record with `squall run -o FILE`, then squall.load(FILE)"
+            ))),
+        }
+    }
+}
+
+/// The live recording of this process, as a `Recording` (the same methods as a file's).
+#[pyfunction]
+pub fn live() -> PyRecording {
+    PyRecording { src: Source::Live }
+}
+
+impl Backend for FileData {
     fn forms(&self) -> &Forms {
         &self.rec.forms
     }
@@ -65,12 +108,7 @@ impl Backend for FileRecording {
     }
 }
 
-impl FileRecording {
-    /// The loaded file (for queries outside this module: `outputs.rs`).
-    pub(crate) fn recording(&self) -> &Recording {
-        &self.rec
-    }
-
+impl FileData {
     fn view_of(&self, number: u32) -> Option<TlView<'_>> {
         let t = self.rec.timelines.get(number as usize)?;
         Some(TlView {
@@ -97,7 +135,7 @@ fn load_error(e: StoreError) -> PyErr {
 /// Reads a recording file. `progress(done, total)` is called while reading big files.
 #[pyfunction]
 #[pyo3(signature = (path, progress=None))]
-pub fn load_recording(py: Python<'_>, path: PathBuf, progress: Option<Bound<'_, PyAny>>) -> PyResult<FileRecording> {
+pub fn load_recording(py: Python<'_>, path: PathBuf, progress: Option<Bound<'_, PyAny>>) -> PyResult<PyRecording> {
     let progress: Option<Py<PyAny>> = progress.map(Bound::unbind);
     let result = py.detach(|| match &progress {
         None => squall_store::open(&path),
@@ -111,36 +149,48 @@ pub fn load_recording(py: Python<'_>, path: PathBuf, progress: Option<Bound<'_, 
         }
     });
     let rec = result.map_err(load_error)?;
-    Ok(FileRecording { rec, path })
+    Ok(PyRecording { src: Source::File(Box::new(FileData { rec, path })) })
 }
 
 #[pymethods]
-impl FileRecording {
+impl PyRecording {
+    /// The file's path (`None`: the live recording).
     #[getter]
-    fn path(&self) -> PathBuf {
-        self.path.clone()
+    fn path(&self) -> Option<PathBuf> {
+        match &self.src {
+            Source::File(f) => Some(f.path.clone()),
+            Source::Live => None,
+        }
     }
 
     /// What the file holds: program, argv, Python, start and end, completed or cut short, size,
-    /// and per-thread counts.
+    /// and per-thread counts (the live recording: `live` True, not completed, never cut short).
     fn info<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let h = &self.rec.header;
         let d = PyDict::new(py);
-        d.set_item("path", &self.path)?;
+        let Source::File(file) = &self.src else {
+            d.set_item("path", py.None())?;
+            d.set_item("live", true)?;
+            d.set_item("completed", false)?;
+            d.set_item("cut_short", py.None())?;
+            return Ok(d);
+        };
+        let (rec, path) = (&file.rec, &file.path);
+        let h = &rec.header;
+        d.set_item("path", path)?;
         d.set_item("program", &h.program)?;
         d.set_item("argv", &h.argv)?;
         d.set_item("python", &h.python)?;
         d.set_item("squall", &h.squall)?;
         d.set_item("cwd", &h.cwd)?;
         d.set_item("started_unix_ms", h.started_unix_ms)?;
-        d.set_item("ended_unix_ms", self.rec.ended_unix_ms)?;
-        d.set_item("completed", self.rec.completed)?;
-        d.set_item("cut_short", &self.rec.cut_short)?;
-        d.set_item("file_bytes", self.rec.file_bytes)?;
-        d.set_item("entries", self.rec.entry_count())?;
-        d.set_item("forms", self.rec.forms.forms().len())?;
+        d.set_item("ended_unix_ms", rec.ended_unix_ms)?;
+        d.set_item("completed", rec.completed)?;
+        d.set_item("cut_short", &rec.cut_short)?;
+        d.set_item("file_bytes", rec.file_bytes)?;
+        d.set_item("entries", rec.entry_count())?;
+        d.set_item("forms", rec.forms.forms().len())?;
         let stats = PyDict::new(py);
-        for (k, v) in &self.rec.stats {
+        for (k, v) in &rec.stats {
             stats.set_item(k, v)?;
         }
         d.set_item("stats", stats)?;
@@ -148,19 +198,19 @@ impl FileRecording {
     }
 
     fn all_flows<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        q::all_flows(py, self)
+        q::all_flows(py, self.b())
     }
     fn all_threads(&self) -> Vec<(u32, u64)> {
-        q::all_threads(self)
+        q::all_threads(self.b())
     }
     fn flow_threads_info<'py>(&self, py: Python<'py>, flow_id: u32) -> PyResult<Vec<Bound<'py, PyDict>>> {
-        q::flow_threads_info(py, self, flow_id)
+        q::flow_threads_info(py, self.b(), flow_id)
     }
     fn timeline_len(&self, flow_id: u32, thread_id: u64) -> PyResult<usize> {
-        q::timeline_len(self, flow_id, thread_id)
+        q::timeline_len(self.b(), flow_id, thread_id)
     }
     fn entry<'py>(&self, py: Python<'py>, flow_id: u32, thread_id: u64, idx: usize) -> PyResult<Bound<'py, PyDict>> {
-        q::entry(py, self, flow_id, thread_id, idx)
+        q::entry(py, self.b(), flow_id, thread_id, idx)
     }
     fn entries<'py>(
         &self,
@@ -170,7 +220,7 @@ impl FileRecording {
         start: usize,
         end: usize,
     ) -> PyResult<Vec<Bound<'py, PyDict>>> {
-        q::entries(py, self, flow_id, thread_id, start, end)
+        q::entries(py, self.b(), flow_id, thread_id, start, end)
     }
     fn timeline_entry<'py>(
         &self,
@@ -180,10 +230,10 @@ impl FileRecording {
         idx: u64,
         drift: &str,
     ) -> PyResult<Bound<'py, PyDict>> {
-        q::timeline_entry(py, self, flow_id, thread_id, idx, drift)
+        q::timeline_entry(py, self.b(), flow_id, thread_id, idx, drift)
     }
     fn frame_data<'py>(&self, py: Python<'py>, flow_id: u32, thread_id: u64, idx: u64) -> PyResult<Bound<'py, PyDict>> {
-        q::frame_data(py, self, flow_id, thread_id, idx)
+        q::frame_data(py, self.b(), flow_id, thread_id, idx)
     }
     fn stack_for_frame<'py>(
         &self,
@@ -192,7 +242,7 @@ impl FileRecording {
         thread_id: u64,
         idx: u64,
     ) -> PyResult<Vec<Bound<'py, PyDict>>> {
-        q::stack_for_frame(py, self, flow_id, thread_id, idx)
+        q::stack_for_frame(py, self.b(), flow_id, thread_id, idx)
     }
     #[pyo3(signature = (flow_id, thread_id, idx, offset=0, limit=None))]
     fn callstack_node_childs(
@@ -203,7 +253,7 @@ impl FileRecording {
         offset: usize,
         limit: Option<usize>,
     ) -> PyResult<Vec<u32>> {
-        q::callstack_node_childs(self, flow_id, thread_id, idx, offset, limit)
+        q::callstack_node_childs(self.b(), flow_id, thread_id, idx, offset, limit)
     }
     #[pyo3(signature = (flow_id, thread_id=None))]
     fn fn_call_stats<'py>(
@@ -212,7 +262,7 @@ impl FileRecording {
         flow_id: u32,
         thread_id: Option<u64>,
     ) -> PyResult<Vec<Bound<'py, PyDict>>> {
-        q::fn_call_stats(py, self, flow_id, thread_id)
+        q::fn_call_stats(py, self.b(), flow_id, thread_id)
     }
     #[pyo3(signature = (flow_id, thread_id, fn_ns=None, fn_name=None, args_pred=None, from_idx=None, backward=false))]
     #[expect(clippy::too_many_arguments, reason = "mirrors FlowStorm's find-fn-call-entry options")]
@@ -227,7 +277,7 @@ impl FileRecording {
         from_idx: Option<u64>,
         backward: bool,
     ) -> PyResult<Option<Bound<'py, PyDict>>> {
-        q::find_fn_call_entry(py, self, flow_id, thread_id, fn_ns, fn_name, args_pred, from_idx, backward)
+        q::find_fn_call_entry(py, self.b(), flow_id, thread_id, fn_ns, fn_name, args_pred, from_idx, backward)
     }
     /// Every recorded state of object `obj_id`, oldest first (all threads merged unless `thread_id`).
     #[pyo3(signature = (flow_id, obj_id, thread_id=None))]
@@ -238,7 +288,7 @@ impl FileRecording {
         obj_id: u64,
         thread_id: Option<u64>,
     ) -> PyResult<Vec<Bound<'py, PyDict>>> {
-        q::history(py, self, flow_id, obj_id, thread_id)
+        q::history(py, self.b(), flow_id, obj_id, thread_id)
     }
     fn bindings<'py>(
         &self,
@@ -247,7 +297,7 @@ impl FileRecording {
         thread_id: u64,
         idx: u64,
     ) -> PyResult<Vec<Bound<'py, PyDict>>> {
-        q::bindings(py, self, flow_id, thread_id, idx)
+        q::bindings(py, self.b(), flow_id, thread_id, idx)
     }
     #[pyo3(signature = (flow_id, thread_id, coord=None, file=None, line=None, value_pred=None, from_idx=None, backward=false, any_kind=false))]
     #[expect(clippy::too_many_arguments, reason = "mirrors FlowStorm's find-expr-entry options")]
@@ -264,9 +314,21 @@ impl FileRecording {
         backward: bool,
         any_kind: bool,
     ) -> PyResult<Option<Bound<'py, PyDict>>> {
-        q::find_expr_entry(py, self, flow_id, thread_id, coord, file, line, value_pred, from_idx, backward, any_kind)
+        q::find_expr_entry(
+            py,
+            self.b(),
+            flow_id,
+            thread_id,
+            coord,
+            file,
+            line,
+            value_pred,
+            from_idx,
+            backward,
+            any_kind,
+        )
     }
-    /// See `squall._engine.writes`: the same query over this file.
+    /// Writes to attributes and items (see `squall.indexes.Queries.writes`).
     #[pyo3(signature = (flow_id, thread_id=None, obj_id=None, attr_or_key=None, type_name=None, limit=None))]
     #[allow(clippy::too_many_arguments)]
     fn writes<'py>(
@@ -279,7 +341,7 @@ impl FileRecording {
         type_name: Option<&str>,
         limit: Option<usize>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        crate::writes::writes(py, self, flow_id, thread_id, obj_id, attr_or_key.as_ref(), type_name, limit)
+        crate::writes::writes(py, self.b(), flow_id, thread_id, obj_id, attr_or_key.as_ref(), type_name, limit)
     }
 
     #[pyo3(signature = (flow_id, start=0, limit=1000))]
@@ -290,34 +352,78 @@ impl FileRecording {
         start: usize,
         limit: usize,
     ) -> PyResult<Vec<Bound<'py, PyDict>>> {
-        q::total_order_timeline(py, self, flow_id, start, limit)
+        q::total_order_timeline(py, self.b(), flow_id, start, limit)
     }
     fn deref(&self, py: Python<'_>, value_ref: u64) -> PyResult<Py<PyAny>> {
-        deref_value(py, self, value_ref)
+        deref_value(py, self.b(), value_ref)
     }
     fn forms<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
-        q::forms(py, self)
+        q::forms(py, self.b())
     }
     /// `(text, verified, note)` of a source file of this recording (see `_engine.read_source`).
     fn read_source(&self, path: &str) -> PyResult<(String, bool, Option<String>)> {
-        crate::control::source_answer(&self.rec.forms, path)
+        crate::control::source_answer(self.b().forms(), path)
     }
     fn idxs_of_type(&self, flow_id: u32, thread_id: u64, entry_type: &str) -> PyResult<Vec<u32>> {
-        q::idxs_of_type(self, flow_id, thread_id, entry_type)
+        q::idxs_of_type(self.b(), flow_id, thread_id, entry_type)
     }
+    /// Whether this recording grows now: the live one while recording is on; a file never.
     fn is_recording(&self) -> bool {
-        false
+        matches!(self.src, Source::Live) && crate::control::is_recording()
+    }
+    /// What the program wrote to stdout and stderr: (chunks as dicts, (chunks, characters) not
+    /// kept past the bound).
+    fn outputs<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, pyo3::types::PyList>, (u64, u64))> {
+        match &self.src {
+            Source::Live => crate::outputs::live_outputs(py),
+            Source::File(f) => crate::outputs::file_outputs(py, &f.rec),
+        }
+    }
+    #[pyo3(signature = (flow_id=None, thread_id=None))]
+    fn exceptions<'py>(
+        &self,
+        py: Python<'py>,
+        flow_id: Option<u32>,
+        thread_id: Option<u64>,
+    ) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        crate::query_threads::exceptions(py, self.b(), flow_id, thread_id)
+    }
+    #[pyo3(signature = (flow_id=None))]
+    fn bookmarks<'py>(&self, py: Python<'py>, flow_id: Option<u32>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        crate::query_threads::bookmarks(py, self.b(), flow_id)
+    }
+    #[pyo3(signature = (flow_id, thread_id, file, line, from_idx=None, backward=false))]
+    #[allow(clippy::too_many_arguments)]
+    fn line_hits<'py>(
+        &self,
+        py: Python<'py>,
+        flow_id: u32,
+        thread_id: Option<u64>,
+        file: &str,
+        line: u32,
+        from_idx: Option<u64>,
+        backward: bool,
+    ) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        crate::query_threads::line_hits(py, self.b(), flow_id, thread_id, file, line, from_idx, backward)
+    }
+    #[pyo3(signature = (flow_id, thread_id, idx, how, backward=false))]
+    fn power_step(&self, flow_id: u32, thread_id: u64, idx: u64, how: &str, backward: bool) -> PyResult<Option<u32>> {
+        crate::query_threads::power_step(self.b(), flow_id, thread_id, idx, how, backward)
+    }
+    fn loop_iterations(&self, flow_id: u32, thread_id: u64, idx: u64) -> PyResult<(Vec<u32>, usize)> {
+        crate::query_threads::loop_iterations(self.b(), flow_id, thread_id, idx)
     }
 
     /// Writes Chrome trace event JSON (Perfetto opens it) to `out`.
     #[pyo3(signature = (out, progress=None))]
     fn export_chrome(&self, py: Python<'_>, out: PathBuf, progress: Option<Bound<'_, PyAny>>) -> PyResult<()> {
+        let rec = &self.file("export_chrome")?.rec;
         let file = std::fs::File::create(&out)
             .map_err(|e| PyOSError::new_err(format!("cannot create `{}`: {e}", out.display())))?;
         let progress: Option<Py<PyAny>> = progress.map(Bound::unbind);
         py.detach(|| {
             let mut report = |done: u64, total: u64| report_progress(&progress, done, total);
-            squall_store::export::export_chrome(&self.rec, std::io::BufWriter::new(file), Some(&mut report))
+            squall_store::export::export_chrome(rec, std::io::BufWriter::new(file), Some(&mut report))
         })
         .map_err(load_error)
     }
@@ -325,10 +431,11 @@ impl FileRecording {
     /// Writes an SQLite database (tables forms, calls, entries, values) to `out`.
     #[pyo3(signature = (out, progress=None))]
     fn export_sqlite(&self, py: Python<'_>, out: PathBuf, progress: Option<Bound<'_, PyAny>>) -> PyResult<()> {
+        let rec = &self.file("export_sqlite")?.rec;
         let progress: Option<Py<PyAny>> = progress.map(Bound::unbind);
         py.detach(|| {
             let mut report = |done: u64, total: u64| report_progress(&progress, done, total);
-            squall_store::export::export_sqlite(&self.rec, &out, Some(&mut report))
+            squall_store::export::export_sqlite(rec, &out, Some(&mut report))
         })
         .map_err(load_error)
     }

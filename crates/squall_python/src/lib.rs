@@ -13,6 +13,7 @@ mod ints;
 mod loop_iter;
 mod outputs;
 mod query;
+mod query_threads;
 mod record;
 mod recursion;
 mod sink;
@@ -215,18 +216,14 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     awaiting::register(m)?;
     loop_iter::register(m)?;
 
-    m.add("FORM_FUNCTION", 0)?;
-    m.add("FORM_GENERATOR", 1)?;
-    m.add("FORM_COROUTINE", 2)?;
-    m.add("FORM_ASYNC_GENERATOR", 3)?;
-    m.add("FORM_LAMBDA", 4)?;
-    m.add("FORM_MODULE", 5)?;
-    m.add("SITE_RETURN", 0)?;
-    m.add("SITE_YIELD", 1)?;
-    m.add("SITE_AWAIT", 2)?;
-    m.add("SITE_EXPR", 3)?;
-    m.add("SITE_BIND", 4)?;
-    m.add("SITE_WRITE", 5)?;
+    // The kind codes register_form / register_site take, from the core's enums (their one
+    // definition).
+    for k in squall_trace::FormKind::ALL {
+        m.add(format!("FORM_{}", k.const_name()), k as u8)?;
+    }
+    for k in squall_trace::SiteKind::ALL {
+        m.add(format!("SITE_{}", k.const_name()), k as u8)?;
+    }
 
     let py = m.py();
     if crate::engine::deque_type().is_null() {
@@ -258,29 +255,11 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(control::next_ids, m)?)?;
     m.add_function(wrap_pyfunction!(control::registrations_since, m)?)?;
 
-    m.add_function(wrap_pyfunction!(query::all_flows, m)?)?;
-    m.add_function(wrap_pyfunction!(query::all_threads, m)?)?;
-    m.add_function(wrap_pyfunction!(query::flow_threads_info, m)?)?;
-    m.add_function(wrap_pyfunction!(query::timeline_len, m)?)?;
-    m.add_function(wrap_pyfunction!(query::entry, m)?)?;
-    m.add_function(wrap_pyfunction!(query::entries, m)?)?;
-    m.add_function(wrap_pyfunction!(query::timeline_entry, m)?)?;
-    m.add_function(wrap_pyfunction!(query::frame_data, m)?)?;
-    m.add_function(wrap_pyfunction!(query::stack_for_frame, m)?)?;
-    m.add_function(wrap_pyfunction!(query::callstack_node_childs, m)?)?;
-    m.add_function(wrap_pyfunction!(query::fn_call_stats, m)?)?;
-    m.add_function(wrap_pyfunction!(writes::live_writes, m)?)?;
-    m.add_function(wrap_pyfunction!(query::find_fn_call_entry, m)?)?;
-    m.add_function(wrap_pyfunction!(query::deref, m)?)?;
-    m.add_function(wrap_pyfunction!(query::forms, m)?)?;
-    m.add_function(wrap_pyfunction!(query::idxs_of_type, m)?)?;
-    m.add_function(wrap_pyfunction!(query::bindings, m)?)?;
-    m.add_function(wrap_pyfunction!(query::history, m)?)?;
-    m.add_function(wrap_pyfunction!(query::total_order_timeline, m)?)?;
-    m.add_function(wrap_pyfunction!(query::find_expr_entry, m)?)?;
+    // The queries: methods of the one recording class, over the live recording (`live()`) or
+    // a file (`load_recording`).
     m.add_function(wrap_pyfunction!(query::object_id, m)?)?;
-
-    m.add_class::<file::FileRecording>()?;
+    m.add_class::<file::PyRecording>()?;
+    m.add_function(wrap_pyfunction!(file::live, m)?)?;
     m.add_function(wrap_pyfunction!(file::load_recording, m)?)?;
     m.add_function(wrap_pyfunction!(sink::open_sink, m)?)?;
     m.add_function(wrap_pyfunction!(sink::flush_sink, m)?)?;

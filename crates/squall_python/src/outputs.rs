@@ -17,8 +17,8 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 use squall_trace::{OutStream, Outputs};
 
 use crate::engine::{Engine, ENGINE, RECORDING};
-use crate::file::FileRecording;
 use crate::gil_cell::GilCell;
+use squall_store::Recording;
 
 /// Every chunk written while recording, live (saved by `sink.rs` with the entries).
 pub static OUTPUTS: GilCell<Outputs> = GilCell::new(Outputs::new());
@@ -186,8 +186,7 @@ fn chunk_dict<'py>(
 }
 
 /// The live recording's outputs: (chunks as dicts, (chunks not kept, their characters)).
-#[pyfunction]
-fn outputs<'py>(py: Python<'py>) -> PyResult<(Bound<'py, PyList>, (u64, u64))> {
+pub(crate) fn live_outputs<'py>(py: Python<'py>) -> PyResult<(Bound<'py, PyList>, (u64, u64))> {
     // SAFETY: GIL held (pyfunction); building dicts runs no code that records.
     let (eng, out): (&Engine, &Outputs) = unsafe { (ENGINE.get(), OUTPUTS.get()) };
     let list = PyList::empty(py);
@@ -198,10 +197,8 @@ fn outputs<'py>(py: Python<'py>) -> PyResult<(Bound<'py, PyList>, (u64, u64))> {
     Ok((list, out.not_kept()))
 }
 
-/// A recording file's outputs, as [`outputs`] gives the live ones.
-#[pyfunction]
-fn file_outputs<'py>(py: Python<'py>, file: &Bound<'py, FileRecording>) -> PyResult<(Bound<'py, PyList>, (u64, u64))> {
-    let rec = file.get().recording();
+/// A recording file's outputs, as [`live_outputs`] gives the live ones.
+pub(crate) fn file_outputs<'py>(py: Python<'py>, rec: &Recording) -> PyResult<(Bound<'py, PyList>, (u64, u64))> {
     let list = PyList::empty(py);
     for c in rec.outputs.chunks() {
         let meta = c.at.and_then(|(i, _)| rec.timelines.get(i as usize)).map(|t| (t.meta.flow, t.meta.name.as_str()));
@@ -213,7 +210,5 @@ fn file_outputs<'py>(py: Python<'py>, file: &Bound<'py, FileRecording>) -> PyRes
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(output_tee, m)?)?;
     m.add_function(wrap_pyfunction!(tee_wrapped, m)?)?;
-    m.add_function(wrap_pyfunction!(outputs, m)?)?;
-    m.add_function(wrap_pyfunction!(file_outputs, m)?)?;
     Ok(())
 }

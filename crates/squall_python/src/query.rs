@@ -7,7 +7,7 @@ use squall_trace::{merge_call_stats, Decoded, Drift, Entry, Kind, TraceError, Va
 
 use squall_trace::{Forms, NodeEntries, Timeline, ValueStore};
 
-use crate::engine::{Engine, ENGINE};
+use crate::engine::Engine;
 
 /// One thread's timeline as a backend shows it.
 pub struct TlView<'a> {
@@ -44,7 +44,7 @@ pub trait Backend {
 const ARGS_BIT: u64 = 1 << 32;
 const NUMBER_SHIFT: u32 = 33;
 
-fn value_ref(rec: &TlView<'_>, v: ValRef) -> Option<u64> {
+pub fn value_ref(rec: &TlView<'_>, v: ValRef) -> Option<u64> {
     (v != ValRef::ABSENT).then(|| (u64::from(rec.number) << NUMBER_SHIFT) | u64::from(v.0))
 }
 
@@ -69,11 +69,6 @@ fn after_write(store: &ValueStore, tl: &Timeline, forms: &Forms, idx: u32) -> Op
 
 pub fn trace_err(e: TraceError) -> PyErr {
     PyValueError::new_err(e.to_string())
-}
-
-fn eng() -> &'static mut Engine {
-    // SAFETY: query functions run with the GIL held and call no Python code while holding this.
-    unsafe { ENGINE.get() }
 }
 
 pub fn rec_of<B: Backend + ?Sized>(b: &B, flow_id: u32, thread_id: u64) -> PyResult<TlView<'_>> {
@@ -153,9 +148,33 @@ pub fn entry_dict<'py, B: Backend + ?Sized>(
             d.set_item("visible_after", idx)?;
             d.set_item("form_id", site.map(|s| s.form))?;
         }
-        Kind::Write => crate::writes::write_fields(py, b, rec, idx, e, &d)?,
+        Kind::Write => write_fields(py, b, rec, idx, e, &d)?,
     }
     Ok(d)
+}
+
+/// The fields a `write` entry adds to its dict (see `entry_dict`).
+pub fn write_fields<B: Backend + ?Sized>(
+    py: Python<'_>,
+    b: &B,
+    rec: &TlView<'_>,
+    idx: usize,
+    e: &Entry,
+    d: &Bound<'_, PyDict>,
+) -> PyResult<()> {
+    let forms = b.forms();
+    let site = forms.site(e.id());
+    d.set_item("fn_call_idx", e.fn_call_idx())?;
+    d.set_item("coord", site.map(|s| (s.coord.line, s.coord.col, s.coord.end_line, s.coord.end_col)))?;
+    d.set_item("form_id", site.map(|s| s.form))?;
+    d.set_item("symbol", site.and_then(|s| s.symbol.as_deref()))?;
+    d.set_item("value_ref", value_ref(rec, e.value()))?;
+    d.set_item("deleted", e.value() == ValRef::ABSENT)?;
+    let record = rec.tl.write_record(idx);
+    d.set_item("obj_id", record.map(|r| r.0))?;
+    d.set_item("key_ref", record.and_then(|r| value_ref(rec, r.1)))?;
+    let _ = py;
+    Ok(())
 }
 
 /// The Python object for a value ref, as recorded.
@@ -781,155 +800,6 @@ pub mod q {
             .map(|(i, _)| (first + i) as u32)
             .collect())
     }
-}
-
-// --- the live recording's queries, as module functions -------------------------------------------
-
-#[pyfunction]
-pub fn all_flows(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
-    q::all_flows(py, eng())
-}
-
-#[pyfunction]
-pub fn all_threads() -> Vec<(u32, u64)> {
-    q::all_threads(eng())
-}
-
-#[pyfunction]
-pub fn flow_threads_info(py: Python<'_>, flow_id: u32) -> PyResult<Vec<Bound<'_, PyDict>>> {
-    q::flow_threads_info(py, eng(), flow_id)
-}
-
-#[pyfunction]
-pub fn timeline_len(flow_id: u32, thread_id: u64) -> PyResult<usize> {
-    q::timeline_len(eng(), flow_id, thread_id)
-}
-
-#[pyfunction]
-pub fn entry(py: Python<'_>, flow_id: u32, thread_id: u64, idx: usize) -> PyResult<Bound<'_, PyDict>> {
-    q::entry(py, eng(), flow_id, thread_id, idx)
-}
-
-#[pyfunction]
-pub fn entries(
-    py: Python<'_>,
-    flow_id: u32,
-    thread_id: u64,
-    start: usize,
-    end: usize,
-) -> PyResult<Vec<Bound<'_, PyDict>>> {
-    q::entries(py, eng(), flow_id, thread_id, start, end)
-}
-
-#[pyfunction]
-pub fn timeline_entry<'py>(
-    py: Python<'py>,
-    flow_id: u32,
-    thread_id: u64,
-    idx: u64,
-    drift: &str,
-) -> PyResult<Bound<'py, PyDict>> {
-    q::timeline_entry(py, eng(), flow_id, thread_id, idx, drift)
-}
-
-#[pyfunction]
-pub fn frame_data(py: Python<'_>, flow_id: u32, thread_id: u64, idx: u64) -> PyResult<Bound<'_, PyDict>> {
-    q::frame_data(py, eng(), flow_id, thread_id, idx)
-}
-
-#[pyfunction]
-pub fn stack_for_frame(py: Python<'_>, flow_id: u32, thread_id: u64, idx: u64) -> PyResult<Vec<Bound<'_, PyDict>>> {
-    q::stack_for_frame(py, eng(), flow_id, thread_id, idx)
-}
-
-#[pyfunction]
-#[pyo3(signature = (flow_id, thread_id, idx, offset=0, limit=None))]
-pub fn callstack_node_childs(
-    flow_id: u32,
-    thread_id: u64,
-    idx: Option<u64>,
-    offset: usize,
-    limit: Option<usize>,
-) -> PyResult<Vec<u32>> {
-    q::callstack_node_childs(eng(), flow_id, thread_id, idx, offset, limit)
-}
-
-#[pyfunction]
-#[pyo3(signature = (flow_id, thread_id=None))]
-pub fn fn_call_stats(py: Python<'_>, flow_id: u32, thread_id: Option<u64>) -> PyResult<Vec<Bound<'_, PyDict>>> {
-    q::fn_call_stats(py, eng(), flow_id, thread_id)
-}
-
-#[pyfunction]
-#[pyo3(signature = (flow_id, thread_id, fn_ns=None, fn_name=None, args_pred=None, from_idx=None, backward=false))]
-#[expect(clippy::too_many_arguments, reason = "mirrors FlowStorm's find-fn-call-entry options")]
-pub fn find_fn_call_entry<'py>(
-    py: Python<'py>,
-    flow_id: u32,
-    thread_id: u64,
-    fn_ns: Option<&str>,
-    fn_name: Option<&str>,
-    args_pred: Option<Bound<'py, PyAny>>,
-    from_idx: Option<u64>,
-    backward: bool,
-) -> PyResult<Option<Bound<'py, PyDict>>> {
-    q::find_fn_call_entry(py, eng(), flow_id, thread_id, fn_ns, fn_name, args_pred, from_idx, backward)
-}
-
-#[pyfunction]
-pub fn deref(py: Python<'_>, value_ref: u64) -> PyResult<Py<PyAny>> {
-    deref_value(py, eng(), value_ref)
-}
-
-#[pyfunction]
-pub fn forms(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
-    q::forms(py, eng())
-}
-
-#[pyfunction]
-pub fn idxs_of_type(flow_id: u32, thread_id: u64, entry_type: &str) -> PyResult<Vec<u32>> {
-    q::idxs_of_type(eng(), flow_id, thread_id, entry_type)
-}
-
-/// Every recorded state of object `obj_id`, oldest first (all threads merged unless `thread_id`).
-#[pyfunction]
-#[pyo3(signature = (flow_id, obj_id, thread_id=None))]
-pub fn history(py: Python<'_>, flow_id: u32, obj_id: u64, thread_id: Option<u64>) -> PyResult<Vec<Bound<'_, PyDict>>> {
-    q::history(py, eng(), flow_id, obj_id, thread_id)
-}
-
-#[pyfunction]
-pub fn bindings(py: Python<'_>, flow_id: u32, thread_id: u64, idx: u64) -> PyResult<Vec<Bound<'_, PyDict>>> {
-    q::bindings(py, eng(), flow_id, thread_id, idx)
-}
-
-#[pyfunction]
-#[pyo3(signature = (flow_id, thread_id, coord=None, file=None, line=None, value_pred=None, from_idx=None, backward=false, any_kind=false))]
-#[expect(clippy::too_many_arguments, reason = "mirrors FlowStorm's find-expr-entry options")]
-pub fn find_expr_entry<'py>(
-    py: Python<'py>,
-    flow_id: u32,
-    thread_id: u64,
-    coord: Option<(u32, u32, u32, u32)>,
-    file: Option<&str>,
-    line: Option<u32>,
-    value_pred: Option<Bound<'py, PyAny>>,
-    from_idx: Option<u64>,
-    backward: bool,
-    any_kind: bool,
-) -> PyResult<Option<Bound<'py, PyDict>>> {
-    q::find_expr_entry(py, eng(), flow_id, thread_id, coord, file, line, value_pred, from_idx, backward, any_kind)
-}
-
-#[pyfunction]
-#[pyo3(signature = (flow_id, start=0, limit=1000))]
-pub fn total_order_timeline(
-    py: Python<'_>,
-    flow_id: u32,
-    start: usize,
-    limit: usize,
-) -> PyResult<Vec<Bound<'_, PyDict>>> {
-    q::total_order_timeline(py, eng(), flow_id, start, limit)
 }
 
 /// The recording's identity of the live object `obj` (`None`: it was never recorded).

@@ -3,45 +3,14 @@
 
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
-use squall_trace::{
-    display_name, writes as core_writes, Decoded, Entry, OldValue, Snap, Timeline, ValRef, ValueStore, WriteFilter,
-};
+use squall_trace::{display_name, writes as core_writes, Decoded, OldValue, Snap, Timeline, ValueStore, WriteFilter};
 
-use crate::query::{rec_of, Backend, TlView};
+use crate::query::{rec_of, value_ref, Backend, TlView};
 use crate::snap::to_python;
 
 /// The most writes one answer lists unless asked for more: answers stay small, and say what
 /// they left out.
 pub const DEFAULT_LIMIT: usize = 200;
-
-fn value_ref(rec: &TlView<'_>, v: ValRef) -> Option<u64> {
-    // Same numbering as query.rs's value refs (recording number above bit 33, slot below).
-    (v != ValRef::ABSENT).then(|| (u64::from(rec.number) << 33) | u64::from(v.0))
-}
-
-/// The fields a `write` entry adds to its dict (see `entry_dict`).
-pub fn write_fields<B: Backend + ?Sized>(
-    py: Python<'_>,
-    b: &B,
-    rec: &TlView<'_>,
-    idx: usize,
-    e: &Entry,
-    d: &Bound<'_, PyDict>,
-) -> PyResult<()> {
-    let forms = b.forms();
-    let site = forms.site(e.id());
-    d.set_item("fn_call_idx", e.fn_call_idx())?;
-    d.set_item("coord", site.map(|s| (s.coord.line, s.coord.col, s.coord.end_line, s.coord.end_col)))?;
-    d.set_item("form_id", site.map(|s| s.form))?;
-    d.set_item("symbol", site.and_then(|s| s.symbol.as_deref()))?;
-    d.set_item("value_ref", value_ref(rec, e.value()))?;
-    d.set_item("deleted", e.value() == ValRef::ABSENT)?;
-    let record = rec.tl.write_record(idx);
-    d.set_item("obj_id", record.map(|r| r.0))?;
-    d.set_item("key_ref", record.and_then(|r| value_ref(rec, r.1)))?;
-    let _ = py;
-    Ok(())
-}
 
 /// The idx of the first entry whose value `store` lacks (a file cut short before it saved the
 /// value): before it, an object with no recorded state was not recorded; from it on, it may have
@@ -152,20 +121,4 @@ pub fn writes<'py, B: Backend + ?Sized>(
     out.set_item("left_out", total - list.len())?;
     out.set_item("writes", list)?;
     Ok(out)
-}
-
-#[pyfunction]
-#[pyo3(name = "writes", signature = (flow_id, thread_id=None, obj_id=None, attr_or_key=None, type_name=None, limit=None))]
-pub fn live_writes<'py>(
-    py: Python<'py>,
-    flow_id: u32,
-    thread_id: Option<u64>,
-    obj_id: Option<u64>,
-    attr_or_key: Option<Bound<'py, PyAny>>,
-    type_name: Option<&str>,
-    limit: Option<usize>,
-) -> PyResult<Bound<'py, PyDict>> {
-    // SAFETY: queries run with the GIL held, as every entry point does.
-    let eng = unsafe { crate::engine::ENGINE.get() };
-    writes(py, &*eng, flow_id, thread_id, obj_id, attr_or_key.as_ref(), type_name, limit)
 }

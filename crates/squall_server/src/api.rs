@@ -1,7 +1,7 @@
 //! The JSON API. Every route answers `application/json`; a bad request is a 4xx with
 //! `{"error": "..."}`. The token check runs before any route (see `lib.rs`).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::str::FromStr;
 
 use axum::http::StatusCode;
@@ -472,7 +472,11 @@ pub fn exceptions(view: &dyn View, q: &Q) -> ApiResult {
         .map(|x| {
             let tl = numbers[x.thread];
             let info = &tls[tl];
-            let text = squall_trace::exceptions::exception_text(view.values(tl), x.value, 300);
+            let text = squall_trace::exceptions::exception_text(
+                view.values(tl),
+                x.value,
+                squall_trace::exceptions::MESSAGE_MAX,
+            );
             let inner = x.chain[0];
             json!({
                 "tl": tl, "flow": info.flow, "thread_id": info.thread_id, "thread": info.name,
@@ -551,86 +555,40 @@ pub fn source(view: &dyn View, q: &Q) -> ApiResult {
     )
 }
 
-fn entry_site(e: &Entry) -> Option<u32> {
-    matches!(e.kind(), Kind::Expr | Kind::Bind | Kind::Return).then(|| e.id())
-}
-
-/// Power stepping: the next/previous entry like the one at `idx`: `how` = `coord` (same place:
-/// same site, or a call of the same function), `identity` (same recorded value), `equality`
-/// (an equal value), `fn` (the next call of this frame's function).
+/// Power stepping (`squall_trace::stepping::step_like`): the next/previous entry like the one
+/// at `idx`: `how` = `coord` (same place: same site, or a call of the same function),
+/// `identity` (the same recorded value or object), `equality` (an equal value), `fn` (the next
+/// call of this frame's function).
 pub fn find(view: &dyn View, q: &Q) -> ApiResult {
     let tl = tl_of(view, q)?;
     let t = view.timelines()[tl].timeline;
-    let idx: u32 = req(q, "idx")?;
-    let e = *t.get(idx as usize).ok_or(TraceError::IdxOutOfRange { idx: u64::from(idx), len: t.len() })?;
+    let idx: u64 = req(q, "idx")?;
     let backward = match opt(q, "dir", "next".to_string())?.as_str() {
         "next" => false,
         "prev" => true,
         other => return Err(ApiError::bad(format!("dir must be next or prev, not `{other}`"))),
     };
     let how = req::<String>(q, "how")?;
-    let from = if backward { u64::from(idx).checked_sub(1) } else { Some(u64::from(idx) + 1) };
-    let Some(from) = from else { return Ok(json!({"idx": null})) };
-    let kinds_val = [Kind::Expr, Kind::Bind, Kind::Return, Kind::Unwind];
-    let found = match how.as_str() {
-        "coord" => {
-            if e.kind().is_call() {
-                t.find_entry::<()>(&[Kind::Call], Some(from), backward, |_, x| Ok(x.id() == e.id())).unwrap_or(None)
-            } else {
-                let k = e.kind();
-                t.find_entry::<()>(&[k], Some(from), backward, |_, x| Ok(x.id() == e.id())).unwrap_or(None)
-            }
-        }
-        "fn" => {
-            let form = t.get(t.frame_of(u64::from(idx))? as usize).map_or(0, |c| c.id());
-            t.find_entry::<()>(&[Kind::Call], Some(from), backward, |_, x| Ok(x.id() == form)).unwrap_or(None)
-        }
-        "identity" | "equality" => {
-            if e.kind().is_call() {
-                return Err(ApiError::bad("the entry at idx is a call: it has no single value (step into it first)"));
-            }
-            let v = e.value();
-            let target = match v.decode() {
-                squall_trace::Decoded::Slot(_) if how == "equality" => {
-                    Some(view.snap(tl, v).map_err(ApiError::not_found)?.into_owned())
-                }
-                _ => None,
-            };
-            t.find_entry::<()>(&kinds_val, Some(from), backward, |_, x| {
-                let xv = x.value();
-                if xv == v {
-                    return Ok(true);
-                }
-                match (&target, xv.decode()) {
-                    (Some(snap), squall_trace::Decoded::Slot(_)) => Ok(view.snap(tl, xv).is_ok_and(|s| *s == *snap)),
-                    _ => Ok(false),
-                }
-            })
-            .unwrap_or(None)
-        }
-        other => return Err(ApiError::bad(format!("how must be coord, fn, identity or equality, not `{other}`"))),
-    };
+    let like = squall_trace::stepping::Like::parse(&how)
+        .ok_or_else(|| ApiError::bad(format!("how must be coord, fn, identity or equality, not `{how}`")))?;
+    if let Some(store) = view.values(tl) {
+        // A live timeline grows: its new writes apply to the states compared.
+        squall_trace::sync_writes(t, view.forms(), store);
+    }
+    let found = squall_trace::stepping::step_like(t, view.values(tl), idx, like, backward)?;
     Ok(json!({"idx": found}))
 }
 
-/// The iterations of the expression at `idx` in its frame: every entry of the same site in the
-/// same frame, with the position of `idx` among them and a window around it.
+/// The iterations of the expression at `idx` in its frame (`squall_trace::stepping::iterations`):
+/// every entry of the same site in the same frame, with the position of `idx` among them and a
+/// window around it.
 pub fn loops(view: &dyn View, q: &Q) -> ApiResult {
     let tl = tl_of(view, q)?;
     let t = view.timelines()[tl].timeline;
-    let idx: u32 = req(q, "idx")?;
+    let idx: u64 = req(q, "idx")?;
     let around: usize = opt(q, "around", 10)?.min(500);
-    let e = *t.get(idx as usize).ok_or(TraceError::IdxOutOfRange { idx: u64::from(idx), len: t.len() })?;
-    let Some(site) = entry_site(&e) else {
-        return Err(ApiError::bad("the entry at idx is not an expression, binding or return: step onto one"));
-    };
-    let frame = t.frame_of(u64::from(idx))?;
-    let hits: Vec<u32> = t
-        .frame_events(u64::from(frame), None)?
-        .into_iter()
-        .filter(|&i| t.get(i as usize).is_some_and(|x| x.id() == site && x.kind() == e.kind()))
-        .collect();
-    let pos = hits.iter().position(|&i| i == idx).unwrap_or(0);
+    let it = squall_trace::stepping::iterations(t, idx)?;
+    let (hits, pos) = (it.idxs, it.pos);
     let lo = pos.saturating_sub(around);
     let hi = (pos + around + 1).min(hits.len());
     let item = |n: usize| {
@@ -824,46 +782,25 @@ pub fn order(view: &dyn View, q: &Q) -> ApiResult {
     }))
 }
 
-/// Bookmarks placed from code (`squall.bookmark("note")`): the calls of the pseudo-function
-/// `squall.bookmark`, in every timeline, with their note.
+/// Bookmarks placed from code (`squall.bookmark("note")`, `squall_trace::bookmarks`), in
+/// every timeline, with their note.
 pub fn code_bookmarks(view: &dyn View, q: &Q) -> ApiResult {
     let limit: usize = opt(q, "limit", 1000)?.clamp(1, 10000);
-    let forms = view.forms();
-    let ids: HashSet<u32> = forms
-        .forms()
+    let tls = view.timelines();
+    let found = squall_trace::bookmarks::bookmarks(view.forms(), &thread_refs(view));
+    let out: Vec<Value> = found
         .iter()
-        .enumerate()
-        .filter(|(_, f)| &*f.ns == "squall" && &*f.name == "bookmark")
-        .map(|(i, _)| i as u32)
+        .take(limit)
+        .map(|b| {
+            let info = &tls[b.thread];
+            let note = match view.snap(b.thread, b.note).as_deref() {
+                Ok(squall_trace::Snap::Str(s)) => s.to_string(),
+                _ => val_text(view, b.thread, b.note, 300),
+            };
+            json!({"tl": b.thread, "flow": info.flow, "thread": info.thread_id, "idx": b.idx, "note": note})
+        })
         .collect();
-    let mut out = Vec::new();
-    let mut total = 0usize;
-    if !ids.is_empty() {
-        for (tl, info) in view.timelines().iter().enumerate() {
-            let t = info.timeline;
-            for (i, e) in t.entries().iter().enumerate().map(|(i, e)| (i + t.first_idx(), e)) {
-                if e.kind() != Kind::Call || !ids.contains(&e.id()) {
-                    continue;
-                }
-                total += 1;
-                if out.len() >= limit {
-                    continue;
-                }
-                let note = match t.call_args(i, nparams(forms, e)).first() {
-                    Some(&v) => match v.decode() {
-                        squall_trace::Decoded::Slot(_) => match view.snap(tl, v).as_deref() {
-                            Ok(squall_trace::Snap::Str(s)) => s.to_string(),
-                            _ => val_text(view, tl, v, 300),
-                        },
-                        _ => val_text(view, tl, v, 300),
-                    },
-                    None => String::new(),
-                };
-                out.push(json!({"tl": tl, "flow": info.flow, "thread": info.thread_id, "idx": i, "note": note}));
-            }
-        }
-    }
-    Ok(json!({"total": total, "items": out}))
+    Ok(json!({"total": found.len(), "items": out}))
 }
 
 /// `/api/history?obj=N[&flow=F][&limit=L]`: every recorded state of object `obj` in one flow,

@@ -16,6 +16,10 @@ pub enum TraceError {
     Evicted { idx: u64, first: usize, len: usize },
     #[error("unknown drift `{0}`; use one of: at, next, prev, next-over, prev-over, next-out, prev-out")]
     BadDrift(String),
+    #[error("entry {0} is a call: it has no single value (step into it first)")]
+    NoSingleValue(u64),
+    #[error("entry {0} is not an expression, binding or write: step onto one")]
+    NotAnEvent(u64),
 }
 
 /// The idxs a timeline of `len` entries has, said so that the last one named is valid.

@@ -17,6 +17,9 @@ use crate::value::{Decoded, ValRef};
 /// `squall_store::MISSING_VALUE`).
 pub const NOT_SAVED: &str = "<not saved>";
 
+/// The longest message front ends show (longer ones end in `…`).
+pub const MESSAGE_MAX: usize = 1000;
+
 /// One frame an exception left.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Unwound {

@@ -17,6 +17,28 @@ pub enum FormKind {
 }
 
 impl FormKind {
+    /// Every form kind, in code order.
+    pub const ALL: [FormKind; 6] = [
+        FormKind::Function,
+        FormKind::Generator,
+        FormKind::Coroutine,
+        FormKind::AsyncGenerator,
+        FormKind::Lambda,
+        FormKind::Module,
+    ];
+
+    /// The name of its constant in `squall._engine` (`FORM_` + this).
+    pub fn const_name(self) -> &'static str {
+        match self {
+            FormKind::Function => "FUNCTION",
+            FormKind::Generator => "GENERATOR",
+            FormKind::Coroutine => "COROUTINE",
+            FormKind::AsyncGenerator => "ASYNC_GENERATOR",
+            FormKind::Lambda => "LAMBDA",
+            FormKind::Module => "MODULE",
+        }
+    }
+
     pub fn from_code(code: i64) -> Result<FormKind, TraceError> {
         Ok(match code {
             0 => FormKind::Function,
@@ -59,6 +81,22 @@ pub enum SiteKind {
 }
 
 impl SiteKind {
+    /// Every site kind, in code order.
+    pub const ALL: [SiteKind; 6] =
+        [SiteKind::Return, SiteKind::Yield, SiteKind::Await, SiteKind::Expr, SiteKind::Bind, SiteKind::Write];
+
+    /// The name of its constant in `squall._engine` (`SITE_` + this).
+    pub fn const_name(self) -> &'static str {
+        match self {
+            SiteKind::Return => "RETURN",
+            SiteKind::Yield => "YIELD",
+            SiteKind::Await => "AWAIT",
+            SiteKind::Expr => "EXPR",
+            SiteKind::Bind => "BIND",
+            SiteKind::Write => "WRITE",
+        }
+    }
+
     pub fn from_code(code: i64) -> Result<SiteKind, TraceError> {
         Ok(match code {
             0 => SiteKind::Return,

@@ -3,6 +3,7 @@
 //! query over a timeline, and the value store that entries' [`ValRef`]s point into. Nothing here
 //! knows about Python.
 
+pub mod bookmarks;
 mod entry;
 mod error;
 pub mod exceptions;
@@ -16,6 +17,7 @@ pub mod printer;
 mod queries;
 pub mod search;
 mod snapshot;
+pub mod stepping;
 mod store;
 mod thin;
 mod threads;

@@ -1,0 +1,152 @@
+"""The UI's API and the Python API give the same answers: every corpus program
+(``tests/programs/*.py`` and the bundled example) is recorded to a file, which is opened with
+``squall.load`` and served by the UI server (``_engine.serve_file``); exceptions, bookmarks,
+calls per function, stepping (next-over, prev-over, next-out, prev-out), power stepping, loops
+and goto file:line are asked of both and compared. Both call the same core queries
+(``crates/squall_trace``): this test catches a front end that answers on its own.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import urllib.parse
+import urllib.request
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import squall
+from squall import _engine
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+SQUALL = Path(sys.executable).parent / "squall"
+CORPUS = sorted((HERE / "programs").glob("*.py")) + [ROOT / "examples" / "invoices" / "main.py"]
+# Entries per thread whose stepping answers are compared (spread over the whole timeline).
+SAMPLE = 60
+
+
+def _env() -> dict:
+    env = dict(os.environ)
+    for k in ("PYTHONPATH", "SQUALL_INCLUDE", "SQUALL_SKIP", "SQUALL_SKIP_REGEX", "SQUALL_MODE"):
+        env.pop(k, None)
+    env["PYTHONHASHSEED"] = "0"
+    return env
+
+
+class Ui:
+    """The UI server over one recording file."""
+
+    def __init__(self, path: Path) -> None:
+        url = _engine.serve_file(str(path))
+        self.base, self.token = url.split("?token=")
+
+    def get(self, route: str, **params) -> dict:
+        q = urllib.parse.urlencode({k: v for k, v in params.items() if v is not None})
+        req = urllib.request.Request(f"{self.base}api/{route}?{q}", headers={"x-squall-token": self.token})
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return json.load(r)
+
+
+@pytest.fixture(scope="module", params=CORPUS, ids=lambda p: p.stem)
+def recorded(request, tmp_path_factory):
+    prog: Path = request.param
+    out = tmp_path_factory.mktemp(prog.stem) / "rec.sqrec"
+    subprocess.run([str(SQUALL), "run", "-q", "-o", str(out), str(prog)], cwd=str(prog.parent), env=_env(),
+                   capture_output=True, text=True, timeout=120)
+    assert out.exists(), f"{prog.name} left no recording"
+    rec = squall.load(out)
+    ui = Ui(out)
+    tls = [(f["flow"], t["thread_id"]) for f in ui.get("flows")["flows"] for t in f["threads"]]
+    return rec, ui, tls
+
+
+def _sample(n: int) -> list:
+    if n <= SAMPLE:
+        return list(range(n))
+    return sorted({round(i * (n - 1) / (SAMPLE - 1)) for i in range(SAMPLE)})
+
+
+def test_exceptions_are_the_same(recorded):
+    rec, ui, tls = recorded
+    api = ui.get("exceptions", limit=1000)
+    assert api["capped"] is False
+    from_ui = [
+        (tls[x["tl"]], x["idx"], x["raised_idx"], x["fn_call_idx"], [(c["idx"], c["unwind_idx"]) for c in x["chain"]],
+         x["caught_in"] and x["caught_in"]["idx"], x["type"], x["message"])
+        for x in api["items"]
+    ]
+    from_py = [
+        ((x["flow_id"], x["thread_id"]), x["idx"], x["raised_idx"], x["fn_call_idx"], [tuple(c) for c in x["chain"]],
+         x["caught_in_idx"], x["exc_type"], x["message"])
+        for x in rec.exceptions()
+    ]
+    assert from_ui == from_py
+
+
+def test_bookmarks_and_calls_per_function_are_the_same(recorded):
+    rec, ui, tls = recorded
+    marks = ui.get("bookmarks")["items"]
+    assert [((m["flow"], m["thread"]), m["idx"], m["note"]) for m in marks] == [
+        ((b["flow_id"], b["thread_id"]), b["idx"], str(b["note"])) for b in squall.bookmarks(rec)
+    ]
+    # By form: several lambdas of a module share a name.
+    from_ui = Counter({s["id"]: s["count"] for s in ui.get("fn_stats")})
+    from_py = Counter()
+    for fid in rec.all_flows():
+        for s in rec.fn_call_stats(fid):
+            from_py[s["form_id"]] += s["cnt"]
+    assert from_ui == from_py
+
+
+def test_stepping_is_the_same(recorded):
+    rec, ui, tls = recorded
+    for tl, (fid, tid) in enumerate(tls):
+        n = rec.timeline_count(fid, tid)
+        for idx in _sample(n):
+            for drift in ("next-over", "prev-over", "next-out", "prev-out"):
+                want = rec.timeline_entry(fid, tid, idx, drift)["idx"]
+                assert ui.get("entry", tl=tl, idx=idx, drift=drift)["idx"] == want, (tl, idx, drift)
+
+
+def test_power_stepping_and_loops_are_the_same(recorded):
+    rec, ui, tls = recorded
+    for tl, (fid, tid) in enumerate(tls):
+        tline = rec.get_referenced_maps_timeline(fid, tid)
+        for idx in _sample(len(tline)):
+            e = tline[idx]
+            for how in ("coord", "fn", "identity", "equality"):
+                if how in ("identity", "equality") and e["type"] in ("fn-call", "fn-resume"):
+                    continue
+                for d in ("next", "prev"):
+                    got = rec.power_step(fid, tid, idx, how, backward=d == "prev")
+                    want = ui.get("find", tl=tl, idx=idx, how=how, dir=d)["idx"]
+                    assert (got and got["idx"]) == want, (tl, idx, how, d)
+            if e["type"] in ("expr", "bind", "write"):
+                it = rec.loop_iterations(fid, tid, idx)
+                lp = ui.get("loop", tl=tl, idx=idx, around=500)
+                assert (lp["count"], lp["pos"]) == (len(it["idxs"]), it["pos"])
+                assert [w["idx"] for w in lp["window"]] == it["idxs"][max(0, it["pos"] - 500):it["pos"] + 501]
+
+
+def test_goto_line_is_the_same(recorded):
+    rec, ui, tls = recorded
+    places = {(f["file"], f["line"]) for f in rec._b.forms() if f["file"].startswith(str(ROOT))}
+    for fid in rec.all_flows():
+        for tid in rec.all_flows()[fid]:
+            tline = rec.get_referenced_maps_timeline(fid, tid)
+            for idx in _sample(len(tline)):
+                e = tline[idx]
+                form = next((f for f in rec._b.forms() if f["form_id"] == e["form_id"]), None)
+                if e.get("coord") and form:
+                    places.add((form["file"], e["coord"][0]))
+    assert places
+    for file, line in sorted(places):
+        api = ui.get("goto", file=file, line=line)
+        from_ui = [(tls[h["tl"]], h["idx"], h["count"]) for h in api["hits"]]
+        from_py = [((fid, h["thread_id"]), h["idx"], h["count"])
+                   for fid in sorted(rec.all_flows()) for h in rec.line_hits(file, line, flow_id=fid)]
+        assert from_ui == from_py, (file, line)
