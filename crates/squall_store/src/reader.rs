@@ -6,7 +6,9 @@ use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use squall_trace::{Coord, Entry, Form, FormKind, Forms, Node, Site, SiteKind, Snap, SourceFile, Timeline, ValueStore};
+use squall_trace::{
+    Coord, Entry, Form, FormKind, Forms, Node, Site, SiteKind, SiteReads, Snap, SourceFile, Timeline, ValueStore,
+};
 
 use crate::codec::{decode_entries, EntriesPart};
 use crate::nodecodec::get_node;
@@ -196,6 +198,7 @@ enum Part {
     End { ended: u64, stats: Vec<(String, u64)> },
     Switches { timeline: u32, marks: Vec<(u32, u64)> },
     Sources(Vec<SourceFile>),
+    SiteReads(Vec<(u32, SiteReads)>),
     Skip,
 }
 
@@ -215,6 +218,27 @@ fn decode(f: &Frame) -> Result<Part, Bad> {
             sources.push(SourceFile { file, size, sha256 });
         }
         return Ok(Part::Sources(sources));
+    }
+    if f.ty == chunk::SITE_READS {
+        let raw = get_body(f.payload)?;
+        let mut r = Rd::new(&raw);
+        let n = r.count()?;
+        let mut out = Vec::with_capacity(n);
+        for _ in 0..n {
+            let site = r.u32v()?;
+            let span = Coord { line: r.u32v()?, col: r.u32v()?, end_line: r.u32v()?, end_col: r.u32v()? };
+            let k = r.count()?;
+            let mut names = Vec::with_capacity(k);
+            for _ in 0..k {
+                names.push(r.str()?.into());
+            }
+            let attr = match r.uv()? {
+                0 => None,
+                _ => Some(r.str()?.into()),
+            };
+            out.push((site, SiteReads { span, names, attr }));
+        }
+        return Ok(Part::SiteReads(out));
     }
     if !(chunk::FORMS..=chunk::NODES).contains(&f.ty) {
         return if f.flags & FLAG_OPTIONAL != 0 { Ok(Part::Skip) } else { Err(Bad("unknown required chunk type")) };
@@ -338,6 +362,12 @@ impl State {
         match part {
             Part::Skip => {}
             Part::Sources(sources) => sources.into_iter().for_each(|s| self.forms.add_source(s)),
+            // Optional data: a site it names that is not registered (a writer bug) is ignored.
+            Part::SiteReads(reads) => {
+                for (site, r) in reads {
+                    let _ = self.forms.set_site_reads(site, r);
+                }
+            }
             Part::Forms { first_form, forms, first_site, sites } => {
                 if first_form != self.forms.forms().len() as u64 || first_site != self.nsites {
                     return Err(Bad("forms or sites out of order"));

@@ -31,6 +31,8 @@ pub(crate) mod chunk {
     pub const NODES: u8 = 8;
     /// Optional: the size and SHA-256 of each source file the recorder compiled.
     pub const SOURCES: u8 = 9;
+    /// Optional: what sites' values are computed from (`squall_trace::SiteReads`).
+    pub const SITE_READS: u8 = 10;
 }
 /// Frame flag: a reader that does not know the chunk type skips the chunk.
 pub(crate) const FLAG_OPTIONAL: u8 = 1;

@@ -3,12 +3,14 @@
 //! query over a timeline, and the value store that entries' [`ValRef`]s point into. Nothing here
 //! knows about Python.
 
+pub mod diff;
 mod entry;
 mod error;
 mod forms;
 pub mod grow;
 pub mod history;
 mod limits;
+pub mod origin;
 pub mod printer;
 mod queries;
 mod snapshot;
@@ -19,7 +21,7 @@ mod writes;
 
 pub use entry::{Entry, Kind, MAX_ID, NONE, WRITE_WORDS};
 pub use error::TraceError;
-pub use forms::{Coord, Form, FormKind, Forms, Site, SiteKind, SourceFile};
+pub use forms::{Coord, Form, FormKind, Forms, Site, SiteKind, SiteReads, SourceFile};
 pub use history::{
     history, history_merged, history_with_writes, latest_state, Change, MergedChange, MergedState, NodeEntries, State,
 };
