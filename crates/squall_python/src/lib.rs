@@ -1,5 +1,6 @@
 //! `squall._engine`: the CPython recorder and thin bindings over `squall_trace`'s queries.
 
+mod agent_queries;
 mod awaiting;
 mod bigalloc;
 mod control;
@@ -278,6 +279,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(query::find_expr_entry, m)?)?;
     m.add_function(wrap_pyfunction!(query::object_id, m)?)?;
 
+    agent_queries::register(m)?;
     m.add_class::<file::FileRecording>()?;
     m.add_function(wrap_pyfunction!(file::load_recording, m)?)?;
     m.add_function(wrap_pyfunction!(sink::open_sink, m)?)?;

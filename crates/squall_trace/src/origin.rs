@@ -16,7 +16,8 @@
 //!   moment comes from the last recorded write to that attribute of that object before it, in any
 //!   thread of the flow (ordered by `total_order`).
 
-use std::collections::HashSet;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashSet};
 use std::sync::Arc;
 
 use crate::diff::same_content;
@@ -124,11 +125,11 @@ pub fn origin(parts: &[Part<'_>], forms: &Forms, t: usize, idx: u32, max_steps: 
     let mut steps = vec![Step { source: start, from: None, via: Via::Start, depth: 0, leaf: None }];
     let mut seen: HashSet<Source> = HashSet::from([start]);
     let mut left_out = 0;
-    let mut next = 0;
-    while next < steps.len() {
-        let found = cx.sources(steps[next].source);
-        match found {
-            Err(leaf) => steps[next].leaf = Some(leaf),
+    // Best first: the step with the least cost from the start is expanded next (see `cost`).
+    let mut queue = BinaryHeap::from([Reverse((0u32, 0usize))]);
+    while let Some(Reverse((cost, k))) = queue.pop() {
+        match cx.sources(steps[k].source) {
+            Err(leaf) => steps[k].leaf = Some(leaf),
             Ok(found) => {
                 for (source, via) in found {
                     if !seen.insert(source) {
@@ -138,12 +139,13 @@ pub fn origin(parts: &[Part<'_>], forms: &Forms, t: usize, idx: u32, max_steps: 
                         left_out += 1;
                         continue;
                     }
-                    let depth = steps[next].depth + 1;
-                    steps.push(Step { source, from: Some(next), via, depth, leaf: None });
+                    let w = cx.cost(steps[k].source, &via);
+                    let depth = steps[k].depth + 1;
+                    steps.push(Step { source, from: Some(k), via, depth, leaf: None });
+                    queue.push(Reverse((cost + w, steps.len() - 1)));
                 }
             }
         }
-        next += 1;
     }
     Ok(Origin { steps, left_out })
 }
@@ -192,6 +194,30 @@ impl Cx<'_> {
         match source {
             Source::Entry { t, idx } => self.entry_sources(t, idx),
             Source::Arg { t, call, param } => self.arg_sources(t, call, param),
+        }
+    }
+
+    /// What following `via` from `from` costs, in half steps: writes that set a field read are
+    /// the data flow an agent looks for (free); a name's previous value bound at the same name
+    /// (an accumulator in a loop) is cheap, so every iteration's contribution is reached; the
+    /// object an attribute is read from is dear (how it was found is rarely the question).
+    fn cost(&self, from: Source, via: &Via) -> u32 {
+        let Source::Entry { t, idx } = from else { return 2 };
+        let Some(e) = self.parts[t].tl.get(idx as usize) else { return 2 };
+        match via {
+            Via::FieldWrite { .. } => 0,
+            Via::Name(n) if !e.kind().is_call() => {
+                let site = self.forms.site(e.id());
+                let reads = self.forms.site_reads(e.id());
+                if e.kind() == Kind::Bind && site.and_then(|s| s.symbol.as_deref()) == Some(&**n) {
+                    1
+                } else if reads.is_some_and(|r| r.attr.is_some() && r.names.first() == Some(n)) {
+                    6
+                } else {
+                    2
+                }
+            }
+            _ => 2,
         }
     }
 

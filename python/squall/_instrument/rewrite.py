@@ -261,7 +261,8 @@ class _Ctx:
         )
 
     def register_site(
-        self, form_id: int, kind: int, node: ast.AST, symbol: Optional[str] = None
+        self, form_id: int, kind: int, node: ast.AST, symbol: Optional[str] = None,
+        reads: Optional[tuple] = None,
     ) -> int:
         line = node.lineno
         col = node.col_offset
@@ -269,11 +270,36 @@ class _Ctx:
         end_col = getattr(node, "end_col_offset", None)
         if end_col is None:
             end_col = col
+        if reads is not None:
+            return int(self.engine.register_site(form_id, kind, line, col, end_line, end_col, symbol, reads))
         if symbol is None:
             return int(self.engine.register_site(form_id, kind, line, col, end_line, end_col))
         return int(
             self.engine.register_site(form_id, kind, line, col, end_line, end_col, symbol=symbol)
         )
+
+
+def _reads(value: Optional[ast.AST]) -> Optional[tuple]:
+    """What a site's value is computed from, for ``origin`` (``squall_trace::SiteReads``): the
+    value expression's range; the names it loads and the functions it calls by name (``f(...)``,
+    ``obj.f(...)``), each once, never squall's own ``_sq_`` names; the attribute it reads if it
+    is ``obj.attr`` (``[]`` for ``obj[key]``)."""
+    if value is None or getattr(value, "lineno", None) is None:
+        return None
+    names: List[str] = []
+    for n in ast.walk(value):
+        name = None
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+            name = n.id
+        elif isinstance(n, ast.Call) and getattr(n, "_sq_entry", None) is None:
+            f = n.func
+            name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
+        if name is not None and not name.startswith("_sq_") and name not in names:
+            names.append(name)
+    attr = value.attr if isinstance(value, ast.Attribute) else "[]" if isinstance(value, ast.Subscript) else None
+    end_line = getattr(value, "end_lineno", None) or value.lineno
+    end_col = getattr(value, "end_col_offset", None)
+    return (value.lineno, value.col_offset, end_line, value.col_offset if end_col is None else end_col, names, attr)
 
 
 # --- small AST builders ------------------------------------------------------------------------
@@ -607,7 +633,7 @@ class _Sites(ast.NodeTransformer):
 
     # sites
     def visit_Return(self, node: ast.Return) -> Any:
-        site = self.ctx.register_site(self.form_id, self.ctx.SITE_RETURN, node)
+        site = self.ctx.register_site(self.form_id, self.ctx.SITE_RETURN, node, reads=_reads(node.value))
         if node.value is None:
             ret = _entry_call("ret", [_const(site, node), _const(None, node)], node)
             if self.async_gen:  # `return <value>` is a SyntaxError in an async generator
@@ -780,7 +806,7 @@ class _Calls(ast.NodeTransformer):
         form = ctx.register_form(qual, node.lineno, params, ctx.FORM_LAMBDA)
         node._sq_form = form  # type: ignore[attr-defined]
         body = node.body
-        site = ctx.register_site(form, ctx.SITE_RETURN, body)
+        site = ctx.register_site(form, ctx.SITE_RETURN, body, reads=_reads(body))
         call = _entry_call("call", [_const(form, body)] + [_name(p, body) for p in params], body)
         either = ast.copy_location(ast.BoolOp(op=ast.Or(), values=[call, body]), body)
         either._sq_entry = "lambda"  # type: ignore[attr-defined]
@@ -882,11 +908,14 @@ class _Full:
         return self.form is not None and not self.lazy
 
     def _wrap(self, node: ast.expr) -> ast.expr:
-        site = self.ctx.register_site(self.form, self.ctx.SITE_EXPR, node)  # type: ignore
+        reads = _reads(node)
+        site = self.ctx.register_site(self.form, self.ctx.SITE_EXPR, node, reads=reads)  # type: ignore
         return _entry_call("expr", [_const(site, node), node], node)
 
-    def _bind_call(self, at: ast.AST, name: str, value: ast.expr) -> ast.Call:
-        site = self.ctx.register_site(self.form, self.ctx.SITE_BIND, at, symbol=name)  # type: ignore
+    def _bind_call(self, at: ast.AST, name: str, value: ast.expr, src: Optional[ast.AST] = None) -> ast.Call:
+        """``_sq_bind(SITE, value)``; ``src``: the expression the bound value comes from."""
+        reads = _reads(src)
+        site = self.ctx.register_site(self.form, self.ctx.SITE_BIND, at, symbol=name, reads=reads)  # type: ignore
         return _entry_call("bind", [_const(site, at), value], at)
 
     def _fusable(self, t: Any) -> bool:
@@ -901,7 +930,8 @@ class _Full:
         """``_sq_for(SITE, it)`` for the loop (a ``for`` statement or a comprehension) ``loop``.
         The call raises what ``iter(it)`` raises: it takes the location CPython gives its
         ``GET_ITER`` (the loop's, up to 3.12), so tracebacks and their carets stay the same."""
-        site = self.ctx.register_site(self.form, self.ctx.SITE_BIND, target, symbol=target.id)  # type: ignore
+        reads = _reads(it)
+        site = self.ctx.register_site(self.form, self.ctx.SITE_BIND, target, symbol=target.id, reads=reads)  # type: ignore
         at = loop
         c = ast.copy_location(
             ast.Call(func=_name(ENTRY_NAMES["loop_iter"], at), args=[_const(site, at), it], keywords=[]),
@@ -910,8 +940,9 @@ class _Full:
         c._sq_entry = "loop_iter"  # type: ignore[attr-defined]
         return c
 
-    def _binds(self, nodes: List[Any]) -> List[ast.stmt]:
-        """``_sq_bind(SITE, name)`` statements for target nodes (Names, match patterns)."""
+    def _binds(self, nodes: List[Any], src: Optional[ast.AST] = None) -> List[ast.stmt]:
+        """``_sq_bind(SITE, name)`` statements for target nodes (Names, match patterns); ``src``:
+        the expression their values come from."""
         if not self._on():
             return []
         out: List[ast.stmt] = []
@@ -919,7 +950,7 @@ class _Full:
             name = n.id if isinstance(n, ast.Name) else (n.rest if isinstance(n, ast.MatchMapping) else n.name)
             if name.startswith("_sq_"):
                 continue
-            call = self._bind_call(n, name, _name(name, n))
+            call = self._bind_call(n, name, _name(name, n), src=src)
             out.append(ast.copy_location(ast.Expr(value=call), n))
         return out
 
@@ -941,16 +972,17 @@ class _Full:
             )
         return False
 
-    def _write_site(self, t: Any) -> ast.Constant:
+    def _write_site(self, t: Any, value: Optional[ast.AST] = None) -> ast.Constant:
         symbol = t.attr if isinstance(t, ast.Attribute) else None
-        site = self.ctx.register_site(self.form, self.ctx.SITE_WRITE, t, symbol=symbol)  # type: ignore
+        reads = _reads(value)
+        site = self.ctx.register_site(self.form, self.ctx.SITE_WRITE, t, symbol=symbol, reads=reads)  # type: ignore
         return _const(site, t)
 
     def _write_call(self, t: Any, value: ast.expr) -> ast.Call:
         """``_sq_wattr(SITE, value, obj, "a")`` / ``_sq_witem(SITE, value, obj, key)``: the
         value first (already evaluated by Python before any target), then the target's parts."""
         self._target(t)
-        site = self._write_site(t)
+        site = self._write_site(t, value)
         if isinstance(t, ast.Attribute):
             return _entry_call("wattr", [site, value, t.value, _const(t.attr, t)], t)
         return _entry_call("witem", [site, value, t.value, t.slice], t)
@@ -1128,7 +1160,7 @@ class _Full:
             return node, False
         name = node.target.id
         # `_sq_bind(S, (y := v))`: y is bound, then recorded; bind hands v back
-        return self._bind_call(node.target, name, node), False
+        return self._bind_call(node.target, name, node, src=node.value), False
 
     def _comp(self, node: Any, lazy: bool) -> None:
         gens = node.generators
@@ -1265,7 +1297,7 @@ class _Full:
         if len(node.targets) == 1 and self._fusable(node.targets[0]):
             # `x = _sq_bind(S, v)`: v, recorded, then stored (storing a name runs no code)
             t = node.targets[0]
-            node.value = self._bind_call(t, t.id, node.value)
+            node.value = self._bind_call(t, t.id, node.value, src=node.value)
             return node
         # Tuple targets and chains mixing names and writes store through write slots: Python
         # evaluates each target, and stores, in its own order.
@@ -1273,7 +1305,7 @@ class _Full:
         names: List[ast.Name] = []
         for t in node.targets:
             _target_names(t, names)
-        return [node] + self._binds(names)
+        return [node] + self._binds(names, src=node.value)
 
     def s_AugAssign(self, node: ast.AugAssign) -> Any:
         if (
@@ -1307,7 +1339,7 @@ class _Full:
         named = isinstance(node.target, ast.Name)
         node.target = self._target(node.target)
         node.value = self.e(node.value, wrap=not named)
-        return [node] + self._binds(_target_names(node.target, []))
+        return [node] + self._binds(_target_names(node.target, []), src=node.value)
 
     def s_AnnAssign(self, node: ast.AnnAssign) -> Any:  # the annotation is never touched
         if node.value is None:
@@ -1317,7 +1349,7 @@ class _Full:
         node.value = self.e(node.value, wrap=not simple)
         node.target = self._store_target(node.target)
         if self._fusable(node.target):
-            node.value = self._bind_call(node.target, node.target.id, node.value)
+            node.value = self._bind_call(node.target, node.target.id, node.value, src=node.value)
             return node
         return [node] + (self._binds([node.target]) if simple else [])
 
