@@ -116,7 +116,8 @@ def _eval(n: ast.AST, names: Dict[str, Any]) -> Any:
         v = _eval(n.operand, names)
         return (not v) if isinstance(n.op, ast.Not) else -v
     if isinstance(n, ast.BinOp):
-        return _BIN[type(n.op)](_eval(n.left, names), _eval(n.right, names))
+        op = _BIN[type(n.op)]
+        return op(_eval(n.left, names), _eval(n.right, names))
     if isinstance(n, ast.Attribute):
         v = _eval(n.value, names)
         return v.get(n.attr) if isinstance(v, dict) else getattr(v, n.attr)
@@ -124,5 +125,6 @@ def _eval(n: ast.AST, names: Dict[str, Any]) -> Any:
         key = n.slice.value if isinstance(n.slice, ast.Index) else n.slice  # type: ignore[attr-defined]
         return _eval(n.value, names)[key.value]
     if isinstance(n, ast.Call):
-        return _FUNCS[n.func.id](_eval(n.args[0], names))  # type: ignore[attr-defined]
+        fn = _FUNCS[n.func.id]  # type: ignore[attr-defined]
+        return fn(_eval(n.args[0], names))
     raise _Unknown(type(n).__name__)
