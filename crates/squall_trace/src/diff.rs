@@ -24,8 +24,6 @@ use crate::value::ValRef;
 const COMPARE: ExpandBudget = ExpandBudget { max_depth: 4, max_nodes: 400 };
 /// How deep the descent into differing child calls goes.
 const MAX_DESCENT: usize = 64;
-/// How many events of each frame are walked.
-const MAX_EVENTS: usize = 100_000;
 
 /// One recording's timeline.
 #[derive(Clone, Copy)]
@@ -90,16 +88,30 @@ fn strip_ids(s: &str) -> String {
     out
 }
 
-/// One event of a frame as the walk compares it: where it happened and its value.
-#[derive(Clone, Debug, PartialEq)]
-enum Place {
-    /// An expression, binding, write or return at a site: (kind, line, col, end line, end col,
-    /// symbol). Lines are compared as recorded: both sides run the same source.
-    Site(Kind, u32, u32, u32, u32, Option<String>),
-    /// A call the frame made, by function name.
-    Call(String),
+/// One event of a frame as the walk compares it: where it happened. Sites are compared by kind,
+/// source range and symbol, calls by function name: both sides run the same source, and each
+/// may be another recording with its own ids.
+#[derive(Clone, Copy, Debug)]
+enum Place<'a> {
+    Site(Kind, &'a crate::forms::Site),
+    /// A call the frame made.
+    Call(Option<&'a crate::forms::Form>),
     /// An exception left the frame.
     Unwind,
+}
+
+impl PartialEq for Place<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Place::Site(k1, s1), Place::Site(k2, s2)) => k1 == k2 && s1.coord == s2.coord && s1.symbol == s2.symbol,
+            (Place::Call(f1), Place::Call(f2)) => match (f1, f2) {
+                (Some(a), Some(b)) => a.ns == b.ns && a.name == b.name,
+                _ => false,
+            },
+            (Place::Unwind, Place::Unwind) => true,
+            _ => false,
+        }
+    }
 }
 
 /// The first difference of two frames' own events.
@@ -198,36 +210,50 @@ pub fn diff_calls(a: &Side<'_>, ca: u32, b: &Side<'_>, cb: u32) -> CallDiff {
     CallDiff { a: ca, b: cb, args_equal, outcome_equal: outcome_equal(a, ca, b, cb), path, first, first_path }
 }
 
-/// A frame's own events, with the place each happened at.
-fn events(s: &Side<'_>, call: u32) -> Vec<(u32, Place)> {
-    let mut out = Vec::new();
-    let Some(c) = s.tl.get(call as usize) else { return out };
-    let end = c.ret_idx().map_or(s.tl.len(), |r| r as usize + 1);
-    let mut i = call as usize + 1;
-    while i < end && out.len() < MAX_EVENTS {
-        let Some(e) = s.tl.get(i) else { break };
-        match e.kind() {
-            Kind::Call | Kind::Resume => {
-                out.push((i as u32, Place::Call(fn_name(s, i as u32).unwrap_or_default())));
-                i = e.ret_idx().map_or(end, |r| r as usize + 1);
-                continue;
-            }
-            Kind::Unwind if e.fn_call_idx() == call => out.push((i as u32, Place::Unwind)),
-            Kind::Expr | Kind::Bind | Kind::Write | Kind::Return if e.fn_call_idx() == call => {
-                if let Some(site) = s.forms.site(e.id()) {
-                    let c = site.coord;
-                    let sym = site.symbol.as_deref().map(str::to_string);
-                    out.push((i as u32, Place::Site(e.kind(), c.line, c.col, c.end_line, c.end_col, sym)));
-                }
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-    out
+/// A frame's own events in order, with the place each happened at (calls it made count as one
+/// event each; their insides are theirs).
+struct Events<'a, 's> {
+    side: &'s Side<'a>,
+    call: u32,
+    at: usize,
+    end: usize,
 }
 
-fn event_value_equal(a: &Side<'_>, ia: u32, b: &Side<'_>, ib: u32, place: &Place) -> bool {
+impl<'a, 's> Events<'a, 's> {
+    fn new(side: &'s Side<'a>, call: u32) -> Events<'a, 's> {
+        let end = side.tl.get(call as usize).map_or(0, |c| c.ret_idx().map_or(side.tl.len(), |r| r as usize + 1));
+        Events { side, call, at: call as usize + 1, end }
+    }
+}
+
+impl<'a> Iterator for Events<'a, '_> {
+    type Item = (u32, Place<'a>);
+
+    fn next(&mut self) -> Option<(u32, Place<'a>)> {
+        let s = self.side;
+        while self.at < self.end {
+            let i = self.at;
+            let e = s.tl.get(i)?;
+            self.at += 1;
+            match e.kind() {
+                Kind::Call | Kind::Resume => {
+                    self.at = e.ret_idx().map_or(self.end, |r| r as usize + 1);
+                    return Some((i as u32, Place::Call(s.forms.form(e.id()))));
+                }
+                Kind::Unwind if e.fn_call_idx() == self.call => return Some((i as u32, Place::Unwind)),
+                Kind::Expr | Kind::Bind | Kind::Write | Kind::Return if e.fn_call_idx() == self.call => {
+                    if let Some(site) = s.forms.site(e.id()) {
+                        return Some((i as u32, Place::Site(e.kind(), site)));
+                    }
+                }
+                _ => {}
+            }
+        }
+        None
+    }
+}
+
+fn event_value_equal(a: &Side<'_>, ia: u32, b: &Side<'_>, ib: u32, place: &Place<'_>) -> bool {
     match place {
         Place::Call(_) => calls_equal(a, ia, b, ib),
         _ => match (a.tl.get(ia as usize), b.tl.get(ib as usize)) {
@@ -237,15 +263,16 @@ fn event_value_equal(a: &Side<'_>, ia: u32, b: &Side<'_>, ib: u32, place: &Place
     }
 }
 
-/// The first value and the first path divergence of two frames' own events.
+/// The first value and the first path divergence of two frames' own events, walked side by side.
 fn frame_divergence(a: &Side<'_>, ca: u32, b: &Side<'_>, cb: u32) -> (Option<Divergence>, Option<Divergence>) {
-    let (ea, eb) = (events(a, ca), events(b, cb));
+    let (mut ea, mut eb) = (Events::new(a, ca), Events::new(b, cb));
     let mut first = None;
-    for k in 0..ea.len().max(eb.len()) {
-        match (ea.get(k), eb.get(k)) {
+    loop {
+        match (ea.next(), eb.next()) {
+            (None, None) => return (first, None),
             (Some((ia, pa)), Some((ib, pb))) if pa == pb => {
-                if first.is_none() && !event_value_equal(a, *ia, b, *ib, pa) {
-                    first = Some(Divergence::Value { a: *ia, b: *ib });
+                if first.is_none() && !event_value_equal(a, ia, b, ib, &pa) {
+                    first = Some(Divergence::Value { a: ia, b: ib });
                 }
             }
             (x, y) => {
@@ -254,7 +281,6 @@ fn frame_divergence(a: &Side<'_>, ca: u32, b: &Side<'_>, cb: u32) -> (Option<Div
             }
         }
     }
-    (first, None)
 }
 
 /// Two timelines compared by their root calls (calls made from unrecorded code), in order:
@@ -355,6 +381,42 @@ mod tests {
         // A call compared with itself is the same.
         let d = diff_calls(&s, 4, &s, 4);
         assert_eq!((d.first, d.outcome_equal, d.args_equal), (None, true, vec![true]));
+    }
+
+    /// `def count(n): for k in range(n): ...` with n = 2 and 3: equal up to the third iteration,
+    /// where one frame returns and the other goes on.
+    #[test]
+    fn a_frame_that_goes_on_longer_diverges_where_the_other_ended() {
+        let lim = Limits::default();
+        let mut forms = Forms::default();
+        let f = Form {
+            ns: "m".into(),
+            name: "count".into(),
+            file: "m.py".into(),
+            line: 1,
+            params: vec![Arc::from("n")],
+            kind: FormKind::Function,
+        };
+        let count = forms.add_form(f).unwrap();
+        let at = |line| Coord { line, col: 4, end_line: line, end_col: 5 };
+        let k =
+            forms.add_site(Site { form: count, kind: SiteKind::Bind, coord: at(2), symbol: Some("k".into()) }).unwrap();
+        let ret = forms.add_site(Site { form: count, kind: SiteKind::Return, coord: at(4), symbol: None }).unwrap();
+        let mut tl = Timeline::new();
+        for n in [2, 3] {
+            tl.call(count, &[int(n)], &lim);
+            for i in 0..n {
+                tl.event(Kind::Bind, k, count, false, int(i), &lim);
+            }
+            tl.exit(Kind::Return, ret, count, false, ValRef::NONE, &lim);
+        }
+        let store = ValueStore::new();
+        let s = Side { tl: &tl, store: &store, forms: &forms };
+        // Calls at 0 (binds 1, 2, return 3) and 4 (binds 5, 6, 7, return 8).
+        let d = diff_calls(&s, 0, &s, 4);
+        assert_eq!(d.first, Some(Divergence::Path { a: Some(3), b: Some(7) }));
+        assert_eq!(d.first_path, d.first);
+        assert_eq!((d.args_equal, d.outcome_equal), (vec![false], true));
     }
 
     #[test]

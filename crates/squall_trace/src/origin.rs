@@ -28,7 +28,6 @@ use crate::snapshot::Snap;
 use crate::store::{ObjId, ValueStore};
 use crate::timeline::Timeline;
 use crate::value::ValRef;
-use crate::writes::{writes, WriteFilter};
 use crate::TraceError;
 
 /// One timeline of the flow the question is about, with its value store.
@@ -153,18 +152,27 @@ pub fn origin(parts: &[Part<'_>], forms: &Forms, t: usize, idx: u32, max_steps: 
 /// Positions of entries in the flow's recorded order (thread switches), to tell which of two
 /// entries of different timelines came first.
 struct Order {
-    segments: Vec<crate::queries::Segment>,
+    /// Per timeline: its segments' (first idx, position in the merged order), by first idx.
+    by_timeline: Vec<Vec<(u32, usize)>>,
 }
 
 impl Order {
     fn new(parts: &[Part<'_>]) -> Order {
         let tls: Vec<&Timeline> = parts.iter().map(|p| p.tl).collect();
-        Order { segments: total_order(&tls) }
+        let mut by_timeline = vec![Vec::new(); parts.len()];
+        for (k, s) in total_order(&tls).into_iter().enumerate() {
+            by_timeline[s.timeline].push((s.from, k));
+        }
+        for v in &mut by_timeline {
+            v.sort_unstable();
+        }
+        Order { by_timeline }
     }
 
     fn pos(&self, t: usize, idx: u32) -> (usize, u32) {
-        let seg = self.segments.iter().position(|s| s.timeline == t && s.from <= idx && idx < s.to);
-        (seg.unwrap_or(usize::MAX), idx)
+        let segs = &self.by_timeline[t];
+        let k = segs.partition_point(|&(from, _)| from <= idx);
+        (k.checked_sub(1).map_or(usize::MAX, |k| segs[k].1), idx)
     }
 
     fn before(&self, a: (usize, u32), b: (usize, u32)) -> bool {
@@ -389,6 +397,7 @@ impl Cx<'_> {
 
     /// The last recorded write, in any thread, before entry `idx` of timeline `t`, to attribute
     /// `attr` (or, for `[]`, to an item holding the value read) of the object `receiver` holds.
+    /// Each timeline is scanned backward from the read (or its end) to its last such write.
     fn field_write(&self, t: usize, idx: u32, receiver: Source, attr: &str) -> Option<(Source, Via)> {
         let recv = self.value_of(receiver)?;
         let obj = self.parts[t].store.obj_of(recv);
@@ -396,23 +405,40 @@ impl Cx<'_> {
             return None;
         }
         let read = self.parts[t].tl.get(idx as usize)?.value();
-        let name = Snap::Str(attr.to_string());
-        let filter = WriteFilter { obj: Some(obj), name: (attr != "[]").then_some(&name), type_name: None };
-        let mut best: Option<(usize, u32, Snap)> = None;
+        let item = attr == "[]";
+        let mut best: Option<(usize, u32, ValRef)> = None;
         for (u, p) in self.parts.iter().enumerate() {
-            for w in writes(p.tl, self.forms, p.store, &filter) {
-                if !self.order.before((u, w.idx), (t, idx)) {
+            let from = if u == t { idx as usize } else { p.tl.len() };
+            for w in (p.tl.first_idx()..from).rev() {
+                let Some(e) = p.tl.get(w) else { break };
+                if e.kind() != Kind::Write {
                     continue;
                 }
-                if attr == "[]" && !w.new.is_some_and(|n| same_content(p.store, n, self.parts[t].store, read)) {
+                let Some((o, key, _)) = p.tl.write_record(w) else { continue };
+                if o != obj || (key == ValRef::ABSENT) == item || !self.order.before((u, w as u32), (t, idx)) {
                     continue;
                 }
-                if best.as_ref().is_none_or(|b| self.order.before((b.0, b.1), (u, w.idx))) {
-                    best = Some((u, w.idx, w.name.clone()));
+                let matches = if item {
+                    e.value() != ValRef::ABSENT && same_content(p.store, e.value(), self.parts[t].store, read)
+                } else {
+                    self.forms.site(e.id()).and_then(|s| s.symbol.as_deref()) == Some(attr)
+                };
+                if matches {
+                    if best.is_none_or(|b| self.order.before((b.0, b.1), (u, w as u32))) {
+                        best = Some((u, w as u32, key));
+                    }
+                    break;
                 }
             }
         }
-        best.map(|(u, w, name)| (Source::Entry { t: u, idx: w }, Via::FieldWrite { obj, name }))
+        best.map(|(u, w, key)| {
+            let name = if item {
+                self.parts[u].store.to_snap(key, crate::store::ExpandBudget { max_depth: 2, max_nodes: 16 })
+            } else {
+                Snap::Str(attr.to_string())
+            };
+            (Source::Entry { t: u, idx: w }, Via::FieldWrite { obj, name })
+        })
     }
 
     fn arg_sources(&self, t: usize, call: u32, param: u32) -> Found {
