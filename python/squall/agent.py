@@ -306,7 +306,10 @@ def summary(q: Queries, top: int = 10, max_exceptions: int = 10) -> dict:
                 threads[-1]["limit_hit"] = t["limit_hit"]
             total_entries += t["entries"]
             total_calls += t["calls"]
-        flows.append({"flow_id": fid, "threads": threads})
+        shown, cut = _fit(threads, budget=ANSWER_BUDGET // 2)
+        flows.append({"flow_id": fid, "threads": shown})
+        if cut:
+            flows[-1]["threads_left_out"] = cut
     out["flows"] = flows
     out["entries"] = total_entries
     out["calls"] = total_calls
@@ -609,13 +612,22 @@ def stack(q: Queries, idx: int, flow: Optional[int] = None, thread: ThreadRef = 
     fid = c.flow(flow)
     tid = c.thread(fid, thread)
     c.entry(fid, tid, idx)
-    frames = []
-    for fr in q.stack_for_frame(fid, tid, idx):
+    frames: List[dict] = []
+    stack_frames = q.stack_for_frame(fid, tid, idx)
+    used = 0
+    for fr in stack_frames:
         e = c.b.entry(fid, tid, fr["fn_call_idx"])
-        frames.append({"idx": fr["fn_call_idx"], "fn": f"{fr['fn_ns']}.{fr['fn_name']}",
-                       "file": fr.get("file"), "line": fr.get("line"),
-                       "args": c.args(e, **_bounds(print_level, print_length))})
-    return {**c.where(fid, tid), "idx": idx, "frames": frames}
+        frame = {"idx": fr["fn_call_idx"], "fn": f"{fr['fn_ns']}.{fr['fn_name']}", "file": fr.get("file"),
+                 "line": fr.get("line"), "args": c.args(e, **_bounds(print_level, print_length))}
+        used += len(_values.safe_repr(frame)) + 2
+        if used > ANSWER_BUDGET and frames:
+            break
+        frames.append(frame)
+    out = {**c.where(fid, tid), "idx": idx, "frames": frames}
+    if len(frames) < len(stack_frames):
+        out["more"] = (f"{len(stack_frames) - len(frames)} outer frame(s) left out by the answer's size cap: ask "
+                       f"`stack` at idx {frames[-1]['idx']} for the rest")
+    return out
 
 
 def frequencies(q: Queries, flow: Optional[int] = None, thread: ThreadRef = None, limit: int = 30) -> dict:
@@ -795,10 +807,14 @@ def source(q: Queries, idx: int, flow: Optional[int] = None, thread: ThreadRef =
     context = max(0, min(context, 50))
     lo, hi = max(1, first - context), min(len(lines), last + context)
     width = len(str(hi))
-    out["lines"] = [
+    rows = [
         f"{'>' if first <= n <= last else ' '} {n:>{width}} | {_cut(lines[n - 1].rstrip(), 200)}"
         for n in range(lo, hi + 1)
     ]
+    out["lines"], cut = _fit(rows)
+    if cut:
+        out["note"] = (out.get("note", "") + "; " if out.get("note") else "") + (
+            f"{cut} line(s) left out by the answer's size cap: ask with a smaller context")
     return out
 
 

@@ -46,6 +46,7 @@ class ThreadInfo(TypedDict):
 class FlowInfo(TypedDict):
     flow_id: int
     threads: List[ThreadInfo]
+    threads_left_out: NotRequired[int]
 
 
 class FnCount(TypedDict):
@@ -150,6 +151,7 @@ class Frame(TypedDict):
 class Stack(Where):
     idx: int
     frames: List[Frame]
+    more: NotRequired[str]
 
 
 class Frequencies(TypedDict):

@@ -205,6 +205,8 @@ def _summary(d: dict) -> List[str]:
         for t in f["threads"]:
             extra = f"  LIMIT HIT: {t['limit_hit']}" if t.get("limit_hit") else ""
             out.append(f"  thread {_thread(t)}  {t['entries']} entries  {t['calls']} calls{extra}")
+        if f.get("threads_left_out"):
+            out.append(f"  ... {f['threads_left_out']} more thread(s) not listed (the answer's size cap)")
     out.append("most called:")
     out += [f"  {r['calls']:>6}  {r['fn']}" for r in d["top_functions"]]
     out.append(f"exceptions ({d['exception_count']}):")
