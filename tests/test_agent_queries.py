@@ -167,3 +167,17 @@ def test_two_recordings_of_one_program_diff_at_their_first_different_call(tmp_pa
     assert "path: __main__.main" in text.stdout and "first (value):" in text.stdout
     bad = query(a, "diff", "3")
     assert bad.returncode == 1 and "two call idxs" in bad.stderr
+
+
+def test_the_byte_cap_is_squall_querys_and_mcps_not_the_apis(tmp_path):
+    path = record(PROGRAMS / "wrong_branch.py", tmp_path / "b.sqrec")
+    whole = agent.window(squall.load(path), 0, after=30)
+    assert "capped" not in whole and len(whole["entries"]) == 31
+    r = query(path, "window", "0", "--after", "30", "--max-bytes", "600", "--json")
+    assert r.returncode == 0, r.stderr
+    cut = json.loads(r.stdout)
+    assert 1 < len(cut["entries"]) < 31
+    assert f"the answer's size cap kept entries 0..{cut['last']} of 0..30" in cut["capped"]
+    assert f"ask `window` at idx 0 (before) or {cut['last']} (after)" in cut["capped"]
+    r = query(path, "window", "0", "--after", "30", "--json")  # the default cap: 6000 bytes
+    assert len(r.stdout.encode()) < 8192

@@ -62,16 +62,29 @@ class AgentError(ValueError):
     """A question the recording cannot answer as asked (unknown thread, idx out of range...)."""
 
 
-#: What a list in one answer may take, in bytes of JSON: answers stay under 8 KB with their
-#: other fields; a list cut to fit says so (``left_out``) and how to get the rest.
-ANSWER_BUDGET = 6000
+#: What a list in one answer may take, in bytes of JSON, so that answers stay under 8 KB with
+#: their other fields (a list cut to fit says so, ``left_out``/``more``, and how to get the
+#: rest). ``squall mcp`` and ``squall query`` keep it (``--max-bytes`` sets it); None: lists are
+#: bounded by their ``limit`` only (the Python API's default).
+ANSWER_BUDGET: Optional[int] = None
+#: The budget ``squall mcp`` and ``squall query`` use.
+DEFAULT_BUDGET = 6000
 
 
-def _fit(rows: List[Any], budget: int = ANSWER_BUDGET) -> Tuple[List[Any], int]:
-    """The first ``rows`` whose JSON fits in ``budget`` bytes (at least one), and how many were
-    left out."""
+def set_answer_budget(budget: Optional[int]) -> None:
+    """Sets :data:`ANSWER_BUDGET` (None or 0: no byte cap)."""
+    global ANSWER_BUDGET
+    ANSWER_BUDGET = budget or None
+
+
+def _fit(rows: List[Any], less: int = 0, share: float = 1.0) -> Tuple[List[Any], int]:
+    """The first ``rows`` whose JSON fits in the answer's budget (``share`` of it, ``less``
+    bytes taken by something else; at least one row), and how many were left out."""
     import json
 
+    if ANSWER_BUDGET is None:
+        return rows, 0
+    budget = int(ANSWER_BUDGET * share) - less
     used = 0
     for i, row in enumerate(rows):
         used += len(json.dumps(row, ensure_ascii=False)) + 2
@@ -306,7 +319,7 @@ def summary(q: Queries, top: int = 10, max_exceptions: int = 10) -> dict:
                 threads[-1]["limit_hit"] = t["limit_hit"]
             total_entries += t["entries"]
             total_calls += t["calls"]
-        shown, cut = _fit(threads, budget=ANSWER_BUDGET // 2)
+        shown, cut = _fit(threads, share=0.5)
         flows.append({"flow_id": fid, "threads": shown})
         if cut:
             flows[-1]["threads_left_out"] = cut
@@ -479,7 +492,7 @@ def call(q: Queries, idx: int, flow: Optional[int] = None, thread: ThreadRef = N
     small = _bounds(min(print_level, 2), min(print_length, 5))
     out["children_total"] = len(kids)
     children, _ = _fit([c.call_brief(fid, tid, c.b.entry(fid, tid, k), **small) for k in kids[:max_children]],
-                       budget=ANSWER_BUDGET - 1500)
+                       less=1500)
     out["children"] = children
     if len(children) < len(kids):
         out["more"] = (f"{len(kids) - len(children)} more child call(s): `window` from idx "
@@ -620,7 +633,7 @@ def stack(q: Queries, idx: int, flow: Optional[int] = None, thread: ThreadRef = 
         frame = {"idx": fr["fn_call_idx"], "fn": f"{fr['fn_ns']}.{fr['fn_name']}", "file": fr.get("file"),
                  "line": fr.get("line"), "args": c.args(e, **_bounds(print_level, print_length))}
         used += len(_values.safe_repr(frame)) + 2
-        if used > ANSWER_BUDGET and frames:
+        if ANSWER_BUDGET is not None and used > ANSWER_BUDGET and frames:
             break
         frames.append(frame)
     out = {**c.where(fid, tid), "idx": idx, "frames": frames}
@@ -762,7 +775,7 @@ def history(q: Queries, obj_id: int, flow: Optional[int] = None, thread: ThreadR
         rows.append(row)
     n_states = sum(1 for s in states if s.get("kind", "state") == "state")
     if _fit(rows)[1]:  # too big: the first rows that fit, and the last
-        head, _ = _fit(rows[:-1], budget=ANSWER_BUDGET - len(str(rows[-1])))
+        head, _ = _fit(rows[:-1], less=len(str(rows[-1])))
         rows = head + rows[-1:]
     out = {"flow_id": fid, "obj_id": obj_id, "thread_id": tid, "states": n_states,
            "writes": len(states) - n_states, "shown": len(rows), "left_out": len(states) - len(rows),
@@ -879,7 +892,7 @@ def search(q: Queries, text: str, flow: Optional[int] = None, thread: ThreadRef 
                                      "fn": c.fn(e) if t in ("fn-call", "fn-resume") else c.frame_fn(e),
                                      "value": _around(full, needle, ignore_case, width=160)})
                         used += len(str(hits[-1])) + 2
-                        if len(hits) >= limit or used > ANSWER_BUDGET:
+                        if len(hits) >= limit or (ANSWER_BUDGET is not None and used > ANSWER_BUDGET):
                             complete = False
                             raise StopIteration
     except StopIteration:

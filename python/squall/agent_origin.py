@@ -75,7 +75,7 @@ def origin(q: Queries, idx: int, flow: Optional[int] = None, thread: ThreadRef =
             row["leaf"] = s["leaf"]
         steps.append(row)
     out: Dict[str, Any] = {**c.where(fid, tid), "idx": idx, "type": e["type"]}
-    shown, cut = _fit(steps, budget=6500)
+    shown, cut = _fit(steps, share=1.08)
     out["steps"] = shown
     out["left_out"] = found["left_out"] + cut
     if out["left_out"]:

@@ -112,6 +112,7 @@ def build_server(rec: Any) -> Any:
 
     base = _server_class()
     tool_error = _tool_error()
+    agent.set_answer_budget(agent.DEFAULT_BUDGET)  # answers stay under 8 KB (this process serves one agent)
 
     class SquallServer(base):  # type: ignore[misc, valid-type]
         async def call_tool(self, name: str, arguments: dict, *rest: Any, **kw: Any) -> Any:

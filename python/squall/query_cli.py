@@ -34,6 +34,9 @@ def add_parser(sub: Any) -> None:
             p.add_argument("--thread", default=None,
                            help="thread id or name (default: MainThread, or the flow's first thread)")
         p.add_argument("--json", action="store_true", help="print JSON (data only)")
+        p.add_argument("--max-bytes", type=int, default=None, metavar="N",
+                       help="lists in the answer take at most about N bytes of JSON, saying what they left out "
+                            "(default 6000: answers under 8 KB; 0: no cap, --limit alone bounds them)")
         return p
 
     new("summary", "program, flows, threads, counts, most called functions, exceptions", thread=False)
@@ -145,6 +148,9 @@ def cmd_query(opts: Any) -> int:
     rec = load(opts.recording)
     if rec is None:
         return 1
+    from squall import agent
+
+    agent.set_answer_budget(agent.DEFAULT_BUDGET if opts.max_bytes is None else opts.max_bytes)
     try:
         result = answer(rec, opts)
     except AgentError as e:
