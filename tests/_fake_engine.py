@@ -48,7 +48,7 @@ class FakeEngine:
         )
         return len(self.forms) - 1
 
-    def register_site(self, form_id, kind, line, col, end_line, end_col, symbol=None):
+    def register_site(self, form_id, kind, line, col, end_line, end_col, symbol=None, reads=None):
         self.sites.append(
             dict(form_id=form_id, kind=kind, line=line, col=col, end_line=end_line, end_col=end_col,
                  symbol=symbol)

@@ -162,7 +162,7 @@ def test_threads_by_name_or_id(rec_path):
 # --- MCP ------------------------------------------------------------------------------------------
 
 TOOLS = {"summary", "calls", "call", "exceptions", "stack", "frequencies", "search", "window", "source",
-         "bindings", "history", "writes"}
+         "bindings", "history", "writes", "origin", "diff", "frames"}
 
 
 def test_mcp_server_with_the_official_client(rec_path):

@@ -1,4 +1,5 @@
-"""docs/agents.md: every command in it runs against a recording of examples/invoices.
+"""docs/agents.md: every command in it runs, against recordings of examples/invoices and of the
+planted-bug corpus (tests/agent_programs).
 
 Fenced blocks, in order: ```sh lines are run (``squall``, ``pytest``, ``python``; a trailing
 ``# exit N`` gives the expected exit status, else 0); a ```text block right after one lists lines
@@ -47,6 +48,8 @@ def command(line):
 
 def test_every_command_in_docs_agents_md(tmp_path):
     os.symlink(ROOT / "examples", tmp_path / "examples")
+    (tmp_path / "tests").mkdir()
+    os.symlink(ROOT / "tests" / "agent_programs", tmp_path / "tests" / "agent_programs")
     env = dict(os.environ, PYTHONPATH=str(ROOT / "examples" / "invoices"))
     found = {"sh": 0, "text": 0, "python": 0, "json": 0}
     last_output = None

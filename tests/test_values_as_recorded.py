@@ -327,7 +327,7 @@ def kinds_cli(saved):
     path, _ = saved["kinds.py"]
     previews: Dict[Tuple[str, str, str], str] = {}
     for fn in ("observe", "produce"):
-        text = query_text(path, "calls", fn, "--limit", "1000")
+        text = query_text(path, "calls", fn, "--limit", "1000", "--max-bytes", "0")
         for line in text.splitlines()[1:]:
             m = _CALL_LINE.search(line)
             assert m, line

@@ -60,9 +60,11 @@ def register_site(
     end_line: int,
     end_col: int,
     symbol: Optional[str] = None,
+    reads: Optional[tuple[int, int, int, int, list[str], Optional[str]]] = None,
 ) -> int:
     """Registers one site inside a form; returns its site id. Binding sites name their
-    ``symbol``."""
+    ``symbol``. ``reads``: what the site's value is computed from (``origin`` walks it): the
+    value expression's range, the local names it reads, the attribute it reads."""
 
 # --- recording entry points (hot; METH_FASTCALL; never raise) --------------------------------
 
@@ -203,7 +205,7 @@ def next_ids() -> tuple[int, int]:
 
 def registrations_since(
     form_start: int, site_start: int
-) -> tuple[list[tuple[str, str, str, int, list[str], int]], list[tuple[int, int, int, int, int, int, Optional[str]]]]:
+) -> tuple[list[tuple[str, str, str, int, list[str], int]], list[tuple[int, int, int, int, int, int, Optional[str], Optional[tuple]]]]:
     """The registrations from those ids on, as arguments to replay them (code cache)."""
 
 def get_snapshot_budget() -> dict[str, int]: ...
@@ -330,3 +332,27 @@ def output_tee(write: Any, stream: str) -> Any:
 def tee_wrapped(obj: Any) -> Any:
     """The ``write`` a tee made by ``output_tee`` wraps; None for anything else."""
 
+
+# --- agent queries (crates/squall_python/src/agent_queries.rs); recording=None: the live one ----
+
+def origin(
+    flow_id: int, thread_id: int, idx: int, max_steps: int = 16, recording: Optional[Recording] = None
+) -> dict:
+    """Where the value of entry ``idx`` came from, cheapest steps first: ``{"steps": [{"step",
+    "from_step", "via", "via_name", "depth", "thread_id", "idx", "kind", "param", "fn", "file",
+    "line", "coord", "symbol", "span", "value", "leaf", "obj_id"}], "left_out"}``."""
+
+def diff(
+    flow_id: int,
+    thread_id: int,
+    a_idx: Optional[int] = None,
+    b_idx: Optional[int] = None,
+    b_flow_id: Optional[int] = None,
+    b_thread_id: Optional[int] = None,
+    recording: Optional[Recording] = None,
+    b_recording: Optional[Recording] = None,
+) -> dict:
+    """Two calls (``a_idx``, ``b_idx``) compared, or without idxs two timelines by their root
+    calls: ``{"calls": {"a_idx", "b_idx", "args_equal", "outcome_equal", "path", "first",
+    "first_path"}}`` (``first``: ``{"kind": "path"|"value", "a_idx", "b_idx"}``); timelines add
+    ``roots_a``, ``roots_b``, ``at``."""

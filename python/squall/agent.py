@@ -32,8 +32,12 @@ __all__ = [
     "bindings",
     "call",
     "calls",
+    "diff",
     "exceptions",
+    "frames",
     "frequencies",
+    "history",
+    "origin",
     "preview",
     "search",
     "source",
@@ -41,6 +45,7 @@ __all__ = [
     "summary",
     "unwind_chain",
     "window",
+    "writes",
 ]
 
 ThreadRef = Union[int, str, None]
@@ -49,10 +54,43 @@ ThreadRef = Union[int, str, None]
 PRINT_LEVEL = 3
 PRINT_LENGTH = 8
 MAX_CHARS = 240
+#: The most entries ``window`` lists either side of its idx (a cap the answer states).
+WINDOW_MAX = 200
 
 
 class AgentError(ValueError):
     """A question the recording cannot answer as asked (unknown thread, idx out of range...)."""
+
+
+#: What a list in one answer may take, in bytes of JSON, so that answers stay under 8 KB with
+#: their other fields (a list cut to fit says so, ``left_out``/``more``, and how to get the
+#: rest). ``squall mcp`` and ``squall query`` keep it (``--max-bytes`` sets it); None: lists are
+#: bounded by their ``limit`` only (the Python API's default).
+ANSWER_BUDGET: Optional[int] = None
+#: The budget ``squall mcp`` and ``squall query`` use.
+DEFAULT_BUDGET = 6000
+
+
+def set_answer_budget(budget: Optional[int]) -> None:
+    """Sets :data:`ANSWER_BUDGET` (None or 0: no byte cap)."""
+    global ANSWER_BUDGET
+    ANSWER_BUDGET = budget or None
+
+
+def _fit(rows: List[Any], less: int = 0, share: float = 1.0) -> Tuple[List[Any], int]:
+    """The first ``rows`` whose JSON fits in the answer's budget (``share`` of it, ``less``
+    bytes taken by something else; at least one row), and how many were left out."""
+    import json
+
+    if ANSWER_BUDGET is None:
+        return rows, 0
+    budget = int(ANSWER_BUDGET * share) - less
+    used = 0
+    for i, row in enumerate(rows):
+        used += len(json.dumps(row, ensure_ascii=False)) + 2
+        if used > budget and i > 0:
+            return rows[:i], len(rows) - i
+    return rows, 0
 
 
 def _count(name: str, value: Any, low: int = 0) -> int:
@@ -281,7 +319,10 @@ def summary(q: Queries, top: int = 10, max_exceptions: int = 10) -> dict:
                 threads[-1]["limit_hit"] = t["limit_hit"]
             total_entries += t["entries"]
             total_calls += t["calls"]
-        flows.append({"flow_id": fid, "threads": threads})
+        shown, cut = _fit(threads, share=0.5)
+        flows.append({"flow_id": fid, "threads": shown})
+        if cut:
+            flows[-1]["threads_left_out"] = cut
     out["flows"] = flows
     out["entries"] = total_entries
     out["calls"] = total_calls
@@ -318,12 +359,22 @@ def _match_fns(c: _Ctx, fn: str, ns: Optional[str]) -> List[Tuple[str, str]]:
 
 def calls(q: Queries, fn: str, ns: Optional[str] = None, flow: Optional[int] = None,
           thread: ThreadRef = None, limit: int = 20, offset: int = 0,
-          print_level: int = 2, print_length: int = 5) -> dict:
+          print_level: int = 2, print_length: int = 5, where: Optional[str] = None) -> dict:
     """The calls of a function (``process_invoice``, ``Invoice.add``, ``add``, or
     ``billing.processing.process_invoice``; ``ns`` narrows to a module): each with its thread,
     ``idx``, argument previews by parameter name and what it returned or raised. Every thread
-    of the flow unless ``thread`` is given; ``offset``/``limit`` page through."""
+    of the flow unless ``thread`` is given; ``where`` keeps the calls a predicate over their
+    parameters, ``ret`` and ``raised`` holds for (:mod:`squall.agent_predicate`: ``weight == 10``,
+    ``ret > 50``); ``offset``/``limit`` page through (``total`` counts the matching calls)."""
     limit, offset = _count("limit", limit), _count("offset", offset)
+    pred = None
+    if where is not None:
+        from squall.agent_predicate import PredicateError, compile_predicate
+
+        try:
+            pred = compile_predicate(where)
+        except PredicateError as e:
+            raise AgentError(str(e)) from None
     c = _Ctx(q)
     fid = c.flow(flow)
     matched = _match_fns(c, fn, ns)
@@ -343,7 +394,7 @@ def calls(q: Queries, fn: str, ns: Optional[str] = None, flow: Optional[int] = N
                 if e is None:
                     break
                 i = e["idx"] + 1
-                if not e.get("resumed"):
+                if not e.get("resumed") and (pred is None or _holds(c, fid, tid, e, pred, where)):
                     every.append((order, e["idx"], e))
     every.sort(key=lambda x: (x[0], x[1]))
     total = len(every)
@@ -351,7 +402,8 @@ def calls(q: Queries, fn: str, ns: Optional[str] = None, flow: Optional[int] = N
     for order, _, e in every[offset:offset + limit]:
         tid = tids[order]
         found.append({"thread_id": tid, "thread_name": c.thread_name(fid, tid), **c.call_brief(fid, tid, e, **bounds)})
-    return {
+    found, cut = _fit(found)
+    out = {
         "flow_id": fid,
         "fn": [f"{m}.{n}" for m, n in matched],
         "total": total,
@@ -359,6 +411,58 @@ def calls(q: Queries, fn: str, ns: Optional[str] = None, flow: Optional[int] = N
         "shown": len(found),
         "calls": found,
     }
+    if where is not None:
+        out["where"] = where
+    if offset + len(found) < total:
+        out["more"] = (f"{total - offset - len(found)} more call(s): ask again with offset={offset + len(found)}"
+                       + (" (the answer's size cap cut this page)" if cut else ""))
+    return out
+
+
+def _holds(c: _Ctx, fid: int, tid: int, call: dict, pred: Any, where: str) -> bool:
+    """Whether ``pred`` holds for ``call``: its parameters by name, ``ret``, ``raised``."""
+    from squall.agent_predicate import PredicateError
+
+    names: Dict[str, Any] = {}
+    args = c.deref(call["fn_args_ref"]) or []
+    params = (c.forms.get(call["form_id"]) or {}).get("params") or []
+    for i, a in enumerate(args):
+        names[params[i] if i < len(params) else f"arg{i}"] = a
+    names["ret"] = names["raised"] = None
+    if call.get("ret_idx") is not None:
+        x = c.b.entry(fid, tid, call["ret_idx"])
+        if x["type"] == "fn-unwind":
+            names["raised"] = _exc_text(c.deref(x["throwable_ref"]))
+        else:
+            names["ret"] = c.deref(x["result_ref"])
+    try:
+        return pred(names)
+    except PredicateError as e:
+        raise AgentError(str(e)) from None
+
+
+def frames(q: Queries, fn: str, ns: Optional[str] = None, flow: Optional[int] = None, thread: ThreadRef = None,
+           limit: int = 5, offset: int = 0, where: Optional[str] = None) -> dict:
+    """The frames of a function's calls with their locals: for each call (as ``calls`` finds
+    them, ``where`` included), its thread, ``idx``, arguments, outcome and every local as it
+    was when the frame ended (``locals``: name -> preview; full mode records them), at most
+    ``limit`` frames from ``offset``."""
+    found = calls(q, fn, ns=ns, flow=flow, thread=thread, limit=limit, offset=offset, where=where)
+    c = _Ctx(q)
+    fid = found["flow_id"]
+    rows = []
+    for call_row in found["calls"]:
+        tid = call_row["thread_id"]
+        e = c.b.entry(fid, tid, call_row["idx"])
+        end = e["ret_idx"] if e.get("ret_idx") is not None else c.b.timeline_len(fid, tid) - 1
+        local = {b["symbol"]: preview(c.deref(b["value_ref"]), 2, 5, 120) for b in q.bindings(fid, tid, end)}
+        rows.append({**call_row, "locals": local})
+    rows, cut = _fit(rows)
+    out = {k: v for k, v in found.items() if k not in ("calls", "shown", "more")}
+    out.update({"shown": len(rows), "frames": rows})
+    if found["offset"] + len(rows) < found["total"]:
+        out["more"] = f"{found['total'] - found['offset'] - len(rows)} more frame(s): ask again with offset={found['offset'] + len(rows)}"
+    return out
 
 
 def call(q: Queries, idx: int, flow: Optional[int] = None, thread: ThreadRef = None,
@@ -387,7 +491,12 @@ def call(q: Queries, idx: int, flow: Optional[int] = None, thread: ThreadRef = N
     kids = list(c.b.callstack_node_childs(fid, tid, e["idx"], 0, None))
     small = _bounds(min(print_level, 2), min(print_length, 5))
     out["children_total"] = len(kids)
-    out["children"] = [c.call_brief(fid, tid, c.b.entry(fid, tid, k), **small) for k in kids[:max_children]]
+    children, _ = _fit([c.call_brief(fid, tid, c.b.entry(fid, tid, k), **small) for k in kids[:max_children]],
+                       less=1500)
+    out["children"] = children
+    if len(children) < len(kids):
+        out["more"] = (f"{len(kids) - len(children)} more child call(s): `window` from idx "
+                       f"{children[-1]['idx'] if children else e['idx']} lists what followed")
     return out
 
 
@@ -459,7 +568,11 @@ def exceptions(q: Queries, flow: Optional[int] = None, thread: ThreadRef = None,
             "caught": x["caught"],
             "caught_in": x["caught_in"],
         })
-    return {"total": len(found), "shown": len(out), "exceptions": out}
+    out, _ = _fit(out)
+    answer: Dict[str, Any] = {"total": len(found), "shown": len(out), "exceptions": out}
+    if len(out) < len(found):
+        answer["more"] = f"{len(found) - len(out)} more: ask with a thread, or look at `summary`'s list"
+    return answer
 
 
 def writes(q: Queries, name: Optional[str] = None, type_name: Optional[str] = None, obj_id: Optional[int] = None,
@@ -496,7 +609,13 @@ def writes(q: Queries, name: Optional[str] = None, type_name: Optional[str] = No
             "new": None if w["deleted"] else preview(w["new"]),
             "deleted": w["deleted"],
         })
-    return {"total": found["total"], "shown": len(out), "left_out": found["left_out"], "writes": out}
+    out, cut = _fit(out)
+    answer: Dict[str, Any] = {"total": found["total"], "shown": len(out), "left_out": found["left_out"] + cut,
+                              "writes": out}
+    if answer["left_out"]:
+        answer["more"] = (f"{answer['left_out']} more write(s): narrow with obj_id, type_name or thread, or raise "
+                          "limit (the answer's size cap may still cut it)")
+    return answer
 
 def stack(q: Queries, idx: int, flow: Optional[int] = None, thread: ThreadRef = None,
           print_level: int = 2, print_length: int = 5) -> dict:
@@ -506,13 +625,22 @@ def stack(q: Queries, idx: int, flow: Optional[int] = None, thread: ThreadRef = 
     fid = c.flow(flow)
     tid = c.thread(fid, thread)
     c.entry(fid, tid, idx)
-    frames = []
-    for fr in q.stack_for_frame(fid, tid, idx):
+    frames: List[dict] = []
+    stack_frames = q.stack_for_frame(fid, tid, idx)
+    used = 0
+    for fr in stack_frames:
         e = c.b.entry(fid, tid, fr["fn_call_idx"])
-        frames.append({"idx": fr["fn_call_idx"], "fn": f"{fr['fn_ns']}.{fr['fn_name']}",
-                       "file": fr.get("file"), "line": fr.get("line"),
-                       "args": c.args(e, **_bounds(print_level, print_length))})
-    return {**c.where(fid, tid), "idx": idx, "frames": frames}
+        frame = {"idx": fr["fn_call_idx"], "fn": f"{fr['fn_ns']}.{fr['fn_name']}", "file": fr.get("file"),
+                 "line": fr.get("line"), "args": c.args(e, **_bounds(print_level, print_length))}
+        used += len(_values.safe_repr(frame)) + 2
+        if ANSWER_BUDGET is not None and used > ANSWER_BUDGET and frames:
+            break
+        frames.append(frame)
+    out = {**c.where(fid, tid), "idx": idx, "frames": frames}
+    if len(frames) < len(stack_frames):
+        out["more"] = (f"{len(stack_frames) - len(frames)} outer frame(s) left out by the answer's size cap: ask "
+                       f"`stack` at idx {frames[-1]['idx']} for the rest")
+    return out
 
 
 def frequencies(q: Queries, flow: Optional[int] = None, thread: ThreadRef = None, limit: int = 30) -> dict:
@@ -568,12 +696,29 @@ def window(q: Queries, idx: int, flow: Optional[int] = None, thread: ThreadRef =
     fid = c.flow(flow)
     tid = c.thread(fid, thread)
     c.entry(fid, tid, idx)
-    before, after = max(0, min(before, 200)), max(0, min(after, 200))
+    asked = (before, after)
+    before, after = min(before, WINDOW_MAX), min(after, WINDOW_MAX)
     n = c.b.timeline_len(fid, tid)
     lo, hi = max(0, idx - before), min(n, idx + after + 1)
     bounds = _bounds(print_level, print_length)
     rows = [_entry_line(c, fid, tid, e, bounds) for e in c.b.entries(fid, tid, lo, hi)]
-    return {**c.where(fid, tid), "idx": idx, "first": lo, "last": hi - 1, "entries_in_thread": n, "entries": rows}
+    # Keep the rows nearest idx that fit the answer's budget: alternate after and before.
+    at = idx - lo
+    order = sorted(range(len(rows)), key=lambda k: (abs(k - at), k < at))
+    kept, _ = _fit([rows[k] for k in order])
+    keep = sorted(order[:len(kept)])
+    rows = [rows[k] for k in keep]
+    first, last = (lo + keep[0], lo + keep[-1]) if keep else (idx, idx)
+    out = {**c.where(fid, tid), "idx": idx, "first": first, "last": last, "entries_in_thread": n, "entries": rows}
+    notes = []
+    if asked != (before, after):
+        notes.append(f"at most {WINDOW_MAX} entries either side: asked {asked[0]} before and {asked[1]} after")
+    if (first, last) != (lo, hi - 1):
+        notes.append(f"the answer's size cap kept entries {first}..{last} of {lo}..{hi - 1}")
+    if notes:
+        out["capped"] = "; ".join(notes) + (f". For more, ask `window` at idx {first} (before) or {last} (after)"
+                                            f" again")
+    return out
 
 
 def bindings(q: Queries, idx: int, flow: Optional[int] = None, thread: ThreadRef = None,
@@ -597,7 +742,11 @@ def bindings(q: Queries, idx: int, flow: Optional[int] = None, thread: ThreadRef
         if b.get("writes_applied"):
             row["writes_applied"] = b["writes_applied"]
         rows.append(row)
-    return {**c.where(fid, tid), "idx": idx, "fn_call_idx": call_idx, "fn": c.fn(call_e), "bindings": rows}
+    rows, cut = _fit(rows)
+    out = {**c.where(fid, tid), "idx": idx, "fn_call_idx": call_idx, "fn": c.fn(call_e), "bindings": rows}
+    if cut:
+        out["more"] = f"{cut} more local(s) left out by the answer's size cap"
+    return out
 
 
 def history(q: Queries, obj_id: int, flow: Optional[int] = None, thread: ThreadRef = None,
@@ -625,9 +774,16 @@ def history(q: Queries, obj_id: int, flow: Optional[int] = None, thread: ThreadR
             row["write"] = f"del {target}" if s["new_preview"] is None else f"{target} = {s['new_preview']}"
         rows.append(row)
     n_states = sum(1 for s in states if s.get("kind", "state") == "state")
-    return {"flow_id": fid, "obj_id": obj_id, "thread_id": tid, "states": n_states,
-            "writes": len(states) - n_states, "shown": len(rows), "left_out": len(states) - len(rows),
-            "history": rows}
+    if _fit(rows)[1]:  # too big: the first rows that fit, and the last
+        head, _ = _fit(rows[:-1], less=len(str(rows[-1])))
+        rows = head + rows[-1:]
+    out = {"flow_id": fid, "obj_id": obj_id, "thread_id": tid, "states": n_states,
+           "writes": len(states) - n_states, "shown": len(rows), "left_out": len(states) - len(rows),
+           "history": rows}
+    if out["left_out"]:
+        out["more"] = (f"{out['left_out']} row(s) between the last two shown are left out: pass a thread, "
+                       "or ask `writes` with this obj_id for the changes only")
+    return out
 
 
 def source(q: Queries, idx: int, flow: Optional[int] = None, thread: ThreadRef = None, context: int = 3) -> dict:
@@ -664,10 +820,14 @@ def source(q: Queries, idx: int, flow: Optional[int] = None, thread: ThreadRef =
     context = max(0, min(context, 50))
     lo, hi = max(1, first - context), min(len(lines), last + context)
     width = len(str(hi))
-    out["lines"] = [
+    rows = [
         f"{'>' if first <= n <= last else ' '} {n:>{width}} | {_cut(lines[n - 1].rstrip(), 200)}"
         for n in range(lo, hi + 1)
     ]
+    out["lines"], cut = _fit(rows)
+    if cut:
+        out["note"] = (out.get("note", "") + "; " if out.get("note") else "") + (
+            f"{cut} line(s) left out by the answer's size cap: ask with a smaller context")
     return out
 
 
@@ -679,8 +839,9 @@ def search(q: Queries, text: str, flow: Optional[int] = None, thread: ThreadRef 
     preview. Stops at ``limit`` hits or after ``max_seconds`` (``complete`` says whether every
     entry was searched); Ctrl-C stops it too and returns what was found."""
     limit = _count("limit", limit)
-    if not isinstance(text, str) or not text:
-        raise AgentError("search text must not be empty (it would match every value)")
+    if not isinstance(text, str) or not text.strip():
+        raise AgentError(f"search text {text!r} is empty or blank: it would match every value; pass a word or "
+                         "number the value you look for contains (e.g. 'JP' or '-3')")
     c = _Ctx(q)
     needle = text.lower() if ignore_case else text
     fids = [c.flow(flow)] if flow is not None else sorted(c.flows())
@@ -690,6 +851,7 @@ def search(q: Queries, text: str, flow: Optional[int] = None, thread: ThreadRef 
     complete = True
     interrupted = False
     seen: Dict[int, Optional[str]] = {}
+    used = 0
 
     def matches(ref: Optional[int]) -> Optional[str]:
         if ref is None:
@@ -728,8 +890,9 @@ def search(q: Queries, text: str, flow: Optional[int] = None, thread: ThreadRef 
                             where = f"expr {c.source_text(e['form_id'], e.get('coord')) or '?'}"
                         hits.append({**c.where(fid, tid), "idx": e["idx"], "in": where,
                                      "fn": c.fn(e) if t in ("fn-call", "fn-resume") else c.frame_fn(e),
-                                     "value": _around(full, needle, ignore_case)})
-                        if len(hits) >= limit:
+                                     "value": _around(full, needle, ignore_case, width=160)})
+                        used += len(str(hits[-1])) + 2
+                        if len(hits) >= limit or (ANSWER_BUDGET is not None and used > ANSWER_BUDGET):
                             complete = False
                             raise StopIteration
     except StopIteration:
@@ -738,6 +901,11 @@ def search(q: Queries, text: str, flow: Optional[int] = None, thread: ThreadRef 
         complete = False
         interrupted = True
     out = {"text": text, "hits": hits, "shown": len(hits), "entries_searched": scanned, "complete": complete}
+    if not complete and not interrupted and hits:
+        last = hits[-1]
+        why = "the answer's size cap" if len(hits) < limit else f"limit={limit}"
+        out["more"] = (f"stopped at {why}: more hits may follow idx {last['idx']} of thread "
+                       f"{last['thread_name']}; raise limit, narrow the text or pass a thread")
     if interrupted:
         out["interrupted"] = True
     return out
@@ -752,3 +920,17 @@ def _around(full: str, needle: str, ignore_case: bool, width: int = MAX_CHARS) -
     start = max(0, min(at - width // 3, len(full) - width))
     body = full[start:start + width]
     return ("..." if start else "") + body + ("..." if start + width < len(full) else "")
+
+
+def origin(q: Queries, idx: int, **kwargs: Any) -> dict:
+    """See :func:`squall.agent_origin.origin`."""
+    from squall import agent_origin
+
+    return agent_origin.origin(q, idx, **kwargs)
+
+
+def diff(q: Queries, a_idx: Optional[int] = None, b_idx: Optional[int] = None, **kwargs: Any) -> dict:
+    """See :func:`squall.agent_origin.diff`."""
+    from squall import agent_origin
+
+    return agent_origin.diff(q, a_idx, b_idx, **kwargs)

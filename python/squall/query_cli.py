@@ -14,7 +14,7 @@ from squall import outputs_cli
 PROG = "squall"
 
 SUBCOMMANDS = ("summary", "calls", "call", "exceptions", "frequencies", "stack", "window", "bindings", "history",
-               "source", "search", "writes", "outputs")
+               "source", "search", "writes", "outputs", "origin", "diff", "frames")
 
 
 def add_parser(sub: Any) -> None:
@@ -36,6 +36,9 @@ def add_parser(sub: Any) -> None:
             p.add_argument("--thread", default=None,
                            help="thread id or name (default: MainThread, or the flow's first thread)")
         p.add_argument("--json", action="store_true", help="print JSON (data only)")
+        p.add_argument("--max-bytes", type=int, default=None, metavar="N",
+                       help="lists in the answer take at most about N bytes of JSON, saying what they left out "
+                            "(default 6000: answers under 8 KB; 0: no cap, --limit alone bounds them)")
         return p
 
     new("summary", "program, flows, threads, counts, most called functions, exceptions", thread=False)
@@ -44,6 +47,24 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--ns", default=None, help="only functions of this module (or package)")
     p.add_argument("--limit", type=int, default=20, help="at most N calls (default 20)")
     p.add_argument("--offset", type=int, default=0, help="skip the first N calls")
+    p.add_argument("--where", default=None,
+                   help="only calls this predicate holds for, over the parameters, ret and raised "
+                        "(e.g. 'weight == 10', 'ret > 50', 'raised is not None')")
+    p = new("frames", "the frames of a function's calls with their locals as each frame ended")
+    p.add_argument("fn", help="function: name, Class.method, or module.qualname")
+    p.add_argument("--ns", default=None, help="only functions of this module (or package)")
+    p.add_argument("--where", default=None, help="only calls this predicate holds for (see calls --where)")
+    p.add_argument("--limit", type=int, default=5, help="at most N frames (default 5)")
+    p.add_argument("--offset", type=int, default=0, help="skip the first N frames")
+    p = new("origin", "where the value of an entry came from, step by step back to its sources", idx=True)
+    p.add_argument("--max-steps", type=int, default=24, help="at most N steps (default 24)")
+    p = new("diff", "two calls (A B: call idxs) or, without idxs, two threads/flows/recordings compared: "
+                    "where they first diverge")
+    p.add_argument("a_idx", type=int, nargs="?", default=None, help="the first call's idx")
+    p.add_argument("b_idx", type=int, nargs="?", default=None, help="the second call's idx")
+    p.add_argument("--b-thread", default=None, help="the second call's thread (default: --thread)")
+    p.add_argument("--b-flow", type=int, default=None, help="the second call's flow (default: --flow)")
+    p.add_argument("--other", default=None, help="the second side is in this other recording of the same program")
     p = new("call", "one call in full: args, return or exception, parent, children", idx=True)
     p.add_argument("--children", type=int, default=20, help="at most N children (default 20)")
     p = new("exceptions", "every exception: where raised, frames unwound, where caught")
@@ -81,7 +102,23 @@ def answer(rec: Any, opts: Any) -> Dict[str, Any]:
     if kind == "summary":
         return agent.summary(rec)
     if kind == "calls":
-        return agent.calls(rec, opts.fn, ns=opts.ns, flow=flow, thread=thread, limit=opts.limit, offset=opts.offset)
+        return agent.calls(rec, opts.fn, ns=opts.ns, flow=flow, thread=thread, limit=opts.limit, offset=opts.offset,
+                           where=opts.where)
+    if kind == "frames":
+        return agent.frames(rec, opts.fn, ns=opts.ns, flow=flow, thread=thread, limit=opts.limit, offset=opts.offset,
+                            where=opts.where)
+    if kind == "origin":
+        return agent.origin(rec, opts.idx, flow=flow, thread=thread, max_steps=opts.max_steps)
+    if kind == "diff":
+        other = None
+        if opts.other:
+            from squall.files_cli import load
+
+            other = load(opts.other)
+            if other is None:
+                raise agent.AgentError(f"cannot load the other recording {opts.other!r} (the reason is above)")
+        return agent.diff(rec, opts.a_idx, opts.b_idx, flow=flow, thread=thread, b_flow=opts.b_flow,
+                          b_thread=opts.b_thread, other=other)
     if kind == "call":
         return agent.call(rec, opts.idx, flow=flow, thread=thread, max_children=opts.children)
     if kind == "exceptions":
@@ -116,6 +153,9 @@ def cmd_query(opts: Any) -> int:
     rec = load(opts.recording)
     if rec is None:
         return 1
+    from squall import agent
+
+    agent.set_answer_budget(agent.DEFAULT_BUDGET if opts.max_bytes is None else opts.max_bytes)
     try:
         result = answer(rec, opts)
     except AgentError as e:
@@ -176,6 +216,8 @@ def _summary(d: dict) -> List[str]:
         for t in f["threads"]:
             extra = f"  LIMIT HIT: {t['limit_hit']}" if t.get("limit_hit") else ""
             out.append(f"  thread {_thread(t)}  {t['entries']} entries  {t['calls']} calls{extra}")
+        if f.get("threads_left_out"):
+            out.append(f"  ... {f['threads_left_out']} more thread(s) not listed (the answer's size cap)")
     out.append("most called:")
     out += [f"  {r['calls']:>6}  {r['fn']}" for r in d["top_functions"]]
     out.append(f"exceptions ({d['exception_count']}):")
@@ -186,8 +228,57 @@ def _summary(d: dict) -> List[str]:
 
 
 def _calls(d: dict) -> List[str]:
-    out = [f"{', '.join(d['fn'])}: {d['total']} call(s); showing {d['shown']} from #{d['offset']}"]
+    where = f" where {d['where']}" if d.get("where") else ""
+    out = [f"{', '.join(d['fn'])}: {d['total']} call(s){where}; showing {d['shown']} from #{d['offset']}"]
     out += [f"idx {c['idx']} thread {_thread(c)}  {_call(c)}" for c in d["calls"]]
+    return out + ([d["more"]] if d.get("more") else [])
+
+
+def _frames(d: dict) -> List[str]:
+    out = [f"{', '.join(d['fn'])}: {d['total']} frame(s); showing {d['shown']} from #{d['offset']}"]
+    for f in d["frames"]:
+        out.append(f"idx {f['idx']} thread {_thread(f)}  {_call(f)}")
+        out += [f"    {k} = {v}" for k, v in f["locals"].items()]
+    return out + ([d["more"]] if d.get("more") else [])
+
+
+def _origin(d: dict) -> List[str]:
+    out = [f"origin of idx {d['idx']} ({d['type']}) thread {_thread(d)}:"]
+    for s in d["steps"]:
+        indent = "  " * s["depth"]
+        frm = "" if s["from_step"] is None else f" <- step {s['from_step']}"
+        at = f"{s['fn']}:{s['line']}" if s.get("line") is not None else str(s["fn"])
+        code = f"  `{s['code']}`" if s.get("code") else ""
+        thread = f" [{s['thread_name']}]" if s.get("thread_id") else ""
+        obj = f" #{s['obj_id']}" if s.get("obj_id") else ""
+        out.append(f"{indent}step {s['step']}{frm}: {s['via']}{obj}  idx {s['idx']}{thread} {s['kind']} at {at}"
+                   f"{code} = {s['value']}")
+        if s.get("leaf"):
+            out.append(f"{indent}    (end: {s['leaf']})")
+    if d.get("more"):
+        out.append(d["more"])
+    return out
+
+
+def _diff(d: dict) -> List[str]:
+    out = [d["verdict"]]
+    for side in ("a", "b"):
+        x = d[side]
+        if "fn" in x:
+            out.append(f"{side}: idx {x['idx']} thread {_thread(x)}  {_call(x)}")
+    if d.get("args_equal"):
+        out.append("args equal: " + ", ".join(f"{k}={'yes' if v else 'NO'}" for k, v in d["args_equal"].items())
+                   + f"; outcome equal: {'yes' if d['outcome_equal'] else 'NO'}")
+    if d.get("path") and len(d["path"]) > 1:
+        out.append("path: " + " -> ".join(f"{p['fn']} (a {p['a_idx']} / b {p['b_idx']})" for p in d["path"]))
+    for key in ("first", "first_path"):
+        f = d.get(key)
+        if f:
+            out.append(f"{key} ({f['kind']}):")
+            for side in ("a", "b"):
+                e = f[side]
+                out.append(f"  {side}: " + ("<frame ended>" if e is None else
+                                             f"idx {e['idx']} L{e.get('line')}  {e['text']}"))
     return out
 
 
@@ -297,6 +388,7 @@ _RENDER: Dict[str, Callable[[dict], List[str]]] = {
     "frequencies": _frequencies, "stack": _stack, "window": _window, "bindings": _bindings,
     "history": _history,
     "source": _source, "search": _search, "writes": _writes, "outputs": outputs_cli.render,
+    "origin": _origin, "diff": _diff, "frames": _frames,
 }
 
 

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyType};
-use squall_trace::{display_name, Coord, Form, FormKind, LimitHit, Limits, Site, SiteKind};
+use squall_trace::{display_name, Coord, Form, FormKind, LimitHit, Limits, Site, SiteKind, SiteReads};
 
 use crate::engine::{bump_epoch, Engine, ENGINE, RECORDING};
 use crate::query::trace_err;
@@ -58,8 +58,13 @@ pub fn register_form(
     eng().forms.add_form(form).map_err(trace_err)
 }
 
+/// What a site's value is computed from (`squall_trace::SiteReads`), as Python passes it:
+/// `(line, col, end_line, end_col, names, attr)`.
+pub type ReadsArg = (u32, u32, u32, u32, Vec<String>, Option<String>);
+
 #[pyfunction]
-#[pyo3(signature = (form_id, kind, line, col, end_line, end_col, symbol=None))]
+#[pyo3(signature = (form_id, kind, line, col, end_line, end_col, symbol=None, reads=None))]
+#[expect(clippy::too_many_arguments, reason = "a site's fields, as the rewriter registers them")]
 pub fn register_site(
     form_id: u32,
     kind: i64,
@@ -68,11 +73,19 @@ pub fn register_site(
     end_line: u32,
     end_col: u32,
     symbol: Option<&str>,
+    reads: Option<ReadsArg>,
 ) -> PyResult<u32> {
     let kind = SiteKind::from_code(kind).map_err(trace_err)?;
     let site =
         Site { form: form_id, kind, coord: Coord { line, col, end_line, end_col }, symbol: symbol.map(Arc::from) };
-    eng().forms.add_site(site).map_err(trace_err)
+    let forms = &mut eng().forms;
+    let id = forms.add_site(site).map_err(trace_err)?;
+    if let Some((line, col, end_line, end_col, names, attr)) = reads {
+        let span = Coord { line, col, end_line, end_col };
+        let names = names.into_iter().map(Arc::from).collect();
+        forms.set_site_reads(id, SiteReads { span, names, attr: attr.map(Arc::from) }).map_err(trace_err)?;
+    }
+    Ok(id)
 }
 
 #[pyfunction]
@@ -261,7 +274,10 @@ pub fn next_ids() -> (usize, usize) {
 pub fn registrations_since(
     form_start: usize,
     site_start: usize,
-) -> (Vec<(String, String, String, u32, Vec<String>, u8)>, Vec<(u32, u8, u32, u32, u32, u32, Option<String>)>) {
+) -> (
+    Vec<(String, String, String, u32, Vec<String>, u8)>,
+    Vec<(u32, u8, u32, u32, u32, u32, Option<String>, Option<ReadsArg>)>,
+) {
     let forms = &eng().forms;
     let fs = forms.forms().get(form_start..).unwrap_or(&[]).iter().map(|f| {
         (
@@ -273,7 +289,12 @@ pub fn registrations_since(
             f.kind as u8,
         )
     });
-    let ss = forms.sites().get(site_start..).unwrap_or(&[]).iter().map(|s| {
+    let ss = forms.sites().get(site_start..).unwrap_or(&[]).iter().enumerate().map(|(k, s)| {
+        let reads = forms.site_reads((site_start + k) as u32).map(|r| {
+            let c = r.span;
+            let names = r.names.iter().map(|n| n.to_string()).collect();
+            (c.line, c.col, c.end_line, c.end_col, names, r.attr.as_deref().map(str::to_string))
+        });
         (
             s.form,
             s.kind as u8,
@@ -282,6 +303,7 @@ pub fn registrations_since(
             s.coord.end_line,
             s.coord.end_col,
             s.symbol.as_deref().map(str::to_string),
+            reads,
         )
     });
     (fs.collect(), ss.collect())

@@ -34,7 +34,7 @@ pub struct PyRecording {
 
 impl PyRecording {
     /// The backend every query reads.
-    fn b(&self) -> &dyn Backend {
+    pub(crate) fn b(&self) -> &dyn Backend {
         match &self.src {
             // SAFETY: methods run with the GIL held (pymethods) and call no Python code while
             // holding this (predicates run through `without_recording`, which appends nothing).

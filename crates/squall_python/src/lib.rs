@@ -1,5 +1,6 @@
 //! `squall._engine`: the CPython recorder and thin bindings over `squall_trace`'s queries.
 
+mod agent_queries;
 mod awaiting;
 mod bigalloc;
 mod control;
@@ -260,6 +261,8 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(query::object_id, m)?)?;
     m.add_class::<file::PyRecording>()?;
     m.add_function(wrap_pyfunction!(file::live, m)?)?;
+
+    agent_queries::register(m)?;
     m.add_function(wrap_pyfunction!(file::load_recording, m)?)?;
     m.add_function(wrap_pyfunction!(sink::open_sink, m)?)?;
     m.add_function(wrap_pyfunction!(sink::flush_sink, m)?)?;

@@ -7,7 +7,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use squall_trace::{
-    Coord, Entry, Form, FormKind, Forms, Node, Outputs, Site, SiteKind, Snap, SourceFile, Timeline, ValueStore,
+    Coord, Entry, Form, FormKind, Forms, Node, Outputs, Site, SiteKind, SiteReads, Snap, SourceFile, Timeline,
+    ValueStore,
 };
 
 use crate::codec::{decode_entries, EntriesPart};
@@ -200,6 +201,7 @@ enum Part {
     Switches { timeline: u32, marks: Vec<(u32, u64)> },
     Sources(Vec<SourceFile>),
     Outputs(OutputsPart),
+    SiteReads(Vec<(u32, SiteReads)>),
     Skip,
 }
 
@@ -222,6 +224,27 @@ fn decode(f: &Frame) -> Result<Part, Bad> {
     }
     if f.ty == chunk::OUTPUTS {
         return Ok(Part::Outputs(get_outputs(&get_body(f.payload)?)?));
+    }
+    if f.ty == chunk::SITE_READS {
+        let raw = get_body(f.payload)?;
+        let mut r = Rd::new(&raw);
+        let n = r.count()?;
+        let mut out = Vec::with_capacity(n);
+        for _ in 0..n {
+            let site = r.u32v()?;
+            let span = Coord { line: r.u32v()?, col: r.u32v()?, end_line: r.u32v()?, end_col: r.u32v()? };
+            let k = r.count()?;
+            let mut names = Vec::with_capacity(k);
+            for _ in 0..k {
+                names.push(r.str()?.into());
+            }
+            let attr = match r.uv()? {
+                0 => None,
+                _ => Some(r.str()?.into()),
+            };
+            out.push((site, SiteReads { span, names, attr }));
+        }
+        return Ok(Part::SiteReads(out));
     }
     if !(chunk::FORMS..=chunk::NODES).contains(&f.ty) {
         return if f.flags & FLAG_OPTIONAL != 0 { Ok(Part::Skip) } else { Err(Bad("unknown required chunk type")) };
@@ -351,6 +374,12 @@ impl State {
                 apply_outputs(&mut self.outputs, part, |n| {
                     by_number.get(&n).map(|&i| (i as u32, timelines[i].entries.len()))
                 })?;
+            }
+            // Optional data: a site it names that is not registered (a writer bug) is ignored.
+            Part::SiteReads(reads) => {
+                for (site, r) in reads {
+                    let _ = self.forms.set_site_reads(site, r);
+                }
             }
             Part::Forms { first_form, forms, first_site, sites } => {
                 if first_form != self.forms.forms().len() as u64 || first_site != self.nsites {

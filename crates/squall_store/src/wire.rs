@@ -33,6 +33,8 @@ pub(crate) mod chunk {
     pub const SOURCES: u8 = 9;
     /// Optional: what the program wrote to stdout and stderr (`outputs.rs`).
     pub const OUTPUTS: u8 = 10;
+    /// Optional: what sites' values are computed from (`squall_trace::SiteReads`).
+    pub const SITE_READS: u8 = 11;
 }
 /// Frame flag: a reader that does not know the chunk type skips the chunk.
 pub(crate) const FLAG_OPTIONAL: u8 = 1;

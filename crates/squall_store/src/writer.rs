@@ -338,7 +338,43 @@ impl<W: Write> Writer<W> {
                 let _ = tx.send(Job::Params(params));
             }
         }
-        self.emit(chunk::FORMS, 0)
+        self.emit(chunk::FORMS, 0)?;
+        self.site_reads(forms, first_site..first_site + nsites)
+    }
+
+    /// Writes the `SiteReads` of the sites `new` (just written) in an optional SITE_READS chunk
+    /// (readers that do not know it skip it: their `origin` answers say less).
+    fn site_reads(&mut self, forms: &Forms, new: std::ops::Range<u32>) -> Result<(), StoreError> {
+        let r = &mut self.raw;
+        r.clear();
+        let mut n = 0u64;
+        let mut body = Vec::new();
+        for site in new {
+            let Some(reads) = forms.site_reads(site) else { continue };
+            n += 1;
+            put_uv(&mut body, u64::from(site));
+            let c = reads.span;
+            for v in [c.line, c.col, c.end_line, c.end_col] {
+                put_uv(&mut body, u64::from(v));
+            }
+            put_uv(&mut body, reads.names.len() as u64);
+            for name in &reads.names {
+                put_str(&mut body, name);
+            }
+            match &reads.attr {
+                None => put_uv(&mut body, 0),
+                Some(a) => {
+                    put_uv(&mut body, 1);
+                    put_str(&mut body, a);
+                }
+            }
+        }
+        if n == 0 {
+            return Ok(());
+        }
+        put_uv(r, n);
+        r.extend_from_slice(&body);
+        self.emit(chunk::SITE_READS, FLAG_OPTIONAL)
     }
 
     /// Declares a timeline: once per timeline, before its entries and values.

@@ -10,6 +10,8 @@ pub enum TraceError {
     TooManyIds { what: &'static str },
     #[error("form id {0} was never registered")]
     UnknownForm(u32),
+    #[error("site id {0} was never registered")]
+    UnknownSite(u32),
     #[error("idx {idx} is out of range: {}", valid_idxs(*len))]
     IdxOutOfRange { idx: u64, len: usize },
     #[error("entry {idx} was moved out of memory into the recording file (memory holds {first}..{len}); open the file with squall.load(path) for the whole timeline")]

@@ -151,6 +151,22 @@ pub struct Site {
     pub symbol: Option<Arc<str>>,
 }
 
+/// What the value a site records was computed from, as the rewriter saw it: optional data (sites
+/// the rewriter said nothing of, and recordings made before it, have none). `origin` walks back
+/// through it: the sub-expressions recorded inside `span`, the bindings of `names`, the writes
+/// to `attr` of the object read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SiteReads {
+    /// The source range of the expression whose value the site records (for a binding: the
+    /// right-hand side; for a return: the returned expression).
+    pub span: Coord,
+    /// The local names that expression reads itself (loads of locals are never recorded as
+    /// expressions: their bindings are), in source order, each once.
+    pub names: Vec<Arc<str>>,
+    /// The attribute the expression reads, when it is an attribute load (`obj.attr`).
+    pub attr: Option<Arc<str>>,
+}
+
 /// What the recorder compiled for one source file: its size and the SHA-256 of exactly those
 /// bytes. Lets readers of a recording tell the file on disk now from the one that was recorded.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -171,13 +187,15 @@ pub struct Forms {
     /// Source files compiled, in the order noted (append-only; a file compiled again with other
     /// contents appears again).
     sources: Vec<SourceFile>,
+    /// `SiteReads` of the sites that have them, by increasing site id.
+    reads: Vec<(u32, SiteReads)>,
 }
 
 const RESUMABLE_BIT: u32 = 1 << 31;
 
 impl Forms {
     pub const fn new() -> Forms {
-        Forms { forms: Vec::new(), sites: Vec::new(), site_owner: Vec::new(), sources: Vec::new() }
+        Forms { forms: Vec::new(), sites: Vec::new(), site_owner: Vec::new(), sources: Vec::new(), reads: Vec::new() }
     }
 
     /// Notes a compiled source file (nothing if the same file with the same contents is known).
@@ -219,6 +237,24 @@ impl Forms {
         self.site_owner.push(site.form | if resumable { RESUMABLE_BIT } else { 0 });
         self.sites.push(site);
         Ok(id)
+    }
+
+    /// Notes what site `site`'s value is computed from (see `SiteReads`); a second note for the
+    /// same site replaces the first. Unknown sites are refused.
+    pub fn set_site_reads(&mut self, site: u32, reads: SiteReads) -> Result<(), TraceError> {
+        if site as usize >= self.sites.len() {
+            return Err(TraceError::UnknownSite(site));
+        }
+        match self.reads.binary_search_by_key(&site, |r| r.0) {
+            Ok(i) => self.reads[i].1 = reads,
+            Err(i) => self.reads.insert(i, (site, reads)),
+        }
+        Ok(())
+    }
+
+    /// What site `site`'s value is computed from, if the rewriter said.
+    pub fn site_reads(&self, site: u32) -> Option<&SiteReads> {
+        self.reads.binary_search_by_key(&site, |r| r.0).ok().map(|i| &self.reads[i].1)
     }
 
     /// The form a site belongs to, and whether that form is resumable.

@@ -4,6 +4,7 @@
 //! knows about Python.
 
 pub mod bookmarks;
+pub mod diff;
 mod entry;
 mod error;
 pub mod exceptions;
@@ -12,6 +13,7 @@ pub mod grow;
 pub mod history;
 mod limits;
 pub mod locate;
+pub mod origin;
 mod outputs;
 pub mod printer;
 mod queries;
@@ -27,7 +29,7 @@ mod writes;
 
 pub use entry::{Entry, Kind, MAX_ID, NONE, WRITE_WORDS};
 pub use error::TraceError;
-pub use forms::{Coord, Form, FormKind, Forms, Site, SiteKind, SourceFile};
+pub use forms::{Coord, Form, FormKind, Forms, Site, SiteKind, SiteReads, SourceFile};
 pub use history::{
     history, history_merged, history_with_writes, latest_state, Change, MergedChange, MergedState, NodeEntries, State,
 };

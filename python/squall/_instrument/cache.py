@@ -124,8 +124,8 @@ def _load(entry: str, start: tuple[int, int]) -> Optional[types.CodeType]:
         return None
     for ns, name, file, line, params, kind in forms:
         _engine.register_form(ns, name, file, line, list(params), kind)
-    for form, kind, line, col, end_line, end_col, symbol in sites:
-        _engine.register_site(form, kind, line, col, end_line, end_col, symbol)
+    for site in sites:  # (form, kind, line, col, end_line, end_col, symbol, reads)
+        _engine.register_site(*site)
     if tuple(_engine.next_ids()) != (first_form + len(forms), first_site + len(sites)):
         return None  # another thread registered meanwhile: the baked ids would be wrong
     return code

@@ -4,7 +4,7 @@ import ast
 from typing import Any, List, Optional
 
 from .bound import _entry_call
-from .ctx import _Ctx
+from .ctx import _Ctx, _reads
 from .names import EXC_NAME
 from .nodes import _const, _is_docstring, _name, _param_names
 from .scopes import _has_own_yield
@@ -64,7 +64,7 @@ class _Sites(ast.NodeTransformer):
 
     # sites
     def visit_Return(self, node: ast.Return) -> Any:
-        site = self.ctx.register_site(self.form_id, self.ctx.SITE_RETURN, node)
+        site = self.ctx.register_site(self.form_id, self.ctx.SITE_RETURN, node, reads=_reads(node.value))
         if node.value is None:
             ret = _entry_call("ret", [_const(site, node), _const(None, node)], node)
             if self.async_gen:  # `return <value>` is a SyntaxError in an async generator
@@ -237,7 +237,7 @@ class _Calls(ast.NodeTransformer):
         form = ctx.register_form(qual, node.lineno, params, ctx.FORM_LAMBDA)
         node._sq_form = form  # type: ignore[attr-defined]
         body = node.body
-        site = ctx.register_site(form, ctx.SITE_RETURN, body)
+        site = ctx.register_site(form, ctx.SITE_RETURN, body, reads=_reads(body))
         call = _entry_call("call", [_const(form, body)] + [_name(p, body) for p in params], body)
         either = ast.copy_location(ast.BoolOp(op=ast.Or(), values=[call, body]), body)
         either._sq_entry = "lambda"  # type: ignore[attr-defined]

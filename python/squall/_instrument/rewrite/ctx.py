@@ -43,7 +43,8 @@ class _Ctx:
         )
 
     def register_site(
-        self, form_id: int, kind: int, node: ast.AST, symbol: Optional[str] = None
+        self, form_id: int, kind: int, node: ast.AST, symbol: Optional[str] = None,
+        reads: Optional[tuple] = None,
     ) -> int:
         line = node.lineno
         col = node.col_offset
@@ -51,11 +52,36 @@ class _Ctx:
         end_col = getattr(node, "end_col_offset", None)
         if end_col is None:
             end_col = col
+        if reads is not None:
+            return int(self.engine.register_site(form_id, kind, line, col, end_line, end_col, symbol, reads))
         if symbol is None:
             return int(self.engine.register_site(form_id, kind, line, col, end_line, end_col))
         return int(
             self.engine.register_site(form_id, kind, line, col, end_line, end_col, symbol=symbol)
         )
+
+
+def _reads(value: Optional[ast.AST]) -> Optional[tuple]:
+    """What a site's value is computed from, for ``origin`` (``squall_trace::SiteReads``): the
+    value expression's range; the names it loads and the functions it calls by name (``f(...)``,
+    ``obj.f(...)``), each once, never squall's own ``_sq_`` names; the attribute it reads if it
+    is ``obj.attr`` (``[]`` for ``obj[key]``)."""
+    if value is None or getattr(value, "lineno", None) is None:
+        return None
+    names: List[str] = []
+    for n in ast.walk(value):
+        name = None
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+            name = n.id
+        elif isinstance(n, ast.Call) and getattr(n, "_sq_entry", None) is None:
+            f = n.func
+            name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
+        if name is not None and not name.startswith("_sq_") and name not in names:
+            names.append(name)
+    attr = value.attr if isinstance(value, ast.Attribute) else "[]" if isinstance(value, ast.Subscript) else None
+    end_line = getattr(value, "end_lineno", None) or value.lineno
+    end_col = getattr(value, "end_col_offset", None)
+    return (value.lineno, value.col_offset, end_line, value.col_offset if end_col is None else end_col, names, attr)
 
 
 # --- small AST builders ------------------------------------------------------------------------

@@ -6,7 +6,7 @@ import sys
 from typing import Any, List, Optional
 
 from .bound import _entry_call
-from .ctx import _Ctx
+from .ctx import _Ctx, _reads
 from .names import ENTRY_NAMES
 from .nodes import _const, _name
 
@@ -37,11 +37,14 @@ class _FullEntries:
         return self.form is not None and not self.lazy
 
     def _wrap(self, node: ast.expr) -> ast.expr:
-        site = self.ctx.register_site(self.form, self.ctx.SITE_EXPR, node)  # type: ignore
+        reads = _reads(node)
+        site = self.ctx.register_site(self.form, self.ctx.SITE_EXPR, node, reads=reads)  # type: ignore
         return _entry_call("expr", [_const(site, node), node], node)
 
-    def _bind_call(self, at: ast.AST, name: str, value: ast.expr) -> ast.Call:
-        site = self.ctx.register_site(self.form, self.ctx.SITE_BIND, at, symbol=name)  # type: ignore
+    def _bind_call(self, at: ast.AST, name: str, value: ast.expr, src: Optional[ast.AST] = None) -> ast.Call:
+        """``_sq_bind(SITE, value)``; ``src``: the expression the bound value comes from."""
+        reads = _reads(src)
+        site = self.ctx.register_site(self.form, self.ctx.SITE_BIND, at, symbol=name, reads=reads)  # type: ignore
         return _entry_call("bind", [_const(site, at), value], at)
 
     def _fusable(self, t: Any) -> bool:
@@ -56,7 +59,8 @@ class _FullEntries:
         """``_sq_for(SITE, it)`` for the loop (a ``for`` statement or a comprehension) ``loop``.
         The call raises what ``iter(it)`` raises: it takes the location CPython gives its
         ``GET_ITER`` (the loop's, up to 3.12), so tracebacks and their carets stay the same."""
-        site = self.ctx.register_site(self.form, self.ctx.SITE_BIND, target, symbol=target.id)  # type: ignore
+        reads = _reads(it)
+        site = self.ctx.register_site(self.form, self.ctx.SITE_BIND, target, symbol=target.id, reads=reads)  # type: ignore
         at = loop
         c = ast.copy_location(
             ast.Call(func=_name(ENTRY_NAMES["loop_iter"], at), args=[_const(site, at), it], keywords=[]),
@@ -65,8 +69,9 @@ class _FullEntries:
         c._sq_entry = "loop_iter"  # type: ignore[attr-defined]
         return c
 
-    def _binds(self, nodes: List[Any]) -> List[ast.stmt]:
-        """``_sq_bind(SITE, name)`` statements for target nodes (Names, match patterns)."""
+    def _binds(self, nodes: List[Any], src: Optional[ast.AST] = None) -> List[ast.stmt]:
+        """``_sq_bind(SITE, name)`` statements for target nodes (Names, match patterns); ``src``:
+        the expression their values come from."""
         if not self._on():
             return []
         out: List[ast.stmt] = []
@@ -74,7 +79,7 @@ class _FullEntries:
             name = n.id if isinstance(n, ast.Name) else (n.rest if isinstance(n, ast.MatchMapping) else n.name)
             if name.startswith("_sq_"):
                 continue
-            call = self._bind_call(n, name, _name(name, n))
+            call = self._bind_call(n, name, _name(name, n), src=src)
             out.append(ast.copy_location(ast.Expr(value=call), n))
         return out
 
@@ -96,16 +101,17 @@ class _FullEntries:
             )
         return False
 
-    def _write_site(self, t: Any) -> ast.Constant:
+    def _write_site(self, t: Any, value: Optional[ast.AST] = None) -> ast.Constant:
         symbol = t.attr if isinstance(t, ast.Attribute) else None
-        site = self.ctx.register_site(self.form, self.ctx.SITE_WRITE, t, symbol=symbol)  # type: ignore
+        reads = _reads(value)
+        site = self.ctx.register_site(self.form, self.ctx.SITE_WRITE, t, symbol=symbol, reads=reads)  # type: ignore
         return _const(site, t)
 
     def _write_call(self, t: Any, value: ast.expr) -> ast.Call:
         """``_sq_wattr(SITE, value, obj, "a")`` / ``_sq_witem(SITE, value, obj, key)``: the
         value first (already evaluated by Python before any target), then the target's parts."""
         self._target(t)
-        site = self._write_site(t)
+        site = self._write_site(t, value)
         if isinstance(t, ast.Attribute):
             return _entry_call("wattr", [site, value, t.value, _const(t.attr, t)], t)
         return _entry_call("witem", [site, value, t.value, t.slice], t)

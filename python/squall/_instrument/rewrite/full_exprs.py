@@ -155,7 +155,7 @@ class _FullExprs(_FullEntries):
             return node, False
         name = node.target.id
         # `_sq_bind(S, (y := v))`: y is bound, then recorded; bind hands v back
-        return self._bind_call(node.target, name, node), False
+        return self._bind_call(node.target, name, node, src=node.value), False
 
     def _comp(self, node: Any, lazy: bool) -> None:
         gens = node.generators

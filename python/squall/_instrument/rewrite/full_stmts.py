@@ -76,7 +76,7 @@ class _FullStmts(_FullEntries):
         if len(node.targets) == 1 and self._fusable(node.targets[0]):
             # `x = _sq_bind(S, v)`: v, recorded, then stored (storing a name runs no code)
             t = node.targets[0]
-            node.value = self._bind_call(t, t.id, node.value)
+            node.value = self._bind_call(t, t.id, node.value, src=node.value)
             return node
         # Tuple targets and chains mixing names and writes store through write slots: Python
         # evaluates each target, and stores, in its own order.
@@ -84,7 +84,7 @@ class _FullStmts(_FullEntries):
         names: List[ast.Name] = []
         for t in node.targets:
             _target_names(t, names)
-        return [node] + self._binds(names)
+        return [node] + self._binds(names, src=node.value)
 
     def s_AugAssign(self, node: ast.AugAssign) -> Any:
         if (
@@ -118,7 +118,7 @@ class _FullStmts(_FullEntries):
         named = isinstance(node.target, ast.Name)
         node.target = self._target(node.target)
         node.value = self.e(node.value, wrap=not named)
-        return [node] + self._binds(_target_names(node.target, []))
+        return [node] + self._binds(_target_names(node.target, []), src=node.value)
 
     def s_AnnAssign(self, node: ast.AnnAssign) -> Any:  # the annotation is never touched
         if node.value is None:
@@ -128,7 +128,7 @@ class _FullStmts(_FullEntries):
         node.value = self.e(node.value, wrap=not simple)
         node.target = self._store_target(node.target)
         if self._fusable(node.target):
-            node.value = self._bind_call(node.target, node.target.id, node.value)
+            node.value = self._bind_call(node.target, node.target.id, node.value, src=node.value)
             return node
         return [node] + (self._binds([node.target]) if simple else [])
 

@@ -1,0 +1,183 @@
+"""The agent queries beyond MCP: `calls --where` predicates (squall.agent_predicate), `frames`,
+`origin` over the live recording and over a file made before sites noted what they read, and
+`diff` of two recordings of the same program (`squall query F diff --other G`)."""
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import squall
+from squall import agent
+from squall.agent_predicate import PredicateError, compile_predicate
+
+ROOT = Path(__file__).resolve().parent.parent
+SQUALL = str(Path(sys.executable).parent / "squall")
+PROGRAMS = ROOT / "tests" / "agent_programs"
+V1 = ROOT / "crates" / "squall_store" / "tests" / "fixtures" / "v1_tally.sqrec"
+
+
+def record(program: Path, out: Path, *args: str) -> Path:
+    r = subprocess.run([SQUALL, "run", "-q", "-o", str(out), str(program), *args], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    return out
+
+
+def query(rec: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([SQUALL, "query", str(rec), *args], capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def branch(tmp_path_factory):
+    return squall.load(record(PROGRAMS / "wrong_branch.py", tmp_path_factory.mktemp("q") / "b.sqrec"))
+
+
+class Item:
+    def __init__(self, price):
+        self.price = price
+
+
+@pytest.mark.parametrize("text, names, expected", [
+    ("weight == 10", {"weight": 10}, True),
+    ("weight == 10", {"weight": 12}, False),
+    ("ret > 50 and raised is None", {"ret": 74, "raised": None}, True),
+    ("item.price < 2", {"item": Item(1.5)}, True),
+    ("d['k'] == 1 or len(xs) == 0", {"d": {"k": 2}, "xs": []}, True),
+    ("'JP' in str(x)", {"x": ["JP"]}, True),
+    ("not flag", {"flag": False}, True),
+    ("x + 1 > 'a'", {"x": 1}, False),  # unlike values: false, not an error
+])
+def test_predicates_evaluate_over_a_calls_names(text, names, expected):
+    assert compile_predicate(text)(names) is expected
+
+
+@pytest.mark.parametrize("text, says", [
+    ("", "the predicate is empty"),
+    ("weight ==", "is not an expression"),
+    ("__import__('os')", "calls something other than len(x)"),
+    ("item.__class__", "names starting with '_' are not allowed"),
+    ("[x for x in y]", "uses ListComp"),
+    ("d[k] == 1", "an item key must be a constant"),
+    ("lambda: 1", "uses Lambda"),
+])
+def test_bad_predicates_say_what_is_wrong(text, says):
+    with pytest.raises(PredicateError, match=None) as e:
+        compile_predicate(text)
+    assert says in str(e.value)
+    assert repr(text) in str(e.value) or not text
+
+
+def test_a_predicate_naming_what_the_call_has_not_lists_its_names():
+    with pytest.raises(PredicateError) as e:
+        compile_predicate("wieght == 10")({"weight": 10, "ret": 15, "raised": None})
+    assert "names 'wieght', which this call does not have; its names are raised, ret, weight" in str(e.value)
+
+
+def test_calls_where_keeps_the_calls_it_holds_for(branch):
+    got = agent.calls(branch, "shipping_cost", where="ret < 20")
+    assert [c["args"]["weight"] for c in got["calls"]] == ["1", "3", "10"]
+    assert got["total"] == 3 and got["where"] == "ret < 20"
+    with pytest.raises(agent.AgentError, match="names 'cost'"):
+        agent.calls(branch, "shipping_cost", where="cost > 1")
+
+
+def test_frames_show_each_calls_locals_as_its_frame_ended(branch):
+    got = agent.frames(branch, "shipping_cost", where="weight >= 10")
+    assert [(f["args"]["weight"], f["locals"]) for f in got["frames"]] == [
+        ("12", {"weight": "12", "cost": "74"}),
+        ("10", {"weight": "10", "cost": "15"}),
+        ("15", {"weight": "15", "cost": "80"}),
+    ]
+    page = agent.frames(branch, "shipping_cost", limit=2)
+    assert page["shown"] == 2 and page["more"] == "3 more frame(s): ask again with offset=2"
+
+
+def test_origin_over_a_file_without_site_reads_says_so():
+    rec = squall.load(V1)
+    got = agent.origin(rec, 3)
+    assert got["steps"][0]["kind"] == "expr"
+    # Its expression's parts are still found by their source range; names are not known.
+    leaves = {s["leaf"] for s in got["steps"] if s.get("leaf")}
+    assert leaves and all("older squall" in x or "literals" in x for x in leaves), got["steps"]
+    bind = agent.origin(rec, 1)  # `counts = {}`: a binding, which says nothing of its value here
+    assert bind["steps"][0]["leaf"] == "this recording does not say what this site reads (recorded by an older squall)"
+
+
+def test_origin_over_the_live_recording(tmp_path):
+    """The same query over the recording in this process (the engine's live backend)."""
+    code = textwrap.dedent("""
+        import json, sys
+        import squall.api, squall.indexes as ix
+        from squall import agent
+
+        def double(n):
+            return n * 2
+
+        def main():
+            x = 21
+            y = double(x)
+            return y
+
+        main()
+        steps = agent.origin(ix._live, 5)["steps"]
+        print(json.dumps([(s["via"], s["kind"], s["value"]) for s in steps]))
+    """)
+    prog = tmp_path / "live.py"
+    prog.write_text(code)
+    r = subprocess.run([SQUALL, "run", "-q", "--no-save", str(prog)], capture_output=True, text=True, timeout=120,
+                       cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    steps = json.loads(r.stdout.splitlines()[-1])
+    assert steps[:3] == [["start", "fn-return", "42"], ["name y", "bind", "42"], ["call result", "fn-return", "42"]]
+    assert ["name x", "bind", "21"] in steps
+
+
+def test_two_recordings_of_one_program_diff_at_their_first_different_call(tmp_path):
+    prog = tmp_path / "ship.py"
+    prog.write_text(textwrap.dedent("""
+        import sys
+
+        def cost(w):
+            if w > 10:
+                return 50 + w
+            return 5 + w
+
+        def main(ws):
+            return [cost(w) for w in ws]
+
+        print(main([int(a) for a in sys.argv[1:]]))
+    """))
+    a = record(prog, tmp_path / "a.sqrec", "3", "12")
+    b = record(prog, tmp_path / "b.sqrec", "3", "9")
+    same = query(a, "diff", "--other", str(a), "--json")
+    assert same.returncode == 0, same.stderr
+    assert json.loads(same.stdout)["same"] is True
+    r = query(a, "diff", "--other", str(b), "--json")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["same"] is False
+    # main differs; inside it, the second cost() call: 12 took the freight branch, 9 did not.
+    assert [p["fn"] for p in d["path"]] == ["__main__.main", "__main__.cost"]
+    assert d["first"]["kind"] == "value" and "w > 10" in d["first"]["a"]["text"]
+    assert (d["first_path"]["a"]["line"], d["first_path"]["b"]["line"]) == (6, 7)
+    text = query(a, "diff", "--other", str(b))
+    assert "path: __main__.main" in text.stdout and "first (value):" in text.stdout
+    bad = query(a, "diff", "3")
+    assert bad.returncode == 1 and "two call idxs" in bad.stderr
+
+
+def test_the_byte_cap_is_squall_querys_and_mcps_not_the_apis(tmp_path):
+    path = record(PROGRAMS / "wrong_branch.py", tmp_path / "b.sqrec")
+    whole = agent.window(squall.load(path), 0, after=30)
+    assert "capped" not in whole and len(whole["entries"]) == 31
+    r = query(path, "window", "0", "--after", "30", "--max-bytes", "600", "--json")
+    assert r.returncode == 0, r.stderr
+    cut = json.loads(r.stdout)
+    assert 1 < len(cut["entries"]) < 31
+    assert f"the answer's size cap kept entries 0..{cut['last']} of 0..30" in cut["capped"]
+    assert f"ask `window` at idx 0 (before) or {cut['last']} (after)" in cut["capped"]
+    r = query(path, "window", "0", "--after", "30", "--json")  # the default cap: 6000 bytes
+    assert len(r.stdout.encode()) < 8192
