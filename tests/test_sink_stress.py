@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -42,11 +43,13 @@ def _env() -> dict:
 
 
 def _split_summary(stderr: str) -> tuple[str, str]:
-    """The program's stderr and squall's summary (printed after the program's output)."""
-    at = stderr.find(SUMMARY)
-    if at < 0:
+    """The program's stderr and squall's own end of run: the save line of a big recording
+    (``squall: saving N entries ...``) and the summary, printed after the program's output."""
+    ends = [m.start() for m in (re.search(r"^squall: saving ", stderr, re.M),) if m]
+    ends += [at for at in (stderr.find(SUMMARY),) if at >= 0]
+    if not ends:
         return stderr, ""
-    return stderr[:at], stderr[at:]
+    return stderr[: min(ends)], stderr[min(ends):]
 
 
 def _run(cmd: list[str], cwd: Path, timeout: float = 40, preexec_fn=None) -> subprocess.CompletedProcess:
