@@ -181,3 +181,25 @@ def test_the_byte_cap_is_squall_querys_and_mcps_not_the_apis(tmp_path):
     assert f"ask `window` at idx 0 (before) or {cut['last']} (after)" in cut["capped"]
     r = query(path, "window", "0", "--after", "30", "--json")  # the default cap: 6000 bytes
     assert len(r.stdout.encode()) < 8192
+
+
+def test_writes_of_all_threads_come_in_the_order_they_happened(tmp_path):
+    """race.py: worker-b writes hits['home'] = 1 first, then worker-a writes 1 over it. The API
+    and `squall query writes` list them in that order across threads, and worker-a's old value
+    is worker-b's write (its thread and idx), not worker-a's own stale view."""
+    path = record(PROGRAMS / "race.py", tmp_path / "race.sqrec")
+    rec = squall.load(path)
+    names = {t["thread_id"]: t["thread_name"] for t in rec.flow_threads_info(0)}
+    ws = rec.writes(attr_or_key="home")["writes"]
+    assert [(names[w["thread_id"]], w["old"], w["new"], w["old_from"]) for w in ws] == [
+        ("worker-b", 0, 1, "recorded state"), ("worker-a", 1, 1, "previous write")]
+    assert (ws[1]["old_thread_id"], ws[1]["old_idx"]) == (ws[0]["thread_id"], ws[0]["idx"])
+    assert ws[0]["old_thread_id"] is None
+    text = query(path, "writes", "home").stdout.splitlines()
+    assert text[0] == "2 write(s); showing 2"
+    assert "thread worker-b(" in text[1] and ": 0 -> 1" in text[1]
+    assert f"1 (written by thread worker-b at idx {ws[0]['idx']}) -> 1" in text[2] and "thread worker-a(" in text[2]
+    # One thread alone: only its write, its old value still the other thread's write.
+    only_a = rec.writes(attr_or_key="home", thread_id=ws[1]["thread_id"])
+    assert (only_a["total"], [(w["idx"], w["old_thread_id"]) for w in only_a["writes"]]) == (
+        1, [(ws[1]["idx"], ws[0]["thread_id"])])

@@ -577,11 +577,13 @@ def exceptions(q: Queries, flow: Optional[int] = None, thread: ThreadRef = None,
 
 def writes(q: Queries, name: Optional[str] = None, type_name: Optional[str] = None, obj_id: Optional[int] = None,
            flow: Optional[int] = None, thread: ThreadRef = None, limit: int = 20) -> dict:
-    """Where attributes or items were changed (writes in instrumented code), oldest first: by
-    attribute name or key ``name``, of objects of recorded type ``type_name`` and/or the object
-    ``obj_id``; each with its thread, idx, function, file and line, the value before (``old``,
-    and ``old_from``: "previous write" (``old_idx``), "recorded state", "unknown (not recorded
-    before)" or "unknown (not saved: the recording was cut short)") and after (``new``; ``deleted`` for a del)."""
+    """Where attributes or items were changed (writes in instrumented code), in the order they
+    happened across all threads of the flow (oldest first): by attribute name or key ``name``, of
+    objects of recorded type ``type_name`` and/or the object ``obj_id``; each with its thread,
+    idx, function, file and line, the value before (``old``, and ``old_from``: "previous write"
+    (``old_idx`` in thread ``old_thread_id``, which may be another thread's), "recorded state",
+    "unknown (not recorded before)" or "unknown (not saved: the recording was cut short)") and
+    after (``new``; ``deleted`` for a del)."""
     if name is None and type_name is None and obj_id is None:
         raise AgentError("writes needs a name, --type or --obj: e.g. `writes price --type Item`")
     limit = _count("limit", limit)
@@ -606,6 +608,8 @@ def writes(q: Queries, name: Optional[str] = None, type_name: Optional[str] = No
             "old": preview(w["old"]) if w["old_ref"] is not None else None,
             "old_from": w["old_from"],
             "old_idx": w["old_idx"],
+            "old_thread_id": w["old_thread_id"],
+            "old_thread_name": None if w["old_thread_id"] is None else c.thread_name(fid, w["old_thread_id"]),
             "new": None if w["deleted"] else preview(w["new"]),
             "deleted": w["deleted"],
         })
