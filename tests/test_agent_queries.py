@@ -203,3 +203,54 @@ def test_writes_of_all_threads_come_in_the_order_they_happened(tmp_path):
     only_a = rec.writes(attr_or_key="home", thread_id=ws[1]["thread_id"])
     assert (only_a["total"], [(w["idx"], w["old_thread_id"]) for w in only_a["writes"]]) == (
         1, [(ws[1]["idx"], ws[0]["thread_id"])])
+
+
+def test_a_predicate_says_which_names_it_reads():
+    assert compile_predicate("len(items) == 0 and ret > x.y or str(z) == 'None'").reads == {"items", "ret", "x", "z"}
+
+
+class _CountingDerefs:
+    """A recording's engine object that counts the values built (`deref`)."""
+
+    def __init__(self, b):
+        self._inner = b
+        self.derefs = 0
+
+    def deref(self, ref):
+        self.derefs += 1
+        return self._inner.deref(ref)
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+
+def test_calls_where_builds_only_the_values_its_predicate_reads(tmp_path, monkeypatch):
+    prog = tmp_path / "pick.py"
+    prog.write_text(textwrap.dedent("""
+        def pick(a, big):
+            return a * 2
+
+        for i in range(6):
+            pick(i % 3, list(range(500)))
+    """))
+    rec = squall.load(record(prog, tmp_path / "pick.sqrec"))
+    counting = _CountingDerefs(rec._b)
+    monkeypatch.setattr(rec, "_b", counting)
+    got = agent.calls(rec, "pick", where="a == 2", limit=0)
+    assert (got["total"], counting.derefs) == (2, 6)  # `a` of each call: not `big`, not `ret`
+    counting.derefs = 0
+    got = agent.calls(rec, "pick", where="ret == 0", limit=0)
+    assert (got["total"], counting.derefs) == (2, 6)  # each call's return only
+    got = agent.calls(rec, "pick", where="big[3] == 3 and a == 1", limit=1)
+    assert got["total"] == 2 and got["calls"][0]["args"]["a"] == "1"
+    with pytest.raises(agent.AgentError, match="its names are a, big, raised, ret"):
+        agent.calls(rec, "pick", where="b == 1")
+
+
+def test_arg_refs_name_each_argument_as_deref_of_the_args_ref_builds_them(branch):
+    tid = branch.all_threads()[0][1]
+    call = branch._b.find_fn_call_entry(0, tid, "__main__", "shipping_cost", None, 0, False)
+    refs = branch._b.arg_refs(call["fn_args_ref"])
+    assert [branch.deref_val_id(r) for r in refs] == branch.deref_val_id(call["fn_args_ref"]) == [1]
+    with pytest.raises(KeyError, match=f"value ref {refs[0]} does not name a call's arguments"):
+        branch._b.arg_refs(refs[0])

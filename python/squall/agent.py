@@ -419,17 +419,27 @@ def calls(q: Queries, fn: str, ns: Optional[str] = None, flow: Optional[int] = N
     return out
 
 
+_OUTCOME_NAMES = frozenset(("ret", "raised"))
+_CONSTANT_NAMES = frozenset(("True", "False", "None"))
+
+
 def _holds(c: _Ctx, fid: int, tid: int, call: dict, pred: Any, where: str) -> bool:
-    """Whether ``pred`` holds for ``call``: its parameters by name, ``ret``, ``raised``."""
+    """Whether ``pred`` holds for ``call``: its parameters by name, ``ret``, ``raised``. Only
+    the values the predicate reads are built (building a call's arguments as Python objects is
+    most of the cost); the others are None, their names still there for the error that lists
+    them."""
     from squall.agent_predicate import PredicateError
 
     names: Dict[str, Any] = {}
-    args = c.deref(call["fn_args_ref"]) or []
     params = (c.forms.get(call["form_id"]) or {}).get("params") or []
-    for i, a in enumerate(args):
-        names[params[i] if i < len(params) else f"arg{i}"] = a
+    if pred.reads - _OUTCOME_NAMES - _CONSTANT_NAMES:
+        for i, ref in enumerate(c.b.arg_refs(call["fn_args_ref"])):
+            name = params[i] if i < len(params) else f"arg{i}"
+            names[name] = c.deref(ref) if name in pred.reads else None
+    else:
+        names.update(dict.fromkeys(params))
     names["ret"] = names["raised"] = None
-    if call.get("ret_idx") is not None:
+    if call.get("ret_idx") is not None and pred.reads & _OUTCOME_NAMES:
         x = c.b.entry(fid, tid, call["ret_idx"])
         if x["type"] == "fn-unwind":
             names["raised"] = _exc_text(c.deref(x["throwable_ref"]))

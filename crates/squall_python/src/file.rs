@@ -357,6 +357,10 @@ impl PyRecording {
     fn deref(&self, py: Python<'_>, value_ref: u64) -> PyResult<Py<PyAny>> {
         deref_value(py, self.b(), value_ref)
     }
+    /// The value ref of each argument named by an args ref (None: not recorded).
+    fn arg_refs(&self, args_ref: u64) -> PyResult<Vec<Option<u64>>> {
+        crate::arg_refs::arg_refs(self.b(), args_ref)
+    }
     fn forms<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
         q::forms(py, self.b())
     }

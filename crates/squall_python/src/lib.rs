@@ -1,6 +1,7 @@
 //! `squall._engine`: the CPython recorder and thin bindings over `squall_trace`'s queries.
 
 mod agent_queries;
+mod arg_refs;
 mod awaiting;
 mod bigalloc;
 mod control;

@@ -41,8 +41,8 @@ pub trait Backend {
 
 /// A value ref as users see it: which recording, whether it names a call's arguments, and the
 /// entry-level ref (or call idx). Opaque to users; stable until `clear_recordings`.
-const ARGS_BIT: u64 = 1 << 32;
-const NUMBER_SHIFT: u32 = 33;
+pub(crate) const ARGS_BIT: u64 = 1 << 32;
+pub(crate) const NUMBER_SHIFT: u32 = 33;
 
 pub fn value_ref(rec: &TlView<'_>, v: ValRef) -> Option<u64> {
     (v != ValRef::ABSENT).then(|| (u64::from(rec.number) << NUMBER_SHIFT) | u64::from(v.0))
