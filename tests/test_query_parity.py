@@ -55,8 +55,14 @@ class Ui:
 def recorded(request, tmp_path_factory):
     prog: Path = request.param
     out = tmp_path_factory.mktemp(prog.stem) / "rec.sqrec"
-    subprocess.run([str(SQUALL), "run", "-q", "-o", str(out), str(prog)], cwd=str(prog.parent), env=_env(),
-                   capture_output=True, text=True, timeout=120)
+    subprocess.run(
+        [str(SQUALL), "run", "-q", "-o", str(out), str(prog)],
+        cwd=str(prog.parent),
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.exists(), f"{prog.name} left no recording"
     rec = squall.load(out)
     ui = Ui(out)
@@ -75,13 +81,29 @@ def test_exceptions_are_the_same(recorded):
     api = ui.get("exceptions", limit=1000)
     assert api["capped"] is False
     from_ui = [
-        (tls[x["tl"]], x["idx"], x["raised_idx"], x["fn_call_idx"], [(c["idx"], c["unwind_idx"]) for c in x["chain"]],
-         x["caught_in"] and x["caught_in"]["idx"], x["type"], x["message"])
+        (
+            tls[x["tl"]],
+            x["idx"],
+            x["raised_idx"],
+            x["fn_call_idx"],
+            [(c["idx"], c["unwind_idx"]) for c in x["chain"]],
+            x["caught_in"] and x["caught_in"]["idx"],
+            x["type"],
+            x["message"],
+        )
         for x in api["items"]
     ]
     from_py = [
-        ((x["flow_id"], x["thread_id"]), x["idx"], x["raised_idx"], x["fn_call_idx"], [tuple(c) for c in x["chain"]],
-         x["caught_in_idx"], x["exc_type"], x["message"])
+        (
+            (x["flow_id"], x["thread_id"]),
+            x["idx"],
+            x["raised_idx"],
+            x["fn_call_idx"],
+            [tuple(c) for c in x["chain"]],
+            x["caught_in_idx"],
+            x["exc_type"],
+            x["message"],
+        )
         for x in rec.exceptions()
     ]
     assert from_ui == from_py
@@ -129,7 +151,7 @@ def test_power_stepping_and_loops_are_the_same(recorded):
                 it = rec.loop_iterations(fid, tid, idx)
                 lp = ui.get("loop", tl=tl, idx=idx, around=500)
                 assert (lp["count"], lp["pos"]) == (len(it["idxs"]), it["pos"])
-                assert [w["idx"] for w in lp["window"]] == it["idxs"][max(0, it["pos"] - 500):it["pos"] + 501]
+                assert [w["idx"] for w in lp["window"]] == it["idxs"][max(0, it["pos"] - 500) : it["pos"] + 501]
 
 
 def test_goto_line_is_the_same(recorded):
@@ -147,6 +169,9 @@ def test_goto_line_is_the_same(recorded):
     for file, line in sorted(places):
         api = ui.get("goto", file=file, line=line)
         from_ui = [(tls[h["tl"]], h["idx"], h["count"]) for h in api["hits"]]
-        from_py = [((fid, h["thread_id"]), h["idx"], h["count"])
-                   for fid in sorted(rec.all_flows()) for h in rec.line_hits(file, line, flow_id=fid)]
+        from_py = [
+            ((fid, h["thread_id"]), h["idx"], h["count"])
+            for fid in sorted(rec.all_flows())
+            for h in rec.line_hits(file, line, flow_id=fid)
+        ]
         assert from_ui == from_py, (file, line)

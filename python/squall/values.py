@@ -217,9 +217,7 @@ def deref_val_id(value_ref: Optional[int]) -> Any:
     if value_ref is None:
         return None
     if not isinstance(value_ref, int) or isinstance(value_ref, bool):
-        raise TypeError(
-            f"deref_val_id expects a value ref (an int from an entry's `*_ref` key), got {value_ref!r}"
-        )
+        raise TypeError(f"deref_val_id expects a value ref (an int from an entry's `*_ref` key), got {value_ref!r}")
     return _engine.live().deref(value_ref)
 
 
@@ -271,9 +269,7 @@ def val_pprint(
     return pformat(deref_val_id(value_ref), print_level=print_level, print_length=print_length, width=width)
 
 
-def pformat(
-    value: Any, print_level: Optional[int] = None, print_length: Optional[int] = None, width: int = 100
-) -> str:
+def pformat(value: Any, print_level: Optional[int] = None, print_length: Optional[int] = None, width: int = 100) -> str:
     """Formats a live value with the same bounds as :func:`val_pprint`."""
     return _Printer(print_level, print_length).fmt(value, 0, set())
 
