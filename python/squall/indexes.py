@@ -135,9 +135,9 @@ class Queries:
         self, value_ref: Optional[int], print_level: Optional[int] = None, print_length: Optional[int] = None
     ) -> str:
         """The recorded value printed within bounds (see ``squall.values.val_pprint``)."""
-        from squall.values import pformat
+        from squall.values import pprint_ref
 
-        return pformat(self.deref_val_id(value_ref), print_level=print_level, print_length=print_length)
+        return pprint_ref(self._b, value_ref, print_level, print_length)
 
     def _warn_if_nothing_recorded(self) -> None:
         if not self._b.is_recording() and not self._b.all_flows():

@@ -13,6 +13,7 @@ mod identity;
 mod ints;
 mod loop_iter;
 mod outputs;
+mod printed;
 mod query;
 mod query_threads;
 mod record;

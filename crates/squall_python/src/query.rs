@@ -27,8 +27,8 @@ pub trait Backend {
     /// Flows in order, each with its timelines in creation order.
     fn flows(&self) -> Vec<(u32, Vec<TlView<'_>>)>;
     fn by_number(&self, number: u32) -> Result<TlView<'_>, PyErr>;
-    /// The Python object for value-table slot `slot` of timeline `view`.
-    fn slot_value(&self, py: Python<'_>, view: &TlView<'_>, slot: u32) -> PyResult<Py<PyAny>>;
+    /// Value-table slot `slot` of timeline `view`, whole, as recorded.
+    fn slot_snap(&self, view: &TlView<'_>, slot: u32) -> PyResult<squall_trace::Snap>;
     /// The value store of timeline `view`.
     fn store(&self, view: &TlView<'_>) -> Option<&ValueStore>;
     /// The value store of timeline `number` (queries that read recorded states: writes).
@@ -41,8 +41,8 @@ pub trait Backend {
 
 /// A value ref as users see it: which recording, whether it names a call's arguments, and the
 /// entry-level ref (or call idx). Opaque to users; stable until `clear_recordings`.
-const ARGS_BIT: u64 = 1 << 32;
-const NUMBER_SHIFT: u32 = 33;
+pub(crate) const ARGS_BIT: u64 = 1 << 32;
+pub(crate) const NUMBER_SHIFT: u32 = 33;
 
 pub fn value_ref(rec: &TlView<'_>, v: ValRef) -> Option<u64> {
     (v != ValRef::ABSENT).then(|| (u64::from(rec.number) << NUMBER_SHIFT) | u64::from(v.0))
@@ -60,7 +60,7 @@ fn after_write_ref(rec: &TlView<'_>, write_idx: u32) -> u64 {
 
 /// The target of write entry `idx` as of that write: its newest state stored before the write,
 /// with the writes to it since (up to this one) applied. `None`: no state of it was recorded.
-fn after_write(store: &ValueStore, tl: &Timeline, forms: &Forms, idx: u32) -> Option<squall_trace::Snap> {
+pub(crate) fn after_write(store: &ValueStore, tl: &Timeline, forms: &Forms, idx: u32) -> Option<squall_trace::Snap> {
     let (obj, _, store_len) = tl.write_record(idx as usize)?;
     squall_trace::sync_writes(tl, forms, store);
     let state = store.state_before(obj, store_len)?;
@@ -209,7 +209,7 @@ fn decode<B: Backend + ?Sized>(py: Python<'_>, b: &B, rec: &TlView<'_>, v: ValRe
         Decoded::Int(i) => i.into_pyobject(py)?.into_any().unbind(),
         Decoded::None | Decoded::Absent => py.None(),
         Decoded::Bool(x) => x.into_pyobject(py)?.to_owned().into_any().unbind(),
-        Decoded::Slot(i) => b.slot_value(py, rec, i)?,
+        Decoded::Slot(i) => crate::snap::to_python(py, &b.slot_snap(rec, i)?)?,
     })
 }
 
@@ -236,7 +236,7 @@ impl Backend for Engine {
         self.recs.get(number as usize).and_then(|r| r.as_deref()).map(|r| &r.values)
     }
 
-    fn slot_value(&self, py: Python<'_>, view: &TlView<'_>, slot: u32) -> PyResult<Py<PyAny>> {
+    fn slot_snap(&self, view: &TlView<'_>, slot: u32) -> PyResult<squall_trace::Snap> {
         let rec = self
             .recs
             .get(view.number as usize)
@@ -246,7 +246,7 @@ impl Backend for Engine {
             return Err(PyKeyError::new_err(format!("value slot {slot} is not recorded")));
         }
         squall_trace::sync_writes(&rec.tl, &self.forms, &rec.values);
-        crate::snap::to_python(py, &rec.values.to_snap(ValRef(slot), squall_trace::ExpandBudget::FULL))
+        Ok(rec.values.to_snap(ValRef(slot), squall_trace::ExpandBudget::FULL))
     }
 
     fn store(&self, view: &TlView<'_>) -> Option<&ValueStore> {
