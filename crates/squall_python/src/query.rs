@@ -748,23 +748,15 @@ pub mod q {
     ) -> PyResult<Vec<Bound<'py, PyDict>>> {
         let views = b.flows().into_iter().find(|(f, _)| *f == flow_id).map(|(_, v)| v).unwrap_or_default();
         let tls: Vec<&squall_trace::Timeline> = views.iter().map(|v| v.tl).collect();
-        let mut out = Vec::new();
-        let mut pos = 0usize; // merged position of the segment's first entry
-        for seg in squall_trace::total_order(&tls) {
-            let n = (seg.to - seg.from) as usize;
-            if pos + n > start {
-                let first = seg.from as usize + start.saturating_sub(pos);
-                for i in first..seg.to as usize {
-                    if out.len() >= limit {
-                        return Ok(out);
-                    }
-                    let d = entry_dict(py, b, &views[seg.timeline], i)?;
-                    d.set_item("thread_id", views[seg.timeline].thread_id)?;
-                    d.set_item("thread_name", views[seg.timeline].name)?;
-                    out.push(d);
-                }
-            }
-            pos += n;
+        let query = squall_trace::order::OrderQuery { start: Some(start), limit, ..Default::default() };
+        let page = squall_trace::order::order_page(&tls, &query);
+        let mut out = Vec::with_capacity(page.items.len());
+        for item in &page.items {
+            let view = &views[item.timeline];
+            let d = entry_dict(py, b, view, item.idx as usize)?;
+            d.set_item("thread_id", view.thread_id)?;
+            d.set_item("thread_name", view.name)?;
+            out.push(d);
         }
         Ok(out)
     }
