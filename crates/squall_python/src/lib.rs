@@ -1,5 +1,6 @@
 //! `squall._engine`: the CPython recorder and thin bindings over `squall_trace`'s queries.
 
+mod addr_filter;
 mod agent_queries;
 mod awaiting;
 mod bigalloc;
