@@ -146,7 +146,9 @@ fn seq_brackets(kind: SeqKind, type_name: &str, one: bool, empty: bool) -> (Stri
         SeqKind::FrozenSet if type_name == "frozenset" => ("frozenset({".into(), "})".into()),
         SeqKind::List => (format!("{type_name}(["), "])".into()),
         SeqKind::Set | SeqKind::FrozenSet => (format!("{type_name}({{"), "})".into()),
-        _ => (format!("{type_name}(("), "))".into()),
+        SeqKind::Tuple => (format!("{type_name}(("), "))".into()),
+        // `deque` and the like: Python's own repr, `deque([1, 2])`.
+        SeqKind::Other => (format!("{type_name}(["), "])".into()),
     }
 }
 
@@ -409,6 +411,15 @@ mod tests {
         };
         assert_eq!(pprint(&fs, 5, 5), "frozenset({1, 2})");
         assert_eq!(pprint(&fs, 5, 1), "frozenset({1, ...})");
+        let dq = Snap::Seq {
+            kind: SeqKind::Other,
+            type_name: "deque".into(),
+            id: 0,
+            items: vec![Snap::Int(1), Snap::Int(2)],
+            len: 2,
+        };
+        assert_eq!(preview(&dq, 100), "deque([1, 2])");
+        assert_eq!(pprint(&dq, 5, 1), "deque([1, ...])");
         let obj = Snap::Object {
             type_name: "m.Item".into(),
             id: 4,
