@@ -148,8 +148,10 @@ def test_a_value_that_went_bad_three_calls_upstream_is_followed_to_its_source(tm
 
 
 def test_a_lost_update_in_a_thread_race_shows_in_the_writes(tmp_path):
-    """Both workers write hits['home'] = 1: worker-a's write replaces the 1 worker-b wrote with
-    1 (the lost update), and its origin is `seen`, which worker-a read as 0 before that."""
+    """Both workers write hits['home'] = 1: the writes come in the order they happened across
+    threads, worker-a's replacing the 1 worker-b wrote (its old value is that write, in
+    worker-b) with 1 (the lost update), and its origin is `seen`, which worker-a read as 0
+    before that."""
 
     async def scenario(a):
         summary = await a.ask("summary")
@@ -161,9 +163,11 @@ def test_a_lost_update_in_a_thread_race_shows_in_the_writes(tmp_path):
         return ws, lost, steps
 
     (ws, lost, steps), agent = drive(record("race", tmp_path), scenario)
-    assert sorted((w["thread_name"], w["old"], w["new"]) for w in ws) == [("worker-a", "1", "1"),
-                                                                           ("worker-b", "0", "1")]
-    assert (lost["thread_name"], lost["line"], lost["old_from"]) == ("worker-a", 19, "recorded state")
+    assert [(w["thread_name"], w["old"], w["new"]) for w in ws] == [("worker-b", "0", "1"), ("worker-a", "1", "1")]
+    assert (lost["thread_name"], lost["line"], lost["old_from"]) == ("worker-a", 19, "previous write")
+    first = ws[0]
+    assert (lost["old_thread_name"], lost["old_thread_id"], lost["old_idx"]) == (
+        "worker-b", first["thread_id"], first["idx"])
     seen = next(s for s in steps if s["via"] == "name seen")
     assert (seen["kind"], seen["line"], seen["value"], seen["code"]) == ("bind", 13, "0", "seen = hits[page]")
     read = next(s for s in steps if s["from_step"] == seen["step"] and s["via"] == "sub-expression")
@@ -252,3 +256,51 @@ def test_a_window_past_its_cap_says_so_and_where_to_go_on(upstream):
 
     w, _ = drive(upstream, scenario)
     assert "at most 200 entries either side: asked 500 before and 500 after" in w["capped"], w["capped"]
+
+
+SHIP = '''
+import sys
+
+def cost(w):
+    if w > 10:
+        return 50 + w
+    return 5 + w
+
+def main(ws):
+    return [cost(w) for w in ws]
+
+print(main([int(a) for a in sys.argv[1:]]))
+'''
+
+
+def test_diff_compares_with_another_recording_named_by_path(tmp_path):
+    """Two runs of one program (weights 3, 12 and 3, 9): the agent serves the first and names the
+    second by path; a path that is missing or not a recording gets an error quoting it."""
+    prog = tmp_path / "ship.py"
+    prog.write_text(SHIP)
+    recs = []
+    for name, args in (("a", ["3", "12"]), ("b", ["3", "9"])):
+        out = tmp_path / f"{name}.sqrec"
+        r = subprocess.run([SQUALL, "run", "-q", "-o", str(out), str(prog), *args], capture_output=True, text=True,
+                           timeout=120)
+        assert r.returncode == 0, r.stderr
+        recs.append(out)
+    not_rec = tmp_path / "notes.txt"
+    not_rec.write_text("not a recording\n")
+
+    async def scenario(a):
+        d = await a.ask("diff", other=str(recs[1]))
+        same = await a.ask("diff", other=str(recs[0]))
+        missing = await a.fail("diff", other=str(tmp_path / "nope.sqrec"))
+        wrong = await a.fail("diff", other=str(not_rec))
+        return d, same, missing, wrong
+
+    (d, same, missing, wrong), _ = drive(recs[0], scenario)
+    assert same["same"] is True
+    assert d["same"] is False
+    # main differs; inside it, the second cost() call: 12 took the freight branch, 9 did not.
+    assert [p["fn"] for p in d["path"]] == ["__main__.main", "__main__.cost"]
+    assert (d["first_path"]["a"]["line"], d["first_path"]["b"]["line"]) == (6, 7)
+    for err, path in ((missing, "nope.sqrec"), (wrong, "notes.txt")):
+        assert path in err and "squall run -o FILE" in err, err
+    assert "not a squall recording" in wrong or "magic" in wrong, wrong

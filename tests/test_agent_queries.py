@@ -181,3 +181,76 @@ def test_the_byte_cap_is_squall_querys_and_mcps_not_the_apis(tmp_path):
     assert f"ask `window` at idx 0 (before) or {cut['last']} (after)" in cut["capped"]
     r = query(path, "window", "0", "--after", "30", "--json")  # the default cap: 6000 bytes
     assert len(r.stdout.encode()) < 8192
+
+
+def test_writes_of_all_threads_come_in_the_order_they_happened(tmp_path):
+    """race.py: worker-b writes hits['home'] = 1 first, then worker-a writes 1 over it. The API
+    and `squall query writes` list them in that order across threads, and worker-a's old value
+    is worker-b's write (its thread and idx), not worker-a's own stale view."""
+    path = record(PROGRAMS / "race.py", tmp_path / "race.sqrec")
+    rec = squall.load(path)
+    names = {t["thread_id"]: t["thread_name"] for t in rec.flow_threads_info(0)}
+    ws = rec.writes(attr_or_key="home")["writes"]
+    assert [(names[w["thread_id"]], w["old"], w["new"], w["old_from"]) for w in ws] == [
+        ("worker-b", 0, 1, "recorded state"), ("worker-a", 1, 1, "previous write")]
+    assert (ws[1]["old_thread_id"], ws[1]["old_idx"]) == (ws[0]["thread_id"], ws[0]["idx"])
+    assert ws[0]["old_thread_id"] is None
+    text = query(path, "writes", "home").stdout.splitlines()
+    assert text[0] == "2 write(s); showing 2"
+    assert "thread worker-b(" in text[1] and ": 0 -> 1" in text[1]
+    assert f"1 (written by thread worker-b at idx {ws[0]['idx']}) -> 1" in text[2] and "thread worker-a(" in text[2]
+    # One thread alone: only its write, its old value still the other thread's write.
+    only_a = rec.writes(attr_or_key="home", thread_id=ws[1]["thread_id"])
+    assert (only_a["total"], [(w["idx"], w["old_thread_id"]) for w in only_a["writes"]]) == (
+        1, [(ws[1]["idx"], ws[0]["thread_id"])])
+
+
+def test_a_predicate_says_which_names_it_reads():
+    assert compile_predicate("len(items) == 0 and ret > x.y or str(z) == 'None'").reads == {"items", "ret", "x", "z"}
+
+
+class _CountingDerefs:
+    """A recording's engine object that counts the values built (`deref`)."""
+
+    def __init__(self, b):
+        self._inner = b
+        self.derefs = 0
+
+    def deref(self, ref):
+        self.derefs += 1
+        return self._inner.deref(ref)
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+
+def test_calls_where_builds_only_the_values_its_predicate_reads(tmp_path, monkeypatch):
+    prog = tmp_path / "pick.py"
+    prog.write_text(textwrap.dedent("""
+        def pick(a, big):
+            return a * 2
+
+        for i in range(6):
+            pick(i % 3, list(range(500)))
+    """))
+    rec = squall.load(record(prog, tmp_path / "pick.sqrec"))
+    counting = _CountingDerefs(rec._b)
+    monkeypatch.setattr(rec, "_b", counting)
+    got = agent.calls(rec, "pick", where="a == 2", limit=0)
+    assert (got["total"], counting.derefs) == (2, 6)  # `a` of each call: not `big`, not `ret`
+    counting.derefs = 0
+    got = agent.calls(rec, "pick", where="ret == 0", limit=0)
+    assert (got["total"], counting.derefs) == (2, 6)  # each call's return only
+    got = agent.calls(rec, "pick", where="big[3] == 3 and a == 1", limit=1)
+    assert got["total"] == 2 and got["calls"][0]["args"]["a"] == "1"
+    with pytest.raises(agent.AgentError, match="its names are a, big, raised, ret"):
+        agent.calls(rec, "pick", where="b == 1")
+
+
+def test_arg_refs_name_each_argument_as_deref_of_the_args_ref_builds_them(branch):
+    tid = branch.all_threads()[0][1]
+    call = branch._b.find_fn_call_entry(0, tid, "__main__", "shipping_cost", None, 0, False)
+    refs = branch._b.arg_refs(call["fn_args_ref"])
+    assert [branch.deref_val_id(r) for r in refs] == branch.deref_val_id(call["fn_args_ref"]) == [1]
+    with pytest.raises(KeyError, match=f"value ref {refs[0]} does not name a call's arguments"):
+        branch._b.arg_refs(refs[0])

@@ -22,10 +22,32 @@ from __future__ import annotations
 
 import difflib
 import time
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Tuple
 
+from squall import agent_context as _context
+from squall import agent_origin
 from squall import values as _values
-from squall.indexes import Queries, _same_exception, _type_name
+from squall.agent_context import (  # noqa: F401 (re-exported: the API documents them here)
+    _NOT_SAVED,
+    _NOT_SAVED_EXC,
+    DEFAULT_BUDGET,
+    MAX_CHARS,
+    PRINT_LENGTH,
+    PRINT_LEVEL,
+    WINDOW_MAX,
+    AgentError,
+    ThreadRef,
+    _bounds,
+    _count,
+    _Ctx,
+    _cut,
+    _entry_line,
+    _exc_text,
+    _fit,
+    preview,
+    set_answer_budget,
+)
+from squall.indexes import Queries, _same_exception
 
 __all__ = [
     "AgentError",
@@ -47,252 +69,6 @@ __all__ = [
     "window",
     "writes",
 ]
-
-ThreadRef = Union[int, str, None]
-
-#: Bounds of value previews: nesting levels, items per container, characters in all.
-PRINT_LEVEL = 3
-PRINT_LENGTH = 8
-MAX_CHARS = 240
-#: The most entries ``window`` lists either side of its idx (a cap the answer states).
-WINDOW_MAX = 200
-
-
-class AgentError(ValueError):
-    """A question the recording cannot answer as asked (unknown thread, idx out of range...)."""
-
-
-#: What a list in one answer may take, in bytes of JSON, so that answers stay under 8 KB with
-#: their other fields (a list cut to fit says so, ``left_out``/``more``, and how to get the
-#: rest). ``squall mcp`` and ``squall query`` keep it (``--max-bytes`` sets it); None: lists are
-#: bounded by their ``limit`` only (the Python API's default).
-ANSWER_BUDGET: Optional[int] = None
-#: The budget ``squall mcp`` and ``squall query`` use.
-DEFAULT_BUDGET = 6000
-
-
-def set_answer_budget(budget: Optional[int]) -> None:
-    """Sets :data:`ANSWER_BUDGET` (None or 0: no byte cap)."""
-    global ANSWER_BUDGET
-    ANSWER_BUDGET = budget or None
-
-
-def _fit(rows: List[Any], less: int = 0, share: float = 1.0) -> Tuple[List[Any], int]:
-    """The first ``rows`` whose JSON fits in the answer's budget (``share`` of it, ``less``
-    bytes taken by something else; at least one row), and how many were left out."""
-    import json
-
-    if ANSWER_BUDGET is None:
-        return rows, 0
-    budget = int(ANSWER_BUDGET * share) - less
-    used = 0
-    for i, row in enumerate(rows):
-        used += len(json.dumps(row, ensure_ascii=False)) + 2
-        if used > budget and i > 0:
-            return rows[:i], len(rows) - i
-    return rows, 0
-
-
-def _count(name: str, value: Any, low: int = 0) -> int:
-    """``value`` if it is an int (not a bool) of at least ``low``, else an AgentError naming it."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise AgentError(f"{name} must be a whole number >= {low}, not {value!r}")
-    return value
-
-
-# --- values -------------------------------------------------------------------------------------
-
-
-def _cut(text: str, max_chars: int) -> str:
-    if len(text) <= max_chars:
-        return text
-    return text[:max_chars] + f"...<{len(text) - max_chars} more chars>"
-
-
-def preview(value: Any, print_level: int = PRINT_LEVEL, print_length: int = PRINT_LENGTH,
-            max_chars: int = MAX_CHARS) -> str:
-    """A value printed within bounds (``val_pprint``'s printer), long text cut. Never raises."""
-    try:
-        text = _values.pformat(value, print_level=print_level, print_length=print_length)
-    except BaseException as e:  # noqa: BLE001 - a value's repr may raise anything
-        text = f"<unprintable {type(value).__name__}: {type(e).__name__}>"
-    return _cut(text, max_chars)
-
-
-_NOT_SAVED = "<not saved>"  # squall_store::MISSING_VALUE: the type of a value a file did not save
-_NOT_SAVED_EXC = "<exception not saved: the recording was cut short before it was written>"
-
-
-def _exc_text(exc: Any, max_chars: int = MAX_CHARS) -> str:
-    if exc is None:
-        return "<exception not recorded>"
-    name = _type_name(exc) or type(exc).__name__
-    if name == _NOT_SAVED:
-        return _NOT_SAVED_EXC
-    try:
-        msg = str(exc)
-    except BaseException:  # noqa: BLE001
-        msg = _values.safe_repr(exc)
-    return _cut(f"{name}: {msg}" if msg else name, max_chars)
-
-
-# --- context: forms, flows, threads -------------------------------------------------------------
-
-
-class _Ctx:
-    """Per-answer caches over a Queries object."""
-
-    def __init__(self, q: Queries) -> None:
-        self.q = q
-        self.b = q._b
-        self._forms: Optional[Dict[int, dict]] = None
-        self._threads: Dict[int, List[dict]] = {}
-        self._sources: Dict[str, Tuple[List[str], Optional[str]]] = {}
-
-    @property
-    def forms(self) -> Dict[int, dict]:
-        if self._forms is None:
-            self._forms = {f["form_id"]: dict(f) for f in self.b.forms()}
-        return self._forms
-
-    def flows(self) -> Dict[int, List[int]]:
-        return dict(self.b.all_flows())
-
-    def threads(self, fid: int) -> List[dict]:
-        if fid not in self._threads:
-            self._threads[fid] = list(self.b.flow_threads_info(fid))
-        return self._threads[fid]
-
-    def thread_name(self, fid: int, tid: int) -> Optional[str]:
-        for t in self.threads(fid):
-            if t["thread_id"] == tid:
-                return t["thread_name"]
-        return None
-
-    def flow(self, flow: Optional[int]) -> int:
-        flows = self.flows()
-        if not flows:
-            cut = self.b.info().get("cut_short") if hasattr(self.b, "info") else None
-            raise AgentError("the recording is empty: no flow has any entry"
-                             + (f" (the file is cut short before any: {cut})" if cut else ""))
-        if flow is None:
-            return 0 if 0 in flows else min(flows)
-        if flow not in flows:
-            raise AgentError(f"no flow {flow}: the flows are {sorted(flows)}")
-        return flow
-
-    def thread(self, fid: int, thread: ThreadRef) -> int:
-        threads = self.threads(fid)
-        if not threads:
-            raise AgentError(f"flow {fid} has no threads")
-        if thread is None or thread == "":
-            for t in threads:
-                if t["thread_name"] == "MainThread":
-                    return t["thread_id"]
-            return threads[0]["thread_id"]
-        if isinstance(thread, str) and thread.strip().isdigit():
-            thread = int(thread)
-        for t in threads:
-            if t["thread_id"] == thread or t["thread_name"] == thread:
-                return t["thread_id"]
-        known = ", ".join(f"{t['thread_id']} ({t['thread_name']})" for t in threads)
-        raise AgentError(f"no thread {thread!r} in flow {fid}: its threads are {known}")
-
-    def where(self, fid: int, tid: int) -> dict:
-        return {"flow_id": fid, "thread_id": tid, "thread_name": self.thread_name(fid, tid)}
-
-    def entry(self, fid: int, tid: int, idx: int) -> dict:
-        n = self.b.timeline_len(fid, tid)
-        if isinstance(idx, bool) or not isinstance(idx, int):
-            raise AgentError(f"idx must be a whole number (an entry's idx), not {idx!r}")
-        if not 0 <= idx < n:
-            raise AgentError(
-                f"idx {idx} is out of range: thread {tid} ({self.thread_name(fid, tid)}) of flow {fid} "
-                f"has entries 0..{n - 1}; idxs are per thread (pass the thread the idx came from)")
-        return self.b.entry(fid, tid, idx)
-
-    def deref(self, ref: Optional[int]) -> Any:
-        return None if ref is None else self.b.deref(ref)
-
-    # -- describing entries --
-
-    def fn(self, e: dict) -> str:
-        return f"{e['fn_ns']}.{e['fn_name']}"
-
-    def frame_fn(self, e: dict) -> str:
-        f = self.forms.get(e.get("form_id"))
-        return f"{f['fn_ns']}.{f['fn_name']}" if f else "?"
-
-    def args(self, call: dict, **bounds: Any) -> Dict[str, str]:
-        args = self.deref(call["fn_args_ref"]) or []
-        if call.get("resumed"):
-            return {"sent": preview(args[0], **bounds)} if args else {}
-        names = (self.forms.get(call["form_id"]) or {}).get("params") or []
-        out = {}
-        for i, a in enumerate(args):
-            out[names[i] if i < len(names) else f"arg{i}"] = preview(a, **bounds)
-        return out
-
-    def outcome(self, fid: int, tid: int, call: dict, **bounds: Any) -> dict:
-        """What a call did: ``returned`` / ``yielded`` / ``awaited`` (a preview), ``raised``
-        (``Type: message``), or ``running`` (no exit recorded); with ``ret_idx``."""
-        ret_idx = call.get("ret_idx")
-        if ret_idx is None:
-            return {"ret_idx": None, "running": True}
-        x = self.b.entry(fid, tid, ret_idx)
-        if x["type"] == "fn-unwind":
-            return {"ret_idx": ret_idx, "raised": _exc_text(self.deref(x["throwable_ref"]))}
-        kind = x.get("kind", "return")
-        key = {"yield": "yielded", "await": "awaited"}.get(kind, "returned")
-        return {"ret_idx": ret_idx, key: preview(self.deref(x["result_ref"]), **bounds)}
-
-    def call_brief(self, fid: int, tid: int, call: dict, **bounds: Any) -> dict:
-        out = {"idx": call["idx"], "fn": self.fn(call), "args": self.args(call, **bounds)}
-        if call.get("resumed"):
-            out["resumed"] = True
-        out.update(self.outcome(fid, tid, call, **bounds))
-        return out
-
-    def source_file(self, path: str) -> Tuple[List[str], Optional[str]]:
-        """The lines of a source file of the recording, and a note (it cannot be verified) or the
-        reason it is not shown (changed since recorded, refused): the engine's rules for reading
-        files a recording names."""
-        if path not in self._sources:
-            try:
-                text, _verified, note = self.b.read_source(path)
-                self._sources[path] = (text.splitlines(), note)
-            except ValueError as e:
-                self._sources[path] = ([], str(e))
-        return self._sources[path]
-
-    def source_text(self, form_id: Any, coord: Any, max_chars: int = 60) -> Optional[str]:
-        """The source text a coord spans (one line's worth, cut), or None."""
-        f = self.forms.get(form_id)
-        if not f or not coord or not f.get("file"):
-            return None
-        line, col, end_line, end_col = coord
-        lines = self.source_file(f["file"])[0]
-        text = lines[line - 1] if 0 < line <= len(lines) else ""
-        if not text:
-            return None
-        text = text[col:end_col] if end_line == line else text[col:].rstrip() + " ..."
-        return _cut(" ".join(text.split()), max_chars)
-
-    def line_of(self, fid: int, tid: int, e: dict) -> Optional[int]:
-        if e.get("coord"):
-            return e["coord"][0]
-        if e["type"] in ("fn-call", "fn-resume"):
-            f = self.forms.get(e["form_id"])
-            return f["line"] if f else None
-        return None
-
-
-def _bounds(print_level: int, print_length: int) -> dict:
-    return {"print_level": print_level, "print_length": print_length}
-
-
-# --- answers ------------------------------------------------------------------------------------
-
 
 def summary(q: Queries, top: int = 10, max_exceptions: int = 10) -> dict:
     """What the recording holds: program, whether it completed, flows and threads with entry and
@@ -419,17 +195,27 @@ def calls(q: Queries, fn: str, ns: Optional[str] = None, flow: Optional[int] = N
     return out
 
 
+_OUTCOME_NAMES = frozenset(("ret", "raised"))
+_CONSTANT_NAMES = frozenset(("True", "False", "None"))
+
+
 def _holds(c: _Ctx, fid: int, tid: int, call: dict, pred: Any, where: str) -> bool:
-    """Whether ``pred`` holds for ``call``: its parameters by name, ``ret``, ``raised``."""
+    """Whether ``pred`` holds for ``call``: its parameters by name, ``ret``, ``raised``. Only
+    the values the predicate reads are built (building a call's arguments as Python objects is
+    most of the cost); the others are None, their names still there for the error that lists
+    them."""
     from squall.agent_predicate import PredicateError
 
     names: Dict[str, Any] = {}
-    args = c.deref(call["fn_args_ref"]) or []
     params = (c.forms.get(call["form_id"]) or {}).get("params") or []
-    for i, a in enumerate(args):
-        names[params[i] if i < len(params) else f"arg{i}"] = a
+    if pred.reads - _OUTCOME_NAMES - _CONSTANT_NAMES:
+        for i, ref in enumerate(c.b.arg_refs(call["fn_args_ref"])):
+            name = params[i] if i < len(params) else f"arg{i}"
+            names[name] = c.deref(ref) if name in pred.reads else None
+    else:
+        names.update(dict.fromkeys(params))
     names["ret"] = names["raised"] = None
-    if call.get("ret_idx") is not None:
+    if call.get("ret_idx") is not None and pred.reads & _OUTCOME_NAMES:
         x = c.b.entry(fid, tid, call["ret_idx"])
         if x["type"] == "fn-unwind":
             names["raised"] = _exc_text(c.deref(x["throwable_ref"]))
@@ -577,11 +363,13 @@ def exceptions(q: Queries, flow: Optional[int] = None, thread: ThreadRef = None,
 
 def writes(q: Queries, name: Optional[str] = None, type_name: Optional[str] = None, obj_id: Optional[int] = None,
            flow: Optional[int] = None, thread: ThreadRef = None, limit: int = 20) -> dict:
-    """Where attributes or items were changed (writes in instrumented code), oldest first: by
-    attribute name or key ``name``, of objects of recorded type ``type_name`` and/or the object
-    ``obj_id``; each with its thread, idx, function, file and line, the value before (``old``,
-    and ``old_from``: "previous write" (``old_idx``), "recorded state", "unknown (not recorded
-    before)" or "unknown (not saved: the recording was cut short)") and after (``new``; ``deleted`` for a del)."""
+    """Where attributes or items were changed (writes in instrumented code), in the order they
+    happened across all threads of the flow (oldest first): by attribute name or key ``name``, of
+    objects of recorded type ``type_name`` and/or the object ``obj_id``; each with its thread,
+    idx, function, file and line, the value before (``old``, and ``old_from``: "previous write"
+    (``old_idx`` in thread ``old_thread_id``, which may be another thread's), "recorded state",
+    "unknown (not recorded before)" or "unknown (not saved: the recording was cut short)") and
+    after (``new``; ``deleted`` for a del)."""
     if name is None and type_name is None and obj_id is None:
         raise AgentError("writes needs a name, --type or --obj: e.g. `writes price --type Item`")
     limit = _count("limit", limit)
@@ -606,6 +394,8 @@ def writes(q: Queries, name: Optional[str] = None, type_name: Optional[str] = No
             "old": preview(w["old"]) if w["old_ref"] is not None else None,
             "old_from": w["old_from"],
             "old_idx": w["old_idx"],
+            "old_thread_id": w["old_thread_id"],
+            "old_thread_name": None if w["old_thread_id"] is None else c.thread_name(fid, w["old_thread_id"]),
             "new": None if w["deleted"] else preview(w["new"]),
             "deleted": w["deleted"],
         })
@@ -633,7 +423,7 @@ def stack(q: Queries, idx: int, flow: Optional[int] = None, thread: ThreadRef = 
         frame = {"idx": fr["fn_call_idx"], "fn": f"{fr['fn_ns']}.{fr['fn_name']}", "file": fr.get("file"),
                  "line": fr.get("line"), "args": c.args(e, **_bounds(print_level, print_length))}
         used += len(_values.safe_repr(frame)) + 2
-        if ANSWER_BUDGET is not None and used > ANSWER_BUDGET and frames:
+        if _context.ANSWER_BUDGET is not None and used > _context.ANSWER_BUDGET and frames:
             break
         frames.append(frame)
     out = {**c.where(fid, tid), "idx": idx, "frames": frames}
@@ -656,34 +446,6 @@ def frequencies(q: Queries, flow: Optional[int] = None, thread: ThreadRef = None
         out.update(c.where(fid, tid))
     out.update({"functions": len(rows), "shown": min(limit, len(rows)), "frequencies": rows[:limit]})
     return out
-
-
-def _entry_line(c: _Ctx, fid: int, tid: int, e: dict, bounds: dict) -> dict:
-    t = e["type"]
-    row: Dict[str, Any] = {"idx": e["idx"], "type": t}
-    if t in ("fn-call", "fn-resume"):
-        row["fn"] = c.fn(e)
-        args = c.args(e, **bounds)
-        row["text"] = (f"{'resume' if t == 'fn-resume' else 'call'} {c.fn(e)}("
-                       + ", ".join(f"{k}={v}" for k, v in args.items()) + ")")
-        return row
-    row["fn"] = c.frame_fn(e)
-    line = c.line_of(fid, tid, e)
-    if line is not None:
-        row["line"] = line
-    if t == "fn-return":
-        kind = e.get("kind", "return")
-        row["text"] = f"{kind} {row['fn']} -> {preview(c.deref(e['result_ref']), **bounds)}"
-    elif t == "fn-unwind":
-        row["text"] = f"unwind {row['fn']} !! {_exc_text(c.deref(e['throwable_ref']))}"
-    elif t == "expr":
-        src = c.source_text(e["form_id"], e.get("coord")) or "?"
-        row["text"] = f"`{src}` = {preview(c.deref(e['result_ref']), **bounds)}"
-    elif t == "bind":
-        row["text"] = f"{e['symbol']} := {preview(c.deref(e['value_ref']), **bounds)}"
-    else:
-        row["text"] = t
-    return row
 
 
 def window(q: Queries, idx: int, flow: Optional[int] = None, thread: ThreadRef = None,
@@ -892,7 +654,7 @@ def search(q: Queries, text: str, flow: Optional[int] = None, thread: ThreadRef 
                                      "fn": c.fn(e) if t in ("fn-call", "fn-resume") else c.frame_fn(e),
                                      "value": _around(full, needle, ignore_case, width=160)})
                         used += len(str(hits[-1])) + 2
-                        if len(hits) >= limit or (ANSWER_BUDGET is not None and used > ANSWER_BUDGET):
+                        if len(hits) >= limit or (_context.ANSWER_BUDGET is not None and used > _context.ANSWER_BUDGET):
                             complete = False
                             raise StopIteration
     except StopIteration:
@@ -924,13 +686,9 @@ def _around(full: str, needle: str, ignore_case: bool, width: int = MAX_CHARS) -
 
 def origin(q: Queries, idx: int, **kwargs: Any) -> dict:
     """See :func:`squall.agent_origin.origin`."""
-    from squall import agent_origin
-
     return agent_origin.origin(q, idx, **kwargs)
 
 
 def diff(q: Queries, a_idx: Optional[int] = None, b_idx: Optional[int] = None, **kwargs: Any) -> dict:
     """See :func:`squall.agent_origin.diff`."""
-    from squall import agent_origin
-
     return agent_origin.diff(q, a_idx, b_idx, **kwargs)

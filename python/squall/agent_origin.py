@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional
 
 from squall import _engine
-from squall.agent import AgentError, ThreadRef, _count, _Ctx, _entry_line, _fit
+from squall.agent_context import AgentError, ThreadRef, _count, _Ctx, _entry_line, _fit
 from squall.indexes import Queries
 
 __all__ = ["diff", "origin"]

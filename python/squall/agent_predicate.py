@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import ast
 import operator
-from typing import Any, Callable, Dict
+from typing import Any, Callable, Dict, FrozenSet
 
-__all__ = ["PredicateError", "compile_predicate"]
+__all__ = ["Predicate", "PredicateError", "compile_predicate"]
 
 _CMP: Dict[type, Callable[[Any, Any], bool]] = {
     ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
@@ -41,7 +41,25 @@ class PredicateError(ValueError):
     """A predicate that cannot be read or uses something the language does not have."""
 
 
-def compile_predicate(text: str) -> Callable[[Dict[str, Any]], bool]:
+class Predicate:
+    """A compiled predicate: call it with the call's names. ``reads`` holds the names it reads
+    (function names of ``len(x)`` and the like aside), so a caller builds only those values:
+    every other name may be given as None."""
+
+    def __init__(self, run: Callable[[Dict[str, Any]], bool], reads: FrozenSet[str]) -> None:
+        self._run = run
+        self.reads = reads
+
+    def __call__(self, names: Dict[str, Any]) -> bool:
+        return self._run(names)
+
+
+def _names_read(node: ast.AST) -> FrozenSet[str]:
+    called = {id(n.func) for n in ast.walk(node) if isinstance(n, ast.Call)}
+    return frozenset(n.id for n in ast.walk(node) if isinstance(n, ast.Name) and id(n) not in called)
+
+
+def compile_predicate(text: str) -> Predicate:
     """The predicate ``text`` as a function of the call's names (see the module doc). Raises
     :class:`PredicateError` quoting what is wrong and what to write instead."""
     if not isinstance(text, str) or not text.strip():
@@ -62,7 +80,7 @@ def compile_predicate(text: str) -> Callable[[Dict[str, Any]], bool]:
         except Exception:  # noqa: BLE001 - a comparison of unlike values is simply false
             return False
 
-    return run
+    return Predicate(run, _names_read(tree.body))
 
 
 class _Unknown(Exception):

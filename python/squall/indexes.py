@@ -412,9 +412,11 @@ class Queries:
         ``obj_id`` (an identity, as values' ``obj_id``), and/or of any object whose recorded
         type is ``type_name`` (``"Item"`` or ``"mod.Item"``), only ``attr_or_key`` (a name or an
         int key) if given. ``{"writes": [...], "total", "shown", "left_out"}``, at most ``limit``
-        writes, oldest first per thread; each has ``idx``, ``thread_id``, ``obj_id``, ``name``,
-        ``kind`` ("attr"/"item"), ``fn``, ``file``, ``line``, ``coord``, ``deleted``, ``new``,
-        ``old`` and ``old_from``: "previous write" (``old_idx`` is its idx), "recorded state"
+        writes, oldest first in the order they happened across the flow's threads; each has
+        ``idx``, ``thread_id``, ``obj_id``, ``name``, ``kind`` ("attr"/"item"), ``fn``,
+        ``file``, ``line``, ``coord``, ``deleted``, ``new``, ``old`` and ``old_from``: "previous
+        write" (``old_idx`` is its idx, in thread ``old_thread_id``: the write before it in any
+        thread), "recorded state"
         (the object's last state recorded before the write), "unknown (not recorded before)" or,
         in a file cut short before it saved what came before, "unknown (not saved: the recording
         was cut short)"."""

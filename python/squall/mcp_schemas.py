@@ -128,6 +128,8 @@ class Write(Where):
     old: Optional[str]
     old_from: str
     old_idx: Id
+    old_thread_id: Id  # the thread of the write at old_idx (may differ from the writer's)
+    old_thread_name: Optional[str]
     new: Optional[str]
     deleted: bool
 

@@ -109,6 +109,7 @@ def build_server(rec: Any) -> Any:
     """The MCP server for a loaded recording (``squall.load(path)``), tools registered."""
     from squall import __version__, agent
     from squall import mcp_schemas as schema
+    from squall.mcp_other import OtherRecordings
 
     base = _server_class()
     tool_error = _tool_error()
@@ -222,17 +223,23 @@ def build_server(rec: Any) -> Any:
         it of a return, binding or expression holding a wrong value."""
         return agent.origin(rec, idx, flow=flow, thread=thread, max_steps=max_steps)
 
+    others = OtherRecordings()
+
     @tool(schema.Diff)
     def diff(a_idx: Optional[Count] = None, b_idx: Optional[Count] = None, thread: Thread = None,
-             b_thread: Thread = None, flow: Optional[Count] = None, b_flow: Optional[Count] = None) -> dict:
+             b_thread: Thread = None, flow: Optional[Count] = None, b_flow: Optional[Count] = None,
+             other: Optional[Text] = None) -> dict:
         """Returns two calls compared (`a_idx`, `b_idx`: fn-call idxs, the second in `b_thread`
-        if given), or without idxs two threads/flows compared by their root calls: both calls'
-        args and outcomes, `args_equal` per parameter and `outcome_equal` (content compared,
+        if given, or in the recording file at path `other`: another recording of the same
+        program), or without idxs two threads/flows/recordings compared by their root calls:
+        both calls' args and outcomes, `args_equal` per parameter and `outcome_equal` (content compared,
         identities ignored), the `path` of child calls down to the deepest pair that differs,
         and `first`: where that pair first diverges (`kind` "path": a different line ran;
         "value": same place, another value), each side's entry with line and text, and a
         one-line `verdict`."""
-        return agent.diff(rec, a_idx, b_idx, flow=flow, thread=thread, b_flow=b_flow, b_thread=b_thread)
+        second = None if other is None else others.get(other)
+        return agent.diff(rec, a_idx, b_idx, flow=flow, thread=thread, b_flow=b_flow, b_thread=b_thread,
+                          other=second)
 
     @tool(schema.Exceptions)
     def exceptions(thread: Thread = None, flow: Optional[Count] = None, limit: Count = 20) -> dict:
@@ -244,11 +251,13 @@ def build_server(rec: Any) -> Any:
     @tool(schema.Writes)
     def writes(name: Optional[str] = None, type_name: Optional[str] = None, obj_id: Optional[Count] = None,
                thread: Thread = None, flow: Optional[Count] = None, limit: Count = 20) -> dict:
-        """Returns where an attribute or item was changed (writes in instrumented code), oldest
-        first: by attribute `name` (or key; digits for an int key), of objects of recorded
-        `type_name` (e.g. "Item") and/or the object `obj_id` (the N of `#N`). Each: idx,
-        thread, function, file and line, `old` (with `old_from`: "previous write", "recorded
-        state", "unknown (not recorded before)", "unknown (not saved: ...)") and `new`. At most
+        """Returns where an attribute or item was changed (writes in instrumented code), in the
+        order they happened across all threads (oldest first): by attribute `name` (or key;
+        digits for an int key), of objects of recorded `type_name` (e.g. "Item") and/or the
+        object `obj_id` (the N of `#N`). Each: idx, thread, function, file and line, `old` (with
+        `old_from`: "previous write" (at `old_idx` of thread `old_thread_id`, maybe another
+        thread), "recorded state", "unknown (not recorded before)", "unknown (not saved: ...)")
+        and `new`. At most
         `limit`; `left_out` says how many more there are. Send at least one filter."""
         return agent.writes(rec, name, type_name=type_name, obj_id=obj_id, flow=flow, thread=thread, limit=limit)
 

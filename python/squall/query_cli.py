@@ -377,6 +377,8 @@ def _writes(d: dict) -> List[str]:
     out = [f"{d['total']} write(s); showing {d['shown']}{left}"]
     for w in d["writes"]:
         old = w["old"] if w["old"] is not None else w["old_from"]
+        if w.get("old_thread_id") not in (None, w["thread_id"]):
+            old = f"{old} (written by thread {w['old_thread_name'] or w['old_thread_id']} at idx {w['old_idx']})"
         new = "<deleted>" if w["deleted"] else w["new"]
         target = f"#{w['obj_id']}.{w['name']}" if w["kind"] == "attr" else f"#{w['obj_id']}[{w['name']}]"
         out.append(f"idx {w['idx']} thread {_thread(w)}  {target}: {old} -> {new}  in {w['fn']} at {_where(w)}")

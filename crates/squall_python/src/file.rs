@@ -362,6 +362,10 @@ impl PyRecording {
         let snap = crate::printed::snap_of_ref(self.b(), value_ref)?;
         Ok(squall_trace::printer::pprint(&snap, print_level.unwrap_or(usize::MAX), print_length.unwrap_or(usize::MAX)))
     }
+    /// The value ref of each argument named by an args ref (None: not recorded).
+    fn arg_refs(&self, args_ref: u64) -> PyResult<Vec<Option<u64>>> {
+        crate::arg_refs::arg_refs(self.b(), args_ref)
+    }
     fn forms<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
         q::forms(py, self.b())
     }

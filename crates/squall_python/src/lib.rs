@@ -2,6 +2,7 @@
 
 mod addr_filter;
 mod agent_queries;
+mod arg_refs;
 mod awaiting;
 mod bigalloc;
 mod control;

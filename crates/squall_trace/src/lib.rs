@@ -27,6 +27,7 @@ mod threads;
 mod timeline;
 mod value;
 mod writes;
+mod writes_merged;
 
 pub use entry::{Entry, Kind, MAX_ID, NONE, WRITE_WORDS};
 pub use error::TraceError;
@@ -47,3 +48,4 @@ pub use threads::ThreadRef;
 pub use timeline::{Recorded, Timeline};
 pub use value::{Decoded, ValRef, MAX_SLOT};
 pub use writes::{sync_writes, writes, OldValue, WriteFact, WriteFilter};
+pub use writes_merged::{writes_merged, MergedWrite};

@@ -254,8 +254,8 @@ impl Cx<'_> {
         words: &mut Vec<u64>,
         left: &mut usize,
     ) -> bool {
-        // SAFETY: the caller's contract (GIL held, `o` a live frozenset); its table is read
-        // without running Python code, and a frozenset's items never change.
+        // SAFETY: the caller's contract (GIL held, `o` a live frozenset); the identity map and
+        // the set's table are read without running Python code, so neither changes meanwhile.
         unsafe {
             let addr = o as usize;
             let slot = ((addr >> 4) ^ (addr >> 16)) & (FROZEN_SLOTS - 1);
