@@ -26,7 +26,7 @@ from squall.dap.protocol import Channel
 
 TARGET_MS = 50.0
 
-PROGRAM = '''
+PROGRAM = """
 def work(i):
     x = i * 2
     y = x + 1
@@ -41,15 +41,16 @@ def main(n):
 
 
 main({n})
-'''
+"""
 
 
 class Client:
     """A minimal DAP client over the adapter's stdio."""
 
     def __init__(self) -> None:
-        self.p = subprocess.Popen([sys.executable, "-m", "squall", "dap"], stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE)
+        self.p = subprocess.Popen(
+            [sys.executable, "-m", "squall", "dap"], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+        )
         self.ch = Channel(self.p.stdout, self.p.stdin)  # type: ignore[arg-type]
         self.pending: List[Dict[str, Any]] = []
 
@@ -126,10 +127,16 @@ def main() -> int:
             timings.setdefault(name, []).append(1000 * (stop - t))
             timings.setdefault(name + " + stack/locals", []).append(1000 * (shown - t))
 
-        steps = [("next", "next", {}), ("stepIn", "stepIn", {}), ("stepOut", "stepOut", {}),
-                 ("stepBack", "stepBack", {}), ("stepInBack", "squall/stepInBack", {}),
-                 ("stepOutBack", "squall/stepOutBack", {}), ("next (entry)", "next", {"granularity": "instruction"}),
-                 ("gotoEntry", "squall/gotoEntry", {"idx": middle})]
+        steps = [
+            ("next", "next", {}),
+            ("stepIn", "stepIn", {}),
+            ("stepOut", "stepOut", {}),
+            ("stepBack", "stepBack", {}),
+            ("stepInBack", "squall/stepInBack", {}),
+            ("stepOutBack", "squall/stepOutBack", {}),
+            ("next (entry)", "next", {"granularity": "instruction"}),
+            ("gotoEntry", "squall/gotoEntry", {"idx": middle}),
+        ]
         for name, command, args in steps:
             for i in range(opts.repeat):
                 if command != "squall/gotoEntry" and i % 20 == 0:
@@ -141,8 +148,10 @@ def main() -> int:
             timed("continue (breakpoint)", "continue", {})
         for _ in range(opts.repeat):
             timed("reverseContinue (breakpoint)", "reverseContinue", {})
-        c.request("setBreakpoints", {"source": {"path": src}, "breakpoints": [{"line": y_line,
-                                                                                  "condition": "i % 1000 == 999"}]})
+        c.request(
+            "setBreakpoints",
+            {"source": {"path": src}, "breakpoints": [{"line": y_line, "condition": "i % 1000 == 999"}]},
+        )
         for _ in range(max(opts.repeat // 10, 3)):
             timed("continue (condition true 1 in 1000)", "continue", {})
         frames = c.request("stackTrace", {"threadId": tid})["body"]["stackFrames"]

@@ -65,9 +65,7 @@ def main() -> int:
     plain = load(False)
     recorded = {m: load(True, m) for m in MODES}
     results = []
-    for (name, expr, calls_target, full_target), mode in (
-        (w, m) for w in WORKLOADS for m in MODES
-    ):
+    for (name, expr, calls_target, full_target), mode in ((w, m) for w in WORKLOADS for m in MODES):
         target = calls_target if mode == "calls" else full_target
         best_plain = best_rec = float("inf")
         entries = bytes_ = 0
@@ -99,7 +97,9 @@ def main() -> int:
         print(json.dumps({"python": sys.version.split()[0], "results": results}))
         return 0
     print(f"squall recording overhead, Python {sys.version.split()[0]}, best of {args.repeat}")
-    print(f"{'workload':<12} {'mode':<6} {'plain ms':>9} {'recorded ms':>12} {'ratio':>6} {'target':>7} {'entries':>9} {'ns/event':>9} {'B/entry':>8}")
+    print(
+        f"{'workload':<12} {'mode':<6} {'plain ms':>9} {'recorded ms':>12} {'ratio':>6} {'target':>7} {'entries':>9} {'ns/event':>9} {'B/entry':>8}"
+    )
     for r in results:
         ok = "ok" if r["ratio"] <= r["target"] else "MISSED"
         if r["mode"] == "full" and r["ns_per_event"] > NS_TARGET:

@@ -24,7 +24,7 @@ def loop_dict(n):
     words = ["w%d" % (i % 97) for i in range(n)]
     total = {}
     for start in range(0, n, 1000):
-        merge(total, tally(words[start:start + 1000]))
+        merge(total, tally(words[start : start + 1000]))
     squares = 0
     for i in range(n):
         if i % 3:

@@ -43,15 +43,12 @@ class FakeEngine:
 
     # registration
     def register_form(self, fn_ns, fn_name, file, line, params, kind):
-        self.forms.append(
-            dict(fn_ns=fn_ns, fn_name=fn_name, file=file, line=line, params=list(params), kind=kind)
-        )
+        self.forms.append(dict(fn_ns=fn_ns, fn_name=fn_name, file=file, line=line, params=list(params), kind=kind))
         return len(self.forms) - 1
 
     def register_site(self, form_id, kind, line, col, end_line, end_col, symbol=None, reads=None):
         self.sites.append(
-            dict(form_id=form_id, kind=kind, line=line, col=col, end_line=end_line, end_col=end_col,
-                 symbol=symbol)
+            dict(form_id=form_id, kind=kind, line=line, col=col, end_line=end_line, end_col=end_col, symbol=symbol)
         )
         return len(self.sites) - 1
 

@@ -3,6 +3,7 @@ every thread's call tree (``squall._render.render_flow``) to a file. Used by tes
 
     python _record_program.py PROGRAM.py OUT.txt
 """
+
 import sys
 
 from squall import _render, cli

@@ -3,6 +3,7 @@ tracebacks, manual send/throw/close, finalization order. Prints everything it se
 (test_programs.py::test_async_protocols_same_as_python) runs it with python and under squall
 (both modes) and compares the output.
 """
+
 import asyncio
 import contextlib
 import functools
@@ -23,8 +24,9 @@ def show(e):
 
 
 def describe(e):
-    return (f"{type(e).__name__}: {e} | cause={e.__cause__!r} context={e.__context__!r} "
-            f"suppress={e.__suppress_context__}")
+    return (
+        f"{type(e).__name__}: {e} | cause={e.__cause__!r} context={e.__context__!r} suppress={e.__suppress_context__}"
+    )
 
 
 def run(fn, *args):
@@ -748,21 +750,54 @@ def drive(label, make, steps):
 
 def main():
     for fn in (
-        for_agen, for_counter, for_hops, for_nothrow, for_break_continue_else,
-        for_nested_and_return, for_agen_raises, for_agen_raises_caught, for_agen_raises_stopasync,
-        for_body_raises_stopasync, for_body_raises_in_handler, for_body_raises_plain,
-        for_not_async_iterable, for_aiter_returns_int, for_aiter_raises, for_anext_returns_int,
-        for_anext_bad_await, for_anext_bad_await_in_handler, for_anext_junk_await,
-        for_anext_coro_await, for_anext_raises, comprehensions, comprehension_error,
+        for_agen,
+        for_counter,
+        for_hops,
+        for_nothrow,
+        for_break_continue_else,
+        for_nested_and_return,
+        for_agen_raises,
+        for_agen_raises_caught,
+        for_agen_raises_stopasync,
+        for_body_raises_stopasync,
+        for_body_raises_in_handler,
+        for_body_raises_plain,
+        for_not_async_iterable,
+        for_aiter_returns_int,
+        for_aiter_raises,
+        for_anext_returns_int,
+        for_anext_bad_await,
+        for_anext_bad_await_in_handler,
+        for_anext_junk_await,
+        for_anext_coro_await,
+        for_anext_raises,
+        comprehensions,
+        comprehension_error,
         comprehension_agen_raises,
-        with_plain, with_body_raises_suppressed, with_body_raises_not_suppressed,
-        with_exit_raises, with_exit_raises_no_body_error, with_enter_raises,
-        with_multi_and_tuple_target, with_return_break_continue, with_asynccontextmanager,
-        with_not_a_cm, with_only_enter, with_only_exit, with_enter_returns_int,
-        with_exit_returns_int, with_exit_returns_int_body_raises, with_enter_bad_await,
-        with_enter_junk_await, with_enter_coro_await, with_enter_callable_object,
-        with_enter_descriptor_raises, with_instance_attributes_only,
-        with_coroutine_awaited_already, with_cancelled_in_aexit, for_cancelled_while_waiting,
+        with_plain,
+        with_body_raises_suppressed,
+        with_body_raises_not_suppressed,
+        with_exit_raises,
+        with_exit_raises_no_body_error,
+        with_enter_raises,
+        with_multi_and_tuple_target,
+        with_return_break_continue,
+        with_asynccontextmanager,
+        with_not_a_cm,
+        with_only_enter,
+        with_only_exit,
+        with_enter_returns_int,
+        with_exit_returns_int,
+        with_exit_returns_int_body_raises,
+        with_enter_bad_await,
+        with_enter_junk_await,
+        with_enter_coro_await,
+        with_enter_callable_object,
+        with_enter_descriptor_raises,
+        with_instance_attributes_only,
+        with_coroutine_awaited_already,
+        with_cancelled_in_aexit,
+        for_cancelled_while_waiting,
     ):
         run(fn)
     drive("for", manual_for, [("send", None), ("send", "a"), ("send", "b"), ("send", "c")])

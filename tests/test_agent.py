@@ -25,8 +25,9 @@ NO_MCP = "the MCP SDK is not installed (the mcp extra needs Python 3.10+)"
 @pytest.fixture(scope="module")
 def rec_path(tmp_path_factory):
     path = tmp_path_factory.mktemp("agent") / "invoices.sqrec"
-    r = subprocess.run([SQUALL, "run", "-q", "-o", str(path), str(PROGRAM)], capture_output=True, text=True,
-                       timeout=120)
+    r = subprocess.run(
+        [SQUALL, "run", "-q", "-o", str(path), str(PROGRAM)], capture_output=True, text=True, timeout=120
+    )
     assert r.returncode == 0, r.stderr
     return path
 
@@ -65,7 +66,8 @@ def check_snapshot(name: str, text: str) -> None:
             pytest.fail(f"new snapshot {path.name} written: check it and commit it")
         return
     assert text == path.read_text(), (
-        f"the answer differs from {path.name}; if the change is right, rerun with SQUALL_UPDATE_SNAPSHOTS=1")
+        f"the answer differs from {path.name}; if the change is right, rerun with SQUALL_UPDATE_SNAPSHOTS=1"
+    )
 
 
 CASES = {
@@ -108,13 +110,20 @@ def test_query_answers_tell_the_story(rec):
     assert key_error["caught_in"] == "billing.processing.process_invoice"
     stack = agent.stack(rec, key_error["idx"])
     assert [f["fn"] for f in stack["frames"]][:3] == [
-        "billing.pricing.tax_for", "billing.pricing.rounded.<locals>.wrapper", "billing.processing.process_invoice"]
+        "billing.pricing.tax_for",
+        "billing.pricing.rounded.<locals>.wrapper",
+        "billing.processing.process_invoice",
+    ]
     assert stack["frames"][0]["args"] == {"amount": "2175.49", "country": "'JP'"}
     call = agent.call(rec, stack["frames"][2]["idx"])
     assert call["returned"] == "{'number': 'INV-004', 'net': 2175.49, 'tax': 0.0, 'total': 2175.49}"
     assert any(c.get("raised", "").startswith("KeyError") for c in call["children"])
     assert agent.bindings(rec, key_error["idx"])["bindings"][-1] == {
-        "symbol": "rate", "value": "None", "line": 51, "since_idx": key_error["idx"] - 4}
+        "symbol": "rate",
+        "value": "None",
+        "line": 51,
+        "since_idx": key_error["idx"] - 4,
+    }
     src = agent.source(rec, key_error["idx"])
     assert any(line.startswith("> 53 |") and "raise KeyError" in line for line in src["lines"])
 
@@ -161,8 +170,23 @@ def test_threads_by_name_or_id(rec_path):
 
 # --- MCP ------------------------------------------------------------------------------------------
 
-TOOLS = {"summary", "calls", "call", "exceptions", "stack", "frequencies", "search", "window", "source",
-         "bindings", "history", "writes", "origin", "diff", "frames"}
+TOOLS = {
+    "summary",
+    "calls",
+    "call",
+    "exceptions",
+    "stack",
+    "frequencies",
+    "search",
+    "window",
+    "source",
+    "bindings",
+    "history",
+    "writes",
+    "origin",
+    "diff",
+    "frames",
+}
 
 
 def test_mcp_server_with_the_official_client(rec_path):
@@ -191,10 +215,16 @@ def test_mcp_server_with_the_official_client(rec_path):
 
                 answers = {}
                 for name, args in [
-                    ("summary", {}), ("calls", {"fn": "process_invoice", "limit": 2}), ("call", {"idx": 427}),
-                    ("exceptions", {}), ("stack", {"idx": 554}), ("frequencies", {"limit": 3}),
-                    ("search", {"text": "JP", "limit": 2}), ("window", {"idx": 554, "before": 2, "after": 2}),
-                    ("source", {"idx": 554}), ("bindings", {"idx": 554, "thread": "MainThread"}),
+                    ("summary", {}),
+                    ("calls", {"fn": "process_invoice", "limit": 2}),
+                    ("call", {"idx": 427}),
+                    ("exceptions", {}),
+                    ("stack", {"idx": 554}),
+                    ("frequencies", {"limit": 3}),
+                    ("search", {"text": "JP", "limit": 2}),
+                    ("window", {"idx": 554, "before": 2, "after": 2}),
+                    ("source", {"idx": 554}),
+                    ("bindings", {"idx": 554, "thread": "MainThread"}),
                     ("history", {"obj_id": 1, "limit": 2}),
                 ]:
                     err, text = await ask(name, **args)
@@ -224,10 +254,15 @@ def test_mcp_server_with_the_official_client(rec_path):
 
 def test_mcp_stdout_is_protocol_only(rec_path):
     pytest.importorskip("mcp", reason=NO_MCP)
-    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
-    p = subprocess.run([SQUALL, "mcp", str(rec_path)], input=json.dumps(init) + "\n", capture_output=True,
-                       text=True, timeout=60)
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
+    }
+    p = subprocess.run(
+        [SQUALL, "mcp", str(rec_path)], input=json.dumps(init) + "\n", capture_output=True, text=True, timeout=60
+    )
     lines = [ln for ln in p.stdout.splitlines() if ln.strip()]
     assert lines, p.stderr
     for ln in lines:
@@ -241,8 +276,8 @@ def test_mcp_bad_recording(tmp_path):
 
 def test_mcp_without_the_sdk_says_how_to_install_it(rec_path):
     # the `mcp` extra needs Python 3.10+; without it, a loadable recording gets the install hint
-    code = ("import sys; sys.modules['mcp'] = None; from squall import mcp_server; "
-            "sys.exit(mcp_server.main(sys.argv[1]))")
-    p = subprocess.run([sys.executable, "-c", code, str(rec_path)], capture_output=True, text=True,
-                       timeout=60)
+    code = (
+        "import sys; sys.modules['mcp'] = None; from squall import mcp_server; sys.exit(mcp_server.main(sys.argv[1]))"
+    )
+    p = subprocess.run([sys.executable, "-c", code, str(rec_path)], capture_output=True, text=True, timeout=60)
     assert p.returncode == 1 and p.stdout == "" and "pip install 'squall[mcp]'" in p.stderr

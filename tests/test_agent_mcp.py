@@ -24,8 +24,12 @@ MAX_CALLS = 5
 
 def record(name: str, tmp: Path) -> Path:
     path = tmp / f"{name}.sqrec"
-    r = subprocess.run([SQUALL, "run", "-q", "-o", str(path), str(PROGRAMS / f"{name}.py")],
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [SQUALL, "run", "-q", "-o", str(path), str(PROGRAMS / f"{name}.py")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr
     return path
 
@@ -167,7 +171,10 @@ def test_a_lost_update_in_a_thread_race_shows_in_the_writes(tmp_path):
     assert (lost["thread_name"], lost["line"], lost["old_from"]) == ("worker-a", 19, "previous write")
     first = ws[0]
     assert (lost["old_thread_name"], lost["old_thread_id"], lost["old_idx"]) == (
-        "worker-b", first["thread_id"], first["idx"])
+        "worker-b",
+        first["thread_id"],
+        first["idx"],
+    )
     seen = next(s for s in steps if s["via"] == "name seen")
     assert (seen["kind"], seen["line"], seen["value"], seen["code"]) == ("bind", 13, "0", "seen = hits[page]")
     read = next(s for s in steps if s["from_step"] == seen["step"] and s["via"] == "sub-expression")
@@ -188,8 +195,23 @@ def test_every_tool_has_an_output_schema_and_says_what_it_returns(upstream):
     info = field(a.init, "server_info", "serverInfo")
     assert (info.name, info.version) == ("squall", squall.__version__)
     names = {t.name for t in a.tools}
-    assert {"summary", "calls", "call", "frames", "origin", "diff", "exceptions", "writes", "history", "stack",
-            "bindings", "window", "source", "search", "frequencies"} <= names
+    assert {
+        "summary",
+        "calls",
+        "call",
+        "frames",
+        "origin",
+        "diff",
+        "exceptions",
+        "writes",
+        "history",
+        "stack",
+        "bindings",
+        "window",
+        "source",
+        "search",
+        "frequencies",
+    } <= names
     for t in a.tools:
         schema = field(t, "output_schema", "outputSchema")
         assert schema and schema.get("type") == "object", t.name
@@ -258,7 +280,7 @@ def test_a_window_past_its_cap_says_so_and_where_to_go_on(upstream):
     assert "at most 200 entries either side: asked 500 before and 500 after" in w["capped"], w["capped"]
 
 
-SHIP = '''
+SHIP = """
 import sys
 
 def cost(w):
@@ -270,7 +292,7 @@ def main(ws):
     return [cost(w) for w in ws]
 
 print(main([int(a) for a in sys.argv[1:]]))
-'''
+"""
 
 
 def test_diff_compares_with_another_recording_named_by_path(tmp_path):
@@ -281,8 +303,9 @@ def test_diff_compares_with_another_recording_named_by_path(tmp_path):
     recs = []
     for name, args in (("a", ["3", "12"]), ("b", ["3", "9"])):
         out = tmp_path / f"{name}.sqrec"
-        r = subprocess.run([SQUALL, "run", "-q", "-o", str(out), str(prog), *args], capture_output=True, text=True,
-                           timeout=120)
+        r = subprocess.run(
+            [SQUALL, "run", "-q", "-o", str(out), str(prog), *args], capture_output=True, text=True, timeout=120
+        )
         assert r.returncode == 0, r.stderr
         recs.append(out)
     not_rec = tmp_path / "notes.txt"

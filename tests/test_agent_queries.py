@@ -20,8 +20,9 @@ V1 = ROOT / "crates" / "squall_store" / "tests" / "fixtures" / "v1_tally.sqrec"
 
 
 def record(program: Path, out: Path, *args: str) -> Path:
-    r = subprocess.run([SQUALL, "run", "-q", "-o", str(out), str(program), *args], capture_output=True, text=True,
-                       timeout=120)
+    r = subprocess.run(
+        [SQUALL, "run", "-q", "-o", str(out), str(program), *args], capture_output=True, text=True, timeout=120
+    )
     assert r.returncode == 0, r.stderr
     return out
 
@@ -40,29 +41,35 @@ class Item:
         self.price = price
 
 
-@pytest.mark.parametrize("text, names, expected", [
-    ("weight == 10", {"weight": 10}, True),
-    ("weight == 10", {"weight": 12}, False),
-    ("ret > 50 and raised is None", {"ret": 74, "raised": None}, True),
-    ("item.price < 2", {"item": Item(1.5)}, True),
-    ("d['k'] == 1 or len(xs) == 0", {"d": {"k": 2}, "xs": []}, True),
-    ("'JP' in str(x)", {"x": ["JP"]}, True),
-    ("not flag", {"flag": False}, True),
-    ("x + 1 > 'a'", {"x": 1}, False),  # unlike values: false, not an error
-])
+@pytest.mark.parametrize(
+    "text, names, expected",
+    [
+        ("weight == 10", {"weight": 10}, True),
+        ("weight == 10", {"weight": 12}, False),
+        ("ret > 50 and raised is None", {"ret": 74, "raised": None}, True),
+        ("item.price < 2", {"item": Item(1.5)}, True),
+        ("d['k'] == 1 or len(xs) == 0", {"d": {"k": 2}, "xs": []}, True),
+        ("'JP' in str(x)", {"x": ["JP"]}, True),
+        ("not flag", {"flag": False}, True),
+        ("x + 1 > 'a'", {"x": 1}, False),  # unlike values: false, not an error
+    ],
+)
 def test_predicates_evaluate_over_a_calls_names(text, names, expected):
     assert compile_predicate(text)(names) is expected
 
 
-@pytest.mark.parametrize("text, says", [
-    ("", "the predicate is empty"),
-    ("weight ==", "is not an expression"),
-    ("__import__('os')", "calls something other than len(x)"),
-    ("item.__class__", "names starting with '_' are not allowed"),
-    ("[x for x in y]", "uses ListComp"),
-    ("d[k] == 1", "an item key must be a constant"),
-    ("lambda: 1", "uses Lambda"),
-])
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        ("", "the predicate is empty"),
+        ("weight ==", "is not an expression"),
+        ("__import__('os')", "calls something other than len(x)"),
+        ("item.__class__", "names starting with '_' are not allowed"),
+        ("[x for x in y]", "uses ListComp"),
+        ("d[k] == 1", "an item key must be a constant"),
+        ("lambda: 1", "uses Lambda"),
+    ],
+)
 def test_bad_predicates_say_what_is_wrong(text, says):
     with pytest.raises(PredicateError, match=None) as e:
         compile_predicate(text)
@@ -127,8 +134,9 @@ def test_origin_over_the_live_recording(tmp_path):
     """)
     prog = tmp_path / "live.py"
     prog.write_text(code)
-    r = subprocess.run([SQUALL, "run", "-q", "--no-save", str(prog)], capture_output=True, text=True, timeout=120,
-                       cwd=tmp_path)
+    r = subprocess.run(
+        [SQUALL, "run", "-q", "--no-save", str(prog)], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
     assert r.returncode == 0, r.stderr
     steps = json.loads(r.stdout.splitlines()[-1])
     assert steps[:3] == [["start", "fn-return", "42"], ["name y", "bind", "42"], ["call result", "fn-return", "42"]]
@@ -137,7 +145,8 @@ def test_origin_over_the_live_recording(tmp_path):
 
 def test_two_recordings_of_one_program_diff_at_their_first_different_call(tmp_path):
     prog = tmp_path / "ship.py"
-    prog.write_text(textwrap.dedent("""
+    prog.write_text(
+        textwrap.dedent("""
         import sys
 
         def cost(w):
@@ -149,7 +158,8 @@ def test_two_recordings_of_one_program_diff_at_their_first_different_call(tmp_pa
             return [cost(w) for w in ws]
 
         print(main([int(a) for a in sys.argv[1:]]))
-    """))
+    """)
+    )
     a = record(prog, tmp_path / "a.sqrec", "3", "12")
     b = record(prog, tmp_path / "b.sqrec", "3", "9")
     same = query(a, "diff", "--other", str(a), "--json")
@@ -192,7 +202,9 @@ def test_writes_of_all_threads_come_in_the_order_they_happened(tmp_path):
     names = {t["thread_id"]: t["thread_name"] for t in rec.flow_threads_info(0)}
     ws = rec.writes(attr_or_key="home")["writes"]
     assert [(names[w["thread_id"]], w["old"], w["new"], w["old_from"]) for w in ws] == [
-        ("worker-b", 0, 1, "recorded state"), ("worker-a", 1, 1, "previous write")]
+        ("worker-b", 0, 1, "recorded state"),
+        ("worker-a", 1, 1, "previous write"),
+    ]
     assert (ws[1]["old_thread_id"], ws[1]["old_idx"]) == (ws[0]["thread_id"], ws[0]["idx"])
     assert ws[0]["old_thread_id"] is None
     text = query(path, "writes", "home").stdout.splitlines()
@@ -202,7 +214,9 @@ def test_writes_of_all_threads_come_in_the_order_they_happened(tmp_path):
     # One thread alone: only its write, its old value still the other thread's write.
     only_a = rec.writes(attr_or_key="home", thread_id=ws[1]["thread_id"])
     assert (only_a["total"], [(w["idx"], w["old_thread_id"]) for w in only_a["writes"]]) == (
-        1, [(ws[1]["idx"], ws[0]["thread_id"])])
+        1,
+        [(ws[1]["idx"], ws[0]["thread_id"])],
+    )
 
 
 def test_a_predicate_says_which_names_it_reads():
@@ -226,13 +240,15 @@ class _CountingDerefs:
 
 def test_calls_where_builds_only_the_values_its_predicate_reads(tmp_path, monkeypatch):
     prog = tmp_path / "pick.py"
-    prog.write_text(textwrap.dedent("""
+    prog.write_text(
+        textwrap.dedent("""
         def pick(a, big):
             return a * 2
 
         for i in range(6):
             pick(i % 3, list(range(500)))
-    """))
+    """)
+    )
     rec = squall.load(record(prog, tmp_path / "pick.sqrec"))
     counting = _CountingDerefs(rec._b)
     monkeypatch.setattr(rec, "_b", counting)

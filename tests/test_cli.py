@@ -44,11 +44,9 @@ def needs_engine(test):
 
 
 def run(cmd: list[str], cwd: Path | str = PROGRAMS, timeout: float = 60) -> subprocess.CompletedProcess:
-    r = subprocess.run(cmd, cwd=str(cwd), env=_env(), capture_output=True, text=True,
-                       timeout=timeout)
+    r = subprocess.run(cmd, cwd=str(cwd), env=_env(), capture_output=True, text=True, timeout=timeout)
     # squall's own warnings (e.g. a piece not built yet) are not the program's output
-    r.stderr = "".join(line for line in r.stderr.splitlines(keepends=True)
-                       if not line.startswith("squall: warning: "))
+    r.stderr = "".join(line for line in r.stderr.splitlines(keepends=True) if not line.startswith("squall: warning: "))
     return r
 
 
@@ -110,8 +108,7 @@ def test_script_environment_absolute_path(tmp_path):
 
 
 def test_squall_options_before_script_are_not_passed_to_program():
-    sq = squall("run", "--no-summary", "--skip", "nothing.here", "--mode", "full",
-                "show_env.py", "--skip", "z")
+    sq = squall("run", "--no-summary", "--skip", "nothing.here", "--mode", "full", "show_env.py", "--skip", "z")
     assert sq.returncode == 0, sq.stderr
     assert "argv ['show_env.py', '--skip', 'z']" in sq.stdout
 
@@ -154,10 +151,9 @@ def test_missing_file_exits_2(tmp_path):
     sq = squall_run("missing.py", cwd=tmp_path)
     py = python("missing.py", cwd=tmp_path)
     assert py.returncode == sq.returncode == 2
-    expected = (f"squall: can't open file '{tmp_path / 'missing.py'}': "
-                "[Errno 2] No such file or directory\n")
+    expected = f"squall: can't open file '{tmp_path / 'missing.py'}': [Errno 2] No such file or directory\n"
     assert sq.stderr == expected
-    assert py.stderr.endswith(expected[len("squall"):])
+    assert py.stderr.endswith(expected[len("squall") :])
     assert sq.stdout == ""
 
 
@@ -266,21 +262,28 @@ def test_summary_reports_uncaught_exception():
     assert sq.returncode == 1
     err = sq.stderr
     assert err.index("Traceback") < err.index("recording summary")
-    lines = [line for line in err.split("recording summary", 1)[1].splitlines()
-             if "ValueError" in line]
+    lines = [line for line in err.split("recording summary", 1)[1].splitlines() if "ValueError" in line]
     assert any("NOT caught" in line for line in lines), err
     assert any("caught" in line and "NOT caught" not in line for line in lines), err
 
 
 @needs_engine
 def test_interactive_console_queries_recording():
-    script = ("print('flows', sorted(indexes.all_flows()))\n"
-              "stats = indexes.fn_call_stats(0)\n"
-              "print('top', stats[0]['fn_ns'] + '.' + stats[0]['fn_name'], stats[0]['cnt'])\n"
-              "print('main globals', 'make_invoices' in dir())\n")
-    r = subprocess.run([*_squall_cmd(), "run", "-i", "--no-summary", "examples/invoices/main.py"],
-                       cwd=str(ROOT), env=_env(), input=script, capture_output=True,
-                       text=True, timeout=60)
+    script = (
+        "print('flows', sorted(indexes.all_flows()))\n"
+        "stats = indexes.fn_call_stats(0)\n"
+        "print('top', stats[0]['fn_ns'] + '.' + stats[0]['fn_name'], stats[0]['cnt'])\n"
+        "print('main globals', 'make_invoices' in dir())\n"
+    )
+    r = subprocess.run(
+        [*_squall_cmd(), "run", "-i", "--no-summary", "examples/invoices/main.py"],
+        cwd=str(ROOT),
+        env=_env(),
+        input=script,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert "TOTAL" in r.stdout, r.stderr
     assert "flows [0]" in r.stdout, r.stdout + r.stderr
     assert "top billing.pricing.tier_discount 22" in r.stdout, r.stdout + r.stderr
@@ -302,9 +305,15 @@ def test_run_without_script_is_usage_error():
 
 
 def test_repl_runs_code():
-    r = subprocess.run([*_squall_cmd(), "repl"], cwd=str(PROGRAMS), env=_env(),
-                       input="x = 6 * 7\nprint('answer', x)\nimport sys; print(__name__)\n",
-                       capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        [*_squall_cmd(), "repl"],
+        cwd=str(PROGRAMS),
+        env=_env(),
+        input="x = 6 * 7\nprint('answer', x)\nimport sys; print(__name__)\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 0, r.stderr
     assert "answer 42" in r.stdout
     assert "__main__" in r.stdout
@@ -316,10 +325,10 @@ def test_safe_path_adds_no_entry():
     env["PYTHONSAFEPATH"] = "1"
     (PROGRAMS / "_path0.py").write_text(code + "\n")
     try:
-        py = subprocess.run([PYTHON, "_path0.py"], cwd=str(PROGRAMS), env=env,
-                            capture_output=True, text=True)
-        sq = subprocess.run([*_squall_cmd(), "run", "-q", "_path0.py"], cwd=str(PROGRAMS),
-                            env=env, capture_output=True, text=True)
+        py = subprocess.run([PYTHON, "_path0.py"], cwd=str(PROGRAMS), env=env, capture_output=True, text=True)
+        sq = subprocess.run(
+            [*_squall_cmd(), "run", "-q", "_path0.py"], cwd=str(PROGRAMS), env=env, capture_output=True, text=True
+        )
     finally:
         (PROGRAMS / "_path0.py").unlink()
     assert py.returncode == sq.returncode == 0
@@ -334,8 +343,7 @@ def test_summary_thread_exception_not_caught_and_caught():
     assert sq.returncode == py.returncode == 0
     assert sq.stdout == py.stdout
     assert py.stderr in sq.stderr  # the thread's traceback, as python prints it
-    lines = [ln for ln in sq.stderr.split("recording summary", 1)[1].splitlines()
-             if "RuntimeError" in ln]
+    lines = [ln for ln in sq.stderr.split("recording summary", 1)[1].splitlines() if "RuntimeError" in ln]
     assert len(lines) == 2, sq.stderr
     assert any("caught in __main__.guarded" in ln for ln in lines)
     assert any("NOT caught" in ln and "failing-worker" not in ln for ln in lines)
@@ -344,8 +352,7 @@ def test_summary_thread_exception_not_caught_and_caught():
 
 @needs_engine
 def test_summary_lists_skipped_user_modules():
-    sq = squall_run("--skip", "billing.pricing", "examples/invoices/main.py", cwd=ROOT,
-                    summary=True)
+    sq = squall_run("--skip", "billing.pricing", "examples/invoices/main.py", cwd=ROOT, summary=True)
     assert sq.returncode == 0
     assert sq.stdout == python("examples/invoices/main.py", cwd=ROOT).stdout
     skipped = sq.stderr.split("NOT instrumented", 1)[1]

@@ -11,7 +11,8 @@ def run(tmp_path, cache, order="ab"):
     (tmp_path / "moda.py").write_text("def fa(x):\n    y = x + 1\n    return y\n")
     (tmp_path / "modb.py").write_text("def fb(x):\n    return [x] * 2\n")
     script = tmp_path / "prog.py"
-    script.write_text(textwrap.dedent(f"""
+    script.write_text(
+        textwrap.dedent(f"""
         import sys, threading
         sys.path.insert(0, {str(tmp_path)!r})
         import squall
@@ -25,9 +26,12 @@ def run(tmp_path, cache, order="ab"):
         calls = [(e["fn_name"], squall.values.deref_val_id(e["fn_args_ref"])) for e in tl if e["type"] == "fn-call"]
         binds = [e["symbol"] for e in tl if e["type"] == "bind"]
         print(r, calls, binds, cache.stats["hits"], cache.stats["misses"])
-    """))
+    """)
+    )
     env = dict(os.environ, SQUALL_CACHE_DIR=str(cache))
-    p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path)
+    p = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path
+    )
     assert p.returncode == 0, p.stderr
     return p.stdout.strip()
 
@@ -56,15 +60,22 @@ def test_a_changed_source_is_not_served_from_the_cache(tmp_path):
     run(tmp_path, cache)
     (tmp_path / "moda.py").write_text("def fa(x):\n    z = x + 2\n    return z\n")
     out = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(f"""
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(f"""
             import sys, threading
             sys.path.insert(0, {str(tmp_path)!r})
             import squall
             squall.api.start_recording()
             import moda
             print(moda.fa(1), [e["symbol"] for e in squall.indexes.get_referenced_maps_timeline(0, threading.get_native_id()) if e["type"] == "bind"])
-        """)],
-        capture_output=True, text=True, env=dict(os.environ, SQUALL_CACHE_DIR=str(cache)), timeout=120,
+        """),
+        ],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, SQUALL_CACHE_DIR=str(cache)),
+        timeout=120,
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "3 ['z']"

@@ -28,13 +28,16 @@ def write(path, text):
 
 @pytest.fixture
 def proj(tmp_path):
-    write(tmp_path / "pyproject.toml", """
+    write(
+        tmp_path / "pyproject.toml",
+        """
         [tool.squall]
         include = ["app", "lib.core"]
         skip = ["app.vendor"]
         skip_regex = "_test$"
         mode = "calls"
-    """)
+    """,
+    )
     write(tmp_path / "app" / "__init__.py", "")
     return tmp_path
 

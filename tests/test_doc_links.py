@@ -9,8 +9,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 # A path with at least one directory and a file extension, or a markdown link target.
-PATH = re.compile(r"(?<![\w/.$~-])((?:\.{1,2}/)?(?:[\w.-]+/)+[\w.-]+\.(?:md|py|rs|toml|sh|txt|json|js|html|css|sqrec))"
-                  r"(?![\w/])")
+PATH = re.compile(
+    r"(?<![\w/.$~-])((?:\.{1,2}/)?(?:[\w.-]+/)+[\w.-]+\.(?:md|py|rs|toml|sh|txt|json|js|html|css|sqrec))"
+    r"(?![\w/])"
+)
 LINK = re.compile(r"\]\(([^)#\s:]+)")
 
 # Named on purpose though not in the repository, each with why.
@@ -29,9 +31,15 @@ OTHER_PROJECTS = ("pyperformance/",)
 def _files():
     tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
     docs = [f for f in tracked if f.endswith(".md") and f != "docs/status.md" and not f.startswith("tests/")]
-    code = [f for f in tracked if f.endswith((".rs", ".py", ".toml", ".sh"))
-            and (f.startswith(("python/", "scripts/", "bench/", "Cargo.toml", "pyproject.toml"))
-                 or re.match(r"crates/[^/]+/(src/|Cargo.toml|fuzz/)", f))]
+    code = [
+        f
+        for f in tracked
+        if f.endswith((".rs", ".py", ".toml", ".sh"))
+        and (
+            f.startswith(("python/", "scripts/", "bench/", "Cargo.toml", "pyproject.toml"))
+            or re.match(r"crates/[^/]+/(src/|Cargo.toml|fuzz/)", f)
+        )
+    ]
     return docs + code
 
 

@@ -73,19 +73,33 @@ def test_every_command_in_docs_agents_md(tmp_path):
                     assert tid_free(want.strip()) in out, f"{want!r} is not in the output:\n{last_output}"
             last_output = None
         elif lang == "python":
-            r = subprocess.run([sys.executable, "-c", body], cwd=tmp_path, env=env, capture_output=True,
-                               text=True, timeout=120)
+            r = subprocess.run(
+                [sys.executable, "-c", body], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+            )
             assert r.returncode == 0, r.stderr
         elif lang == "json":
             pytest.importorskip("mcp", reason=NO_MCP)
             config = json.loads(body)
             for _name, server in config["mcpServers"].items():
                 assert server["command"] == "squall" and server["args"][0] == "mcp"
-                init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-                    "protocolVersion": "2025-06-18", "capabilities": {},
-                    "clientInfo": {"name": "docs", "version": "0"}}}
-                r = subprocess.run([SQUALL, *server["args"]], cwd=tmp_path, input=json.dumps(init) + "\n",
-                                   capture_output=True, text=True, timeout=60)
+                init = {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "initialize",
+                    "params": {
+                        "protocolVersion": "2025-06-18",
+                        "capabilities": {},
+                        "clientInfo": {"name": "docs", "version": "0"},
+                    },
+                }
+                r = subprocess.run(
+                    [SQUALL, *server["args"]],
+                    cwd=tmp_path,
+                    input=json.dumps(init) + "\n",
+                    capture_output=True,
+                    text=True,
+                    timeout=60,
+                )
                 reply = json.loads(r.stdout.splitlines()[0])
                 assert reply["id"] == 1 and "result" in reply, r.stdout + r.stderr
     assert found["sh"] >= 8 and found["text"] >= 4 and found["python"] == 1 and found["json"] == 1

@@ -291,7 +291,12 @@ def test_exceptions_lists_each_exception_once_with_where_it_was_caught(rec):
     )
     assert ns["outer"]() == "handled"
     (exc,) = indexes.exceptions()
-    assert (exc["fn_name"], exc["exc_type"], exc["frames"], exc["caught_in"]) == ("inner", "KeyError", 2, "snippet.outer")
+    assert (exc["fn_name"], exc["exc_type"], exc["frames"], exc["caught_in"]) == (
+        "inner",
+        "KeyError",
+        2,
+        "snippet.outer",
+    )
     # what the recording holds of exceptions and strings stays small
     assert 0 < api.engine_stats()["value_bytes"] < 10_000
 
@@ -332,7 +337,7 @@ def test_a_list_changed_a_little_stores_its_changes(rec):
         ns["take"](big)
     grown = api.engine_stats()["value_bytes"] - before
     assert grown < 2_000 * 400, grown
-    first, last = [values.deref_val_id(e["fn_args_ref"])[0] for e in calls_of("take")[:: 2_000]]
+    first, last = [values.deref_val_id(e["fn_args_ref"])[0] for e in calls_of("take")[::2_000]]
     assert first[:3] == [100_000, 100_001, 100_002] and len(first) == 101  # budget: 100 items + marker
     assert last[:2] == [-1950, -1951] and last[49] == -1999 and last[50] == 100_050
 
@@ -372,8 +377,14 @@ def test_total_order_interleaves_threads_as_they_ran(rec):
     ns["work"]("m", 2)
     t.join()
     order = [(e["thread_name"], e["type"]) for e in indexes.total_order_timeline(0)]
-    assert order == [("MainThread", "fn-call"), ("MainThread", "fn-return"), ("w", "fn-call"), ("w", "fn-return"),
-                     ("MainThread", "fn-call"), ("MainThread", "fn-return")]
+    assert order == [
+        ("MainThread", "fn-call"),
+        ("MainThread", "fn-return"),
+        ("w", "fn-call"),
+        ("w", "fn-return"),
+        ("MainThread", "fn-call"),
+        ("MainThread", "fn-return"),
+    ]
     page = indexes.total_order_timeline(0, start=2, limit=3)
     assert [(e["thread_name"], e["idx"]) for e in page] == [("w", 0), ("w", 1), ("MainThread", 2)]
 
@@ -385,8 +396,12 @@ def test_big_sets_deques_and_subclasses_are_cut_to_the_budget(rec):
     ns = rec("def take(x):\n    return None\n")
     values.set_snapshot_budget(max_depth=3, max_length=10, max_items=100)
     try:
-        big = [collections.deque(range(100_000)), set(range(5000)), collections.OrderedDict((i, i) for i in range(50)),
-               collections.deque(range(5))]
+        big = [
+            collections.deque(range(100_000)),
+            set(range(5000)),
+            collections.OrderedDict((i, i) for i in range(50)),
+            collections.deque(range(5)),
+        ]
         for x in big:
             ns["take"](x)
     finally:
@@ -475,8 +490,10 @@ def test_attribute_names_are_recorded_as_they_are_at_each_call(rec):
     assert [getattr(values.deref_val_id(c["fn_args_ref"])[0], n, None) for c, n in zip(calls, names)] == list(range(50))
 
 
-@pytest.mark.skipif(sys.version_info[:2] not in ((3, 11), (3, 12)),
-                    reason="inline values without a dict until __dict__ is asked for: 3.11, 3.12")
+@pytest.mark.skipif(
+    sys.version_info[:2] not in ((3, 11), (3, 12)),
+    reason="inline values without a dict until __dict__ is asked for: 3.11, 3.12",
+)
 def test_recording_an_object_does_not_make_its_instance_dict(rec):
     # 3.11/3.12 keep a plain object's attributes inline; asking for its dict pointer would make
     # the dict (the program's attribute loads deoptimize, the object grows). gc.get_referents

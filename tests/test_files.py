@@ -116,14 +116,23 @@ def test_exceptions(q):
     rec, tid = q
     (exc,) = rec.exceptions()
     assert (exc["fn_name"], exc["exc_type"], exc["message"], exc["frames"], exc["caught_in"]) == (
-        "leaf", "Oops", "bad t3", 2, "prog.main")
+        "leaf",
+        "Oops",
+        "bad t3",
+        2,
+        "prog.main",
+    )
     assert str(rec.deref_val_id(exc["throwable_ref"])) == "bad t3"
 
 
 def test_generator_segments(q):
     rec, tid = q
     tl = rec.get_referenced_maps_timeline(0, tid)
-    gen_exits = [e for e in tl if e["type"] == "fn-return" and rec.get_referenced_maps_timeline(0, tid)[e["fn_call_idx"]]["fn_name"] == "gen"]
+    gen_exits = [
+        e
+        for e in tl
+        if e["type"] == "fn-return" and rec.get_referenced_maps_timeline(0, tid)[e["fn_call_idx"]]["fn_name"] == "gen"
+    ]
     assert [e["kind"] for e in gen_exits] == ["yield", "yield", "return"]
     assert [rec.deref_val_id(e["result_ref"]) for e in gen_exits] == [0, 10, "done"]
 
@@ -213,8 +222,13 @@ work(-1)
 def test_a_crashed_program_leaves_a_readable_file(tmp_path, mode):
     script = tmp_path / "crash.py"
     script.write_text(CRASHER)
-    proc = subprocess.Popen([SQUALL, "run", "-o", "crash.sqrec", str(script), mode], cwd=tmp_path,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [SQUALL, "run", "-o", "crash.sqrec", str(script), mode],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdout.readline() == "ready\n"
     if mode == "ctrl_c":
         time.sleep(0.3)
@@ -255,7 +269,9 @@ def test_bad_files_get_clear_errors(tmp_path, both):
         squall.load(tmp_path / "notes.txt")
     with pytest.raises(ValueError, match="is empty"):
         squall.load(tmp_path / "empty.sqrec")
-    with pytest.warns(squall.indexes.SquallWarning, match=r"half.sqrec` is cut short \(\d+ bytes\): truncated chunk at byte"):
+    with pytest.warns(
+        squall.indexes.SquallWarning, match=r"half.sqrec` is cut short \(\d+ bytes\): truncated chunk at byte"
+    ):
         half = squall.load(tmp_path / "half.sqrec")
     assert not half.info()["completed"] and half.info()["cut_short"]
     cmd = squall_cmd("info", "notes.txt", cwd=tmp_path)

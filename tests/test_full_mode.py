@@ -82,8 +82,10 @@ def run(tmp_path, src, entry="main", *a, mode=None, check_same=True):
     if check_same:
         assert got == plain
     tid = _tid()
-    entries = [_engine.live().entry(_engine.current_flow(), tid, i)
-               for i in range(_engine.live().timeline_len(_engine.current_flow(), tid))]
+    entries = [
+        _engine.live().entry(_engine.current_flow(), tid, i)
+        for i in range(_engine.live().timeline_len(_engine.current_flow(), tid))
+    ]
     return got, entries, src.splitlines()
 
 
@@ -91,7 +93,7 @@ def text(lines, coord):
     l0, c0, l1, c1 = coord
     if l0 == l1:
         return lines[l0 - 1][c0:c1]
-    return "\n".join([lines[l0 - 1][c0:]] + lines[l0:l1 - 1] + [lines[l1 - 1][:c1]])
+    return "\n".join([lines[l0 - 1][c0:]] + lines[l0 : l1 - 1] + [lines[l1 - 1][:c1]])
 
 
 def exprs(entries, lines):
@@ -484,13 +486,20 @@ def test_async_for_with_and_comprehension_awaits_are_suspensions(tmp_path, mode)
     asend, coro = _shown(_asend_type()), _shown(_coroutine_type())
     StopAsyncIteration = "<class 'StopAsyncIteration'>"  # noqa: N806 - how the recording shows it
     assert segs == [
-        ("suspend", "async for x in agen(2)", asend), ("resume", 0),
-        ("suspend", "async for x in agen(2)", asend), ("resume", 1),
-        ("suspend", "async for x in agen(2)", asend), ("resume", StopAsyncIteration),
-        ("suspend", "async with CM() as r", coro), ("resume", "res"),
-        ("suspend", "async with CM() as r", coro), ("resume", True),
-        ("suspend", "y in agen(1)", asend), ("resume", 0),
-        ("suspend", "y in agen(1)", asend), ("resume", StopAsyncIteration),
+        ("suspend", "async for x in agen(2)", asend),
+        ("resume", 0),
+        ("suspend", "async for x in agen(2)", asend),
+        ("resume", 1),
+        ("suspend", "async for x in agen(2)", asend),
+        ("resume", StopAsyncIteration),
+        ("suspend", "async with CM() as r", coro),
+        ("resume", "res"),
+        ("suspend", "async with CM() as r", coro),
+        ("resume", True),
+        ("suspend", "y in agen(1)", asend),
+        ("resume", 0),
+        ("suspend", "y in agen(1)", asend),
+        ("resume", StopAsyncIteration),
         ("suspend", "return out", [0, 1, "res", 0]),
     ]
     if mode == "full":  # bindings and the iterable are still recorded
@@ -504,6 +513,7 @@ def test_async_for_with_and_comprehension_awaits_are_suspensions(tmp_path, mode)
 def _asend_type():
     async def g():
         yield 1
+
     a = g().__anext__()
     a.close()
     return type(a)
@@ -512,6 +522,7 @@ def _asend_type():
 def _coroutine_type():
     async def c():
         pass
+
     o = c()
     o.close()
     return type(o)
@@ -526,17 +537,28 @@ def test_async_implicit_awaits_with_an_explicit_engine(mode):
 
     eng = FakeEngine()
     ns = {"__name__": "fm_explicit"}
-    exec(rewrite.compile_instrumented(textwrap.dedent(ASYNC_IMPLICIT), "<fm_explicit>",
-                                      "fm_explicit", eng, mode=mode), ns)
+    exec(
+        rewrite.compile_instrumented(textwrap.dedent(ASYNC_IMPLICIT), "<fm_explicit>", "fm_explicit", eng, mode=mode),
+        ns,
+    )
     assert ns["main"]() == [0, 1, "res", 0]
-    co = [(k, v) for k, f, v in ((e[0], e[1], e[2]) for e in eng.events
-                                 if e[0] in ("suspend", "resume")) if f == "co"]
+    co = [(k, v) for k, f, v in ((e[0], e[1], e[2]) for e in eng.events if e[0] in ("suspend", "resume")) if f == "co"]
     asend, coro = _asend_type(), _coroutine_type()
     assert co == [
-        ("suspend", asend), ("resume", 0), ("suspend", asend), ("resume", 1),
-        ("suspend", asend), ("resume", StopAsyncIteration),
-        ("suspend", coro), ("resume", "res"), ("suspend", coro), ("resume", True),
-        ("suspend", asend), ("resume", 0), ("suspend", asend), ("resume", StopAsyncIteration),
+        ("suspend", asend),
+        ("resume", 0),
+        ("suspend", asend),
+        ("resume", 1),
+        ("suspend", asend),
+        ("resume", StopAsyncIteration),
+        ("suspend", coro),
+        ("resume", "res"),
+        ("suspend", coro),
+        ("resume", True),
+        ("suspend", asend),
+        ("resume", 0),
+        ("suspend", asend),
+        ("resume", StopAsyncIteration),
     ]
 
 
@@ -575,7 +597,6 @@ def test_async_errors_and_tracebacks_unchanged(tmp_path):
         for mode in ("full", "calls"):
             res, _, _ = run(tmp_path, src, "main", which, mode=mode)
             assert res[0] == "exc" and res[1] in ("TypeError", "AttributeError"), res
-
 
 
 # --- single-name bindings recorded by the call making the value --------------------------------
@@ -748,8 +769,14 @@ def _fused_vs_statement(tmp_path, monkeypatch, src, *a):
         monkeypatch.setattr(rewrite.full_entries, "_FUSE_BINDS", fuse)
         res, ent, lines = run(tmp_path, src, "main", *a)  # also: same outcome as plain Python
         # every entry, every field; values by their repr; the module's own ids left out
-        norm = [{k: (_addrless(_engine.live().deref(v)) if k.endswith("_ref") and v is not None else v)
-                 for k, v in e.items() if k not in ("fn_ns", "form_id", "obj_id")} for e in ent]
+        norm = [
+            {
+                k: (_addrless(_engine.live().deref(v)) if k.endswith("_ref") and v is not None else v)
+                for k, v in e.items()
+                if k not in ("fn_ns", "form_id", "obj_id")
+            }
+            for e in ent
+        ]
         got[fuse] = (res, ent, norm)
     assert _addrless(got[True][0]) == _addrless(got[False][0])
     assert got[True][2] == got[False][2]
@@ -794,10 +821,23 @@ def test_fused_binds_statement_shapes():
     assert "or True" not in text_ and "_sq_bind_" in text_.split("(z := 3)")[0].splitlines()[-1]
 
 
-@pytest.mark.parametrize("which", [
-    "f_int", "f_comp", "f_inner_comp", "f_bad", "f_raises", "f_next", "f_gen", "f_gen_comp",
-    "f_stops", "f_mutated", "f_body", "f_none",
-])
+@pytest.mark.parametrize(
+    "which",
+    [
+        "f_int",
+        "f_comp",
+        "f_inner_comp",
+        "f_bad",
+        "f_raises",
+        "f_next",
+        "f_gen",
+        "f_gen_comp",
+        "f_stops",
+        "f_mutated",
+        "f_body",
+        "f_none",
+    ],
+)
 def test_fused_binds_errors_and_tracebacks_unchanged(tmp_path, monkeypatch, which):
     # Type, message and formatted traceback (carets included) are compared with plain Python in
     # run(); the recordings with the statement form.
@@ -835,8 +875,7 @@ def test_fused_binds_with_an_explicit_engine(monkeypatch):
         monkeypatch.setattr(rewrite.full_entries, "_FUSE_BINDS", fuse)
         eng = FakeEngine()
         ns = {"__name__": "fm_fused_explicit"}
-        exec(rewrite.compile_instrumented(textwrap.dedent(FUSED), "<fm_fused>", "fm_fused", eng,
-                                          mode="full"), ns)
+        exec(rewrite.compile_instrumented(textwrap.dedent(FUSED), "<fm_fused>", "fm_fused", eng, mode="full"), ns)
         out = ns["main"]()
         events, values = list(eng.events), list(eng.values)  # repr() of Falsy records more
         seen[fuse] = (_addrless(out), _addrless(values), eng.sites, _addrless(events))
@@ -850,10 +889,12 @@ def test_loop_iter_is_transparent():
         _engine.loop_iter(0, 5)
     assert str(e.value) == "'int' object is not iterable"
     raised = []
+
     def hook(site, v):
         if v == 2:
             raise LookupError("hook")
         raised.append((site, v))
+
     it = _engine.loop_iter(7, [1, 2, 3], hook)
     assert next(it) == 1 and raised == [(7, 1)]
     with pytest.raises(LookupError):
@@ -933,8 +974,14 @@ def test_bound_entry_points_record_what_the_plain_ones_record(tmp_path, monkeypa
         text_ = rewrite.instrumented_source_text(textwrap.dedent(BOUND), "b.py", "b", mode=mode)
         assert ("_sq_call_" in text_) == bound and ("_sq_call(" in text_) != bound
         res, ent, _ = run(tmp_path, BOUND, "main", mode=mode)
-        norm = [{k: (_addrless(_engine.live().deref(v)) if k.endswith("_ref") and v is not None else v)
-                 for k, v in e.items() if k not in ("fn_ns", "form_id", "obj_id")} for e in ent]
+        norm = [
+            {
+                k: (_addrless(_engine.live().deref(v)) if k.endswith("_ref") and v is not None else v)
+                for k, v in e.items()
+                if k not in ("fn_ns", "form_id", "obj_id")
+            }
+            for e in ent
+        ]
         got[bound] = (res, norm)
     assert got[True] == got[False]
     assert got[True][0] == ("ok", (23, [0, 1]))
@@ -960,7 +1007,8 @@ def test_bound_entry_points_leave_every_namespace_alone(tmp_path):
     # They are constants of the code: builtins stay as they were, so NameError keeps its
     # "Did you mean" hint (CPython drops it past 750 builtins, which one name per site reached).
     script = tmp_path / "names.py"
-    script.write_text(textwrap.dedent("""
+    script.write_text(
+        textwrap.dedent("""
         import builtins, sys
         from squall._instrument import rewrite
         exec(rewrite.compile_instrumented("x = 1\\n", "first.py", "first"), {})
@@ -972,7 +1020,8 @@ def test_bound_entry_points_leave_every_namespace_alone(tmp_path):
         assert set(dir(builtins)) == before, sorted(set(dir(builtins)) - before)[:5]
         assert ns["g7"](2) == 15
         ns["f"](1)
-    """))
+    """)
+    )
     env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(squall.__file__)))
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env)
     assert "AssertionError" not in out.stderr, out.stderr

@@ -29,7 +29,8 @@ def run(args, tmp_path, stdin=None):
 
 def test_1_squall_run_records_from_the_first_line(tmp_path):
     script = tmp_path / "prog.py"
-    script.write_text(textwrap.dedent("""
+    script.write_text(
+        textwrap.dedent("""
         import threading
         from squall import indexes, values
 
@@ -40,7 +41,8 @@ def test_1_squall_run_records_from_the_first_line(tmp_path):
         tl = indexes.get_referenced_maps_timeline(0, threading.get_native_id())
         call = next(e for e in tl if e["type"] == "fn-call" and e["fn_name"] == "double")
         print(call["fn_ns"], values.deref_val_id(call["fn_args_ref"]), values.deref_val_id(tl[call["ret_idx"]]["result_ref"]))
-    """))
+    """)
+    )
     p = run([SQUALL, "run", "--no-summary", str(script)], tmp_path)
     assert (p.returncode, p.stdout, p.stderr) == (0, "__main__ [21] 42\n", "")
 
@@ -48,7 +50,8 @@ def test_1_squall_run_records_from_the_first_line(tmp_path):
 def test_2_modules_that_ran_before_the_hook_are_named_for_reload(tmp_path):
     (tmp_path / "early.py").write_text("def f():\n    return 1\n")
     script = tmp_path / "prog.py"
-    script.write_text(textwrap.dedent("""
+    script.write_text(
+        textwrap.dedent("""
         import sys
         sys.path.insert(0, sys.argv[1])
         import early
@@ -57,7 +60,8 @@ def test_2_modules_that_ran_before_the_hook_are_named_for_reload(tmp_path):
         import late
         print(squall.config.explain("early"))
         print(squall.config.explain("late").instrumented)
-    """))
+    """)
+    )
     (tmp_path / "late.py").write_text("def g():\n    return 2\n")
     p = run([sys.executable, str(script), str(tmp_path)], tmp_path)
     assert p.returncode == 0, p.stderr

@@ -20,8 +20,12 @@ def _line(text: str) -> int:
 @pytest.fixture(scope="module")
 def rec(tmp_path_factory):
     out = tmp_path_factory.mktemp("goto") / "run.sqrec"
-    subprocess.run([sys.executable, "-m", "squall", "run", "-q", "-o", str(out), str(PROGRAM)], check=True,
-                   capture_output=True, timeout=120)
+    subprocess.run(
+        [sys.executable, "-m", "squall", "run", "-q", "-o", str(out), str(PROGRAM)],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     return squall.load(str(out))
 
 

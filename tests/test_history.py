@@ -48,8 +48,10 @@ def live():
     mod.__file__ = str(PROGRAM)
     sys.modules[mod.__name__] = mod
     try:
-        exec(rewrite.compile_instrumented(PROGRAM.read_text(encoding="utf-8"), str(PROGRAM), mod.__name__,
-                                          mode="full"), mod.__dict__)
+        exec(
+            rewrite.compile_instrumented(PROGRAM.read_text(encoding="utf-8"), str(PROGRAM), mod.__name__, mode="full"),
+            mod.__dict__,
+        )
         mod.main()
     finally:
         api.stop_recording()
@@ -77,8 +79,7 @@ def _main_thread(q) -> int:
 
 
 def _done_idx(q, tid: int) -> int:
-    (idx,) = [e["idx"] for e in q.get_referenced_maps_timeline(0, tid)
-              if e["type"] == "bind" and e["symbol"] == "done"]
+    (idx,) = [e["idx"] for e in q.get_referenced_maps_timeline(0, tid) if e["type"] == "bind" and e["symbol"] == "done"]
     return idx
 
 
@@ -124,17 +125,30 @@ def test_history_lists_states_in_order(q):
     """States, and the writes to the object between them (what changed, and the object as of
     that write: its last state with the writes since applied)."""
     tid = _main_thread(q)
-    hist = {sym: [(s["kind"], s["idx"], _anon(s["preview"])) for s in q.history(_obj_id(q, tid, sym), flow_id=0)]
-            for sym in ("basket", "prices", "cart")}
+    hist = {
+        sym: [(s["kind"], s["idx"], _anon(s["preview"])) for s in q.history(_obj_id(q, tid, sym), flow_id=0)]
+        for sym in ("basket", "prices", "cart")
+    }
     assert hist == {
         "basket": [("state", 1, "[1, 2]"), ("state", 5, "[1, 2, 3]")],
-        "prices": [("state", 7, "{'pen': 1}"), ("write", 8, "{'pen': 1, 'ink': 2}"),
-                   ("state", 9, "{'pen': 1, 'ink': 2}")],
-        "cart": [("state", 11, "<Cart#>"), ("write", 12, "Cart#(total=0)"), ("state", 14, "Cart#(total=0)"),
-                 ("write", 15, "Cart#(total=9)"), ("state", 16, "Cart#(total=9)")],
+        "prices": [
+            ("state", 7, "{'pen': 1}"),
+            ("write", 8, "{'pen': 1, 'ink': 2}"),
+            ("state", 9, "{'pen': 1, 'ink': 2}"),
+        ],
+        "cart": [
+            ("state", 11, "<Cart#>"),
+            ("write", 12, "Cart#(total=0)"),
+            ("state", 14, "Cart#(total=0)"),
+            ("write", 15, "Cart#(total=9)"),
+            ("state", 16, "Cart#(total=9)"),
+        ],
     }
-    writes = [(w["name"], w["is_attr"], w["new_preview"]) for w in q.history(_obj_id(q, tid, "cart"), flow_id=0)
-              if w["kind"] == "write"]
+    writes = [
+        (w["name"], w["is_attr"], w["new_preview"])
+        for w in q.history(_obj_id(q, tid, "cart"), flow_id=0)
+        if w["kind"] == "write"
+    ]
     assert writes == [("total", True, "0"), ("total", True, "9")]
     (ink,) = [w for w in q.history(_obj_id(q, tid, "prices"), flow_id=0) if w["kind"] == "write"]
     assert (ink["name"], ink["is_attr"], ink["new_preview"]) == ("'ink'", False, "2")
@@ -148,15 +162,18 @@ def test_locals_at_a_write_show_it_applied(q):
     is applied, and the state is marked as of that write (`state_idx`), with `writes_applied`.
     Inside `Cart.__init__` after `self.total = 0`, `self` (recorded bare at the call) has it."""
     tid = _main_thread(q)
-    at_write = {b["symbol"]: (_pv(q, b), b.get("state_idx"), b.get("writes_applied"))
-                for b in q.bindings(0, tid, 15)}
+    at_write = {b["symbol"]: (_pv(q, b), b.get("state_idx"), b.get("writes_applied")) for b in q.bindings(0, tid, 15)}
     assert at_write["cart"] == ("Cart#(total=9)", 15, 1)
     assert at_write["prices"] == ("{'pen': 1, 'ink': 2}", 9, None)
     before = {b["symbol"]: (_pv(q, b), b.get("state_idx")) for b in q.bindings(0, tid, 14)}
     assert before["cart"] == ("Cart#(total=0)", None)
     (self_,) = q.bindings(0, tid, 12)
-    assert (self_["symbol"], _pv(q, self_), self_["state_idx"], self_["writes_applied"]) == \
-        ("self", "Cart#(total=0)", 12, 1)
+    assert (self_["symbol"], _pv(q, self_), self_["state_idx"], self_["writes_applied"]) == (
+        "self",
+        "Cart#(total=0)",
+        12,
+        1,
+    )
     fd = q._b.frame_data(0, tid, 15)
     assert {b["symbol"]: _pv(q, b) for b in fd["bindings"]}["cart"] == "Cart#(total=9)"
 
@@ -185,8 +202,7 @@ def test_query_text(saved):
     assert (d["states"], d["shown"], d["left_out"]) == (2, 1, 1)
     assert d["history"][0]["value"] == "[1, 2, 3]"
     r = _run([SQUALL, "query", saved, "bindings", "15"])
-    assert "  cart = Cart#3(total=9)  (line 21)  (as of idx 15: 1 write applied to its last recorded state)" \
-        in r.stdout
+    assert "  cart = Cart#3(total=9)  (line 21)  (as of idx 15: 1 write applied to its last recorded state)" in r.stdout
     r = _run([SQUALL, "query", saved, "history", "3"])
     lines = r.stdout.splitlines()
     assert lines[0] == "3 recorded state(s) and 2 write(s) of object #3 in flow 0 (all threads, in recorded order):"

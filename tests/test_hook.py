@@ -44,18 +44,24 @@ def env(tmp_path, monkeypatch):
 
 
 def make_pkg(root, name):
-    write(root / name / "__init__.py", '''
+    write(
+        root / name / "__init__.py",
+        '''
         """pkg doc"""
         from . import util
         def top(x):
             return util.double(x) + 1
-    ''')
-    write(root / name / "util.py", '''
+    ''',
+    )
+    write(
+        root / name / "util.py",
+        """
         def double(x):
             return x * 2
         def boom():
             raise KeyError("boom")
-    ''')
+    """,
+    )
 
 
 def test_import_records_and_writes_no_pyc(env):
@@ -67,7 +73,10 @@ def test_import_records_and_writes_no_pyc(env):
     mod = importlib.import_module(name)
     assert mod.top(5) == 11 and mod.__doc__ == "pkg doc"
     assert eng.events == [
-        ("call", "top", (5,)), ("call", "double", (5,)), ("ret", "double", 10), ("ret", "top", 11),
+        ("call", "top", (5,)),
+        ("call", "double", (5,)),
+        ("ret", "double", 10),
+        ("ret", "top", 11),
     ]
     assert {f["fn_ns"] for f in eng.forms} == {name, name + ".util"}
     assert eng.form("double")["file"] == str(root / name / "util.py")
@@ -156,12 +165,15 @@ def test_user_syntax_error_propagates(env):
 
 def test_compile_main_and_run_main(env, monkeypatch):
     root, name, eng = env
-    script = write(root / "script.py", '''
+    script = write(
+        root / "script.py",
+        """
         import sys
         def main(argv):
             return len(argv)
         RESULT = main(sys.argv)
-    ''')
+    """,
+    )
     with open(script) as f:
         src = f.read()
     code = hook.compile_main(src, script, config.load(script_path=script, env={}), engine=eng)
@@ -169,8 +181,9 @@ def test_compile_main_and_run_main(env, monkeypatch):
     exec(code, ns)
     assert eng.form("main")["fn_ns"] == "__main__" and eng.events[0][0] == "call"
     eng2 = FakeEngine()
-    code = hook.compile_main(src, script, config.load(script_path=script, env={},
-                                                     cli={"skip": ["__main__"]}), engine=eng2)
+    code = hook.compile_main(
+        src, script, config.load(script_path=script, env={}, cli={"skip": ["__main__"]}), engine=eng2
+    )
     exec(code, {"__name__": "__main__"})
     assert eng2.forms == [] and eng2.events == []
     monkeypatch.setattr(sys, "argv", list(sys.argv))
@@ -215,8 +228,7 @@ def test_end_to_end_with_the_real_engine(env):
     tid = threading.get_native_id() if threading.get_native_id() in tids else threading.get_ident()
     entries = [_engine.live().entry(fid, tid, i) for i in range(_engine.live().timeline_len(fid, tid))]
     mine = [(e["type"], e.get("fn_name")) for e in entries]
-    assert mine[:4] == [("fn-call", "top"), ("fn-call", "double"), ("fn-return", None),
-                        ("fn-return", None)]
+    assert mine[:4] == [("fn-call", "top"), ("fn-call", "double"), ("fn-return", None), ("fn-return", None)]
     assert ("fn-call", "boom") in mine and mine[-1][0] == "fn-unwind"
     assert entries[1]["parent_idx"] == 0 and entries[0]["ret_idx"] == 3
     call = entries[0]

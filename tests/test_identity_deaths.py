@@ -28,8 +28,19 @@ def reuse() -> dict:
     return json.loads(r.stdout)
 
 
-KINDS = ["list", "dict", "set", "list subclass", "object", "generator", "coroutine",
-         "exception", "function", "bound method", "deque"]
+KINDS = [
+    "list",
+    "dict",
+    "set",
+    "list subclass",
+    "object",
+    "generator",
+    "coroutine",
+    "exception",
+    "function",
+    "bound method",
+    "deque",
+]
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -110,10 +110,12 @@ def test_the_check_finds_a_cycle_through_a_lazy_import(tmp_path):
     (pkg / "__init__.py").write_text("")
     (pkg / "a.py").write_text("from pkg.sub import b\n")
     (pkg / "sub" / "__init__.py").write_text("")
-    (pkg / "sub" / "b.py").write_text(textwrap.dedent("""
+    (pkg / "sub" / "b.py").write_text(
+        textwrap.dedent("""
         def later():
             from .. import c
-    """))
+    """)
+    )
     (pkg / "c.py").write_text("import pkg.a\n")
     (pkg / "d.py").write_text("from pkg import a\n")  # imports into the cycle, not part of it
     graph = import_graph(pkg)

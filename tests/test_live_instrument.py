@@ -6,7 +6,7 @@ import subprocess
 import sys
 import textwrap
 
-MOD = '''
+MOD = """
 import functools
 
 COUNT = 0
@@ -53,9 +53,9 @@ def make_adder(k):
 
 early_adder = make_adder(10)            # reachable from the module: swapped
 _registry = {"early": make_adder(20)}   # held in a dict: cannot be found, must be re-created
-'''
+"""
 
-PRELUDE = '''
+PRELUDE = """
 import sys, threading
 sys.path.insert(0, sys.argv[1])
 import squall
@@ -67,7 +67,7 @@ def called():
         return []
     tl = indexes.get_referenced_maps_timeline(0, threading.get_native_id())
     return [e["fn_name"] for e in tl if e["type"] == "fn-call"]
-'''
+"""
 
 
 def run(tmp_path, body):
@@ -84,7 +84,9 @@ def run(tmp_path, body):
 
 
 def test_a_module_imported_before_recording_is_instrumented_without_reload(tmp_path):
-    out = run(tmp_path, """
+    out = run(
+        tmp_path,
+        """
         import shapes
         api.start_recording()
         shapes.plain(1)
@@ -97,7 +99,8 @@ def test_a_module_imported_before_recording_is_instrumented_without_reload(tmp_p
                             "Shape.__init__", "Shape.double", "logged.<locals>.wrapper", "decorated"], called()
         print(report)
         print(squall.config.explain("shapes"))
-    """)
+    """,
+    )
     assert "imported before squall's import hook was installed" in out
     assert "swapped: " in out and "shapes.Shape.area" in out and "shapes.decorated" in out
     assert "shapes: its module-level code already ran and is not recorded; `importlib.reload(shapes)`" in out
@@ -105,7 +108,9 @@ def test_a_module_imported_before_recording_is_instrumented_without_reload(tmp_p
 
 
 def test_one_function_only(tmp_path):
-    run(tmp_path, """
+    run(
+        tmp_path,
+        """
         import shapes
         api.start_recording()
         report = api.instrument("shapes.plain")
@@ -115,11 +120,14 @@ def test_one_function_only(tmp_path):
         api.instrument(shapes.other)
         shapes.other(2)
         assert called() == ["plain", "other"], called()
-    """)
+    """,
+    )
 
 
 def test_closures_made_before_the_swap_are_named_for_re_creation(tmp_path):
-    out = run(tmp_path, """
+    out = run(
+        tmp_path,
+        """
         import shapes
         api.start_recording()
         report = api.instrument("shapes.make_adder")
@@ -129,12 +137,15 @@ def test_closures_made_before_the_swap_are_named_for_re_creation(tmp_path):
         fresh = shapes.make_adder(5)             # made after: instrumented
         fresh(1)
         assert called() == ["make_adder.<locals>.add", "make_adder", "make_adder.<locals>.add"], called()
-    """)
+    """,
+    )
     assert "shapes.make_adder.<locals>.add: 1 closure(s) made before the swap keep their old code" in out
 
 
 def test_uninstrument_stops_recording(tmp_path):
-    run(tmp_path, """
+    run(
+        tmp_path,
+        """
         api.start_recording()
         import shapes                            # instrumented by the import hook
         at_import = called()                     # the module-level code's calls
@@ -147,11 +158,14 @@ def test_uninstrument_stops_recording(tmp_path):
         api.instrument("shapes")
         shapes.plain(3)
         assert called()[len(at_import):] == ["plain", "plain"], called()
-    """)
+    """,
+    )
 
 
 def test_a_prefix_covers_loaded_and_later_imports(tmp_path):
-    run(tmp_path, """
+    run(
+        tmp_path,
+        """
         import pkg.a
         squall.config.configure(skip=["pkg"])    # out of scope at first
         api.start_recording()
@@ -160,23 +174,29 @@ def test_a_prefix_covers_loaded_and_later_imports(tmp_path):
         pkg.a.fa(); pkg.b.fb()
         assert called() == ["fa", "fb"], called()
         assert squall.config.explain("pkg.b").instrumented
-    """)
+    """,
+    )
 
 
 def test_a_source_changed_since_import_is_named_for_reload(tmp_path):
-    out = run(tmp_path, """
+    out = run(
+        tmp_path,
+        """
         import shapes, pathlib
         path = pathlib.Path(shapes.__file__)
         path.write_text("\\n\\n" + path.read_text())   # every def moved down two lines
         report = api.instrument("shapes.plain")
         print(report)
         assert report.swapped == []
-    """)
+    """,
+    )
     assert "shapes.plain: its source at" in out and "changed since it was loaded; `importlib.reload(shapes)`" in out
 
 
 def test_bad_targets_say_what_is_wrong(tmp_path):
-    run(tmp_path, """
+    run(
+        tmp_path,
+        """
         import shapes
         for bad, msg in [("no_such_thing", "nothing named `no_such_thing` is loaded"),
                          ("shapes.nope", "`shapes` has no function `nope`"),
@@ -187,4 +207,5 @@ def test_bad_targets_say_what_is_wrong(tmp_path):
                 assert msg in str(e), (bad, str(e))
             else:
                 assert bad == "json", bad
-    """)
+    """,
+    )

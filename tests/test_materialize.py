@@ -24,8 +24,14 @@ def recording(tmp_path_factory):
     out = tmp_path_factory.mktemp("mat") / "shop.sqrec"
     env = _env()
     env["PYTHONPATH"] = str(HERE)
-    r = subprocess.run([str(SQUALL), "run", "--no-summary", "-o", str(out), str(HERE / "materialize_programs" / "run_shop.py")],
-                       cwd=str(HERE), env=env, capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        [str(SQUALL), "run", "--no-summary", "-o", str(out), str(HERE / "materialize_programs" / "run_shop.py")],
+        cwd=str(HERE),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 0, r.stderr
     rec = squall.load(out)
     tid = rec.all_flows()[0][0]

@@ -24,8 +24,9 @@ pytest.importorskip("mcp", reason=NO_MCP)
 @pytest.fixture(scope="module")
 def rec_path(tmp_path_factory):
     path = tmp_path_factory.mktemp("mcp") / "invoices.sqrec"
-    r = subprocess.run([SQUALL, "run", "-q", "-o", str(path), str(PROGRAM)], capture_output=True, text=True,
-                       timeout=120)
+    r = subprocess.run(
+        [SQUALL, "run", "-q", "-o", str(path), str(PROGRAM)], capture_output=True, text=True, timeout=120
+    )
     assert r.returncode == 0, r.stderr
     return path
 
@@ -34,8 +35,9 @@ class Raw:
     """`squall mcp` as a subprocess, spoken to in raw lines."""
 
     def __init__(self, rec_path):
-        self.p = subprocess.Popen([SQUALL, "mcp", str(rec_path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE)
+        self.p = subprocess.Popen(
+            [SQUALL, "mcp", str(rec_path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
         self.buf = b""
 
     def send(self, line: bytes) -> None:
@@ -57,8 +59,20 @@ class Raw:
         return json.loads(line)
 
     def initialize(self) -> None:
-        self.send(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}).encode())
+        self.send(
+            json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 0,
+                    "method": "initialize",
+                    "params": {
+                        "protocolVersion": "2025-06-18",
+                        "capabilities": {},
+                        "clientInfo": {"name": "t", "version": "0"},
+                    },
+                }
+            ).encode()
+        )
         assert self.recv()["id"] == 0
         self.send(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}')
 
@@ -122,14 +136,18 @@ def test_every_malformed_message_is_answered_with_the_json_rpc_error(raw):
 
 
 def test_a_lone_surrogate_is_answered(raw):
-    raw.send(b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", '
-             b'"params": {"name": "search", "arguments": {"text": "\\ud800"}}}')
+    raw.send(
+        b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", '
+        b'"params": {"name": "search", "arguments": {"text": "\\ud800"}}}'
+    )
     got = raw.recv()
     assert got is not None, "a request with a lone surrogate got no answer"
     assert got["id"] == 1 and got["error"]["code"] == -32600
     assert "surrogate" in got["error"]["message"]
-    raw.send(b'{"jsonrpc": "2.0", "id": 2, "method": "tools/call", '
-             b'"params": {"name": "search", "arguments": {"text": "\\ud83d\\ude00"}}}')  # a valid pair
+    raw.send(
+        b'{"jsonrpc": "2.0", "id": 2, "method": "tools/call", '
+        b'"params": {"name": "search", "arguments": {"text": "\\ud83d\\ude00"}}}'
+    )  # a valid pair
     got = raw.recv()
     assert got["id"] == 2 and "result" in got
 
@@ -176,7 +194,7 @@ def test_tool_arguments_out_of_range_are_refused(rec_path):
 
 
 def test_paging_in_range_still_works(rec_path):
-    (err, text), = call_tools(rec_path, [("calls", {"fn": "process_invoice", "limit": 2, "offset": 4})])
+    ((err, text),) = call_tools(rec_path, [("calls", {"fn": "process_invoice", "limit": 2, "offset": 4})])
     assert not err, text
     d = json.loads(text)
     assert d["total"] == 5 and d["offset"] == 4 and d["shown"] == 1
@@ -201,8 +219,16 @@ def test_a_recorded_lone_surrogate_does_not_stop_the_answer(tmp_path):
     raw = Raw(rec)
     try:
         raw.initialize()
-        raw.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                             "params": {"name": "calls", "arguments": {"fn": "echo"}}}).encode())
+        raw.send(
+            json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "tools/call",
+                    "params": {"name": "calls", "arguments": {"fn": "echo"}},
+                }
+            ).encode()
+        )
         got = raw.recv()
         assert got is not None and got["id"] == 1, got
         text = got["result"]["content"][0]["text"]

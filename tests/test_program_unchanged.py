@@ -36,8 +36,15 @@ PYTHON = sys.executable
 
 def _env(**extra: str) -> dict:
     env = dict(os.environ)
-    for k in ("PYTHONPATH", "PYTHONSTARTUP", "SQUALL_INCLUDE", "SQUALL_SKIP", "SQUALL_SKIP_REGEX",
-              "SQUALL_MODE", "SPY_LOG"):
+    for k in (
+        "PYTHONPATH",
+        "PYTHONSTARTUP",
+        "SQUALL_INCLUDE",
+        "SQUALL_SKIP",
+        "SQUALL_SKIP_REGEX",
+        "SQUALL_MODE",
+        "SPY_LOG",
+    ):
         env.pop(k, None)
     env["PYTHONHASHSEED"] = "0"
     env["PYTHONIOENCODING"] = "utf-8"
@@ -46,8 +53,9 @@ def _env(**extra: str) -> dict:
 
 
 def run(cmd: List, timeout: float = 60, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run([str(c) for c in cmd], cwd=str(PROGRAMS), env=_env(**env), capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [str(c) for c in cmd], cwd=str(PROGRAMS), env=_env(**env), capture_output=True, text=True, timeout=timeout
+    )
 
 
 def plain(program: str, *args: str, timeout: float = 60, **env: str) -> subprocess.CompletedProcess:
@@ -56,8 +64,9 @@ def plain(program: str, *args: str, timeout: float = 60, **env: str) -> subproce
 
 def recorded(program: str, *args: str, out: Path, timeout: float = 60, **env: str) -> subprocess.CompletedProcess:
     """``squall run --no-summary --mode full -o out program args``."""
-    r = run([SQUALL, "run", "--no-summary", "--mode", "full", "-o", out, PROGRAMS / program, *args],
-            timeout=timeout, **env)
+    r = run(
+        [SQUALL, "run", "--no-summary", "--mode", "full", "-o", out, PROGRAMS / program, *args], timeout=timeout, **env
+    )
     r.stderr = "".join(ln for ln in r.stderr.splitlines(keepends=True) if not ln.startswith("squall: warning: "))
     return r
 
@@ -76,15 +85,28 @@ def test_a_recorded_object_dies_when_the_program_drops_it(tmp_path):
     ``__del__`` and its ``weakref.finalize`` callback at once and kills its weak reference, as
     without squall."""
     py = plain("lifetimes.py", "object")
-    assert py.stdout.splitlines() == ["del x", "__del__ x", "finalize x", "after del: x alive False",
-                                      "after collect: x alive False", "end"]
+    assert py.stdout.splitlines() == [
+        "del x",
+        "__del__ x",
+        "finalize x",
+        "after del: x alive False",
+        "after collect: x alive False",
+        "end",
+    ]
     assert_same_run(py, recorded("lifetimes.py", "object", out=tmp_path / "r.sqrec"))
 
 
 def test_a_recorded_cycle_is_collected_as_without_squall(tmp_path):
     py = plain("lifetimes.py", "cycle")
-    assert py.stdout.splitlines() == ["del c", "after del: c alive True", "finalize c", "__del__ c",
-                                      "collect found garbage: True", "after collect: c alive False", "end"]
+    assert py.stdout.splitlines() == [
+        "del c",
+        "after del: c alive True",
+        "finalize c",
+        "__del__ c",
+        "collect found garbage: True",
+        "after collect: c alive False",
+        "end",
+    ]
     assert_same_run(py, recorded("lifetimes.py", "cycle", out=tmp_path / "r.sqrec"))
 
 
@@ -102,13 +124,18 @@ def test_a_recorded_value_that_cannot_be_weakly_referenced_lets_go_of_what_it_ho
     dies at once (its ``__del__``, its finalizer, its weak reference), as without squall."""
     py = plain("lifetimes.py", holder)
     m = f"member of {holder}"
-    assert py.stdout.splitlines() == [f"del the {holder}", f"__del__ {m}", f"finalize {m}",
-                                      "after del: member alive False", "after collect: member alive False",
-                                      "end"]
+    assert py.stdout.splitlines() == [
+        f"del the {holder}",
+        f"__del__ {m}",
+        f"finalize {m}",
+        "after del: member alive False",
+        "after collect: member alive False",
+        "end",
+    ]
     assert_same_run(py, recorded("lifetimes.py", holder, out=tmp_path / "r.sqrec"))
 
 
-LIVE_SOURCE = '''
+LIVE_SOURCE = """
 class Node:
     def __init__(self, name):
         self.name = name
@@ -125,7 +152,7 @@ def record(v):
     box = [v]
     if box[0] is not None:
         pass
-'''
+"""
 
 
 @pytest.fixture
@@ -135,8 +162,9 @@ def live_program():
     api.set_flow(0)
     mod = types.ModuleType("vp_live_lifetimes")
     sys.modules[mod.__name__] = mod
-    exec(rewrite.compile_instrumented(LIVE_SOURCE, "/src/vp_live_lifetimes.py", mod.__name__, mode="full"),
-         mod.__dict__)
+    exec(
+        rewrite.compile_instrumented(LIVE_SOURCE, "/src/vp_live_lifetimes.py", mod.__name__, mode="full"), mod.__dict__
+    )
     api.start_recording(install_hook=False)
     try:
         yield mod
@@ -161,8 +189,11 @@ def test_the_live_recording_lets_a_recorded_object_die_at_del(live_program):
     gc.collect()
     assert (alive() is None, member() is None, finalized) == (True, True, ["x"])
     # what was recorded stays readable
-    calls = [e for e in indexes.get_referenced_maps_timeline(0, threading.get_native_id())
-             if e["type"] == "fn-call" and e["fn_name"] == "take"]
+    calls = [
+        e
+        for e in indexes.get_referenced_maps_timeline(0, threading.get_native_id())
+        if e["type"] == "fn-call" and e["fn_name"] == "take"
+    ]
     first, second = (values.deref_val_id(e["fn_args_ref"])[0] for e in calls)
     assert first.name == "x" and second[0].name == "in a list"
 
@@ -215,8 +246,12 @@ def _log(path: Path) -> collections.Counter:
 
 #: Queries that print every kind of recorded value (arguments, returns, expressions, locals).
 QUERIES = [
-    ["summary"], ["calls", "take", "--limit", "100"], ["calls", "give", "--limit", "100"],
-    ["calls", "record", "--limit", "100"], ["search", "Spy", "--limit", "50"], ["exceptions"],
+    ["summary"],
+    ["calls", "take", "--limit", "100"],
+    ["calls", "give", "--limit", "100"],
+    ["calls", "record", "--limit", "100"],
+    ["search", "Spy", "--limit", "50"],
+    ["exceptions"],
 ]
 
 LOAD_AND_PRINT = r"""
@@ -257,8 +292,13 @@ def spies(tmp_path_factory):
         assert r.returncode == 0, (q, r.stderr)
     r = run([PYTHON, "-c", LOAD_AND_PRINT, path], SPY_LOG=str(query_log))
     assert r.returncode == 0 and r.stdout == "read\n", r.stderr
-    return {"plain": py, "recorded": sq, "plain_log": _log(plain_log), "recorded_log": _log(rec_log),
-            "query_log": _log(query_log)}
+    return {
+        "plain": py,
+        "recorded": sq,
+        "plain_log": _log(plain_log),
+        "recorded_log": _log(rec_log),
+        "query_log": _log(query_log),
+    }
 
 
 SPY_CLASSES = ["Spy", "SpySlots", "SpyList", "SpyDict"]
@@ -334,7 +374,7 @@ def test_a_repr_that_takes_the_programs_lock_does_not_block_the_recorded_run(tmp
 
 # --- code run through runpy ----------------------------------------------------------------------------
 
-RUNPY_MAIN = '''
+RUNPY_MAIN = """
 import os, runpy, sys
 here = os.path.dirname(os.path.abspath(__file__))
 g = runpy.run_path(os.path.join(here, "tool.py"))
@@ -342,7 +382,7 @@ print(g["__name__"], g["double"](4))
 sys.path.insert(0, here)
 g = runpy.run_module("helper", run_name="__helper__")
 print(g["__name__"], g["triple"](2))
-'''
+"""
 
 
 def test_code_run_through_runpy_is_recorded_like_an_import(tmp_path):
@@ -354,11 +394,16 @@ def test_code_run_through_runpy_is_recorded_like_an_import(tmp_path):
     (tmp_path / "main.py").write_text(RUNPY_MAIN)
     (tmp_path / "tool.py").write_text("def double(x):\n    return x * 2\n\ndouble(1)\n")
     (tmp_path / "helper.py").write_text("def triple(x):\n    return x * 3\n\ntriple(1)\n")
-    py = subprocess.run([PYTHON, "main.py"], cwd=str(tmp_path), env=_env(), capture_output=True, text=True,
-                        timeout=60)
+    py = subprocess.run([PYTHON, "main.py"], cwd=str(tmp_path), env=_env(), capture_output=True, text=True, timeout=60)
     out = tmp_path / "r.sqrec"
-    sq = subprocess.run([str(SQUALL), "run", "--no-summary", "-o", str(out), "main.py"], cwd=str(tmp_path),
-                        env=_env(), capture_output=True, text=True, timeout=60)
+    sq = subprocess.run(
+        [str(SQUALL), "run", "--no-summary", "-o", str(out), "main.py"],
+        cwd=str(tmp_path),
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert py.stdout == "<run_path> 8\n__helper__ 6\n" and py.returncode == 0
     assert (sq.stdout, sq.stderr, sq.returncode) == (py.stdout, py.stderr, py.returncode)
     rec = squall.load(str(out))
@@ -368,7 +413,7 @@ def test_code_run_through_runpy_is_recorded_like_an_import(tmp_path):
 
 # --- recursion headroom ------------------------------------------------------------------------------
 
-RECURSE = '''
+RECURSE = """
 import sys
 DEEPEST = [0]
 
@@ -381,7 +426,7 @@ try:
 except RecursionError:
     pass
 print(DEEPEST[0], sys.getrecursionlimit())
-'''
+"""
 
 
 @pytest.mark.parametrize("how", ["unrecorded", "recorded", "python -m squall", "-m module"])
@@ -393,14 +438,22 @@ def test_the_program_has_the_recursion_headroom_plain_python_gives_it(tmp_path, 
     the recording entry points' calls are the ones that raise (from 3.12 on C calls have their
     own limit)."""
     (tmp_path / "deep.py").write_text(RECURSE)
-    py = subprocess.run([PYTHON, "deep.py"], cwd=str(tmp_path), env=_env(), capture_output=True, text=True,
-                        timeout=60)
+    py = subprocess.run([PYTHON, "deep.py"], cwd=str(tmp_path), env=_env(), capture_output=True, text=True, timeout=60)
     squall = [str(SQUALL), "run", "--no-summary", "--no-save"]
     cmd = {
         "unrecorded": [*squall, "--skip", "__main__", "deep.py"],
         "recorded": [*squall, "deep.py"],
-        "python -m squall": [PYTHON, "-m", "squall", "run", "--no-summary", "--no-save", "--skip", "__main__",
-                             "deep.py"],
+        "python -m squall": [
+            PYTHON,
+            "-m",
+            "squall",
+            "run",
+            "--no-summary",
+            "--no-save",
+            "--skip",
+            "__main__",
+            "deep.py",
+        ],
         "-m module": [*squall, "--skip", "deep", "--skip", "__main__", "-m", "deep"],
     }[how]
     sq = subprocess.run(cmd, cwd=str(tmp_path), env=_env(), capture_output=True, text=True, timeout=60)
@@ -420,7 +473,13 @@ def test_a_program_may_lower_the_recursion_limit_as_under_plain_python(tmp_path)
         "try:\n    f(0)\nexcept RecursionError as e:\n    print('RecursionError', e)\nprint('limit', sys.getrecursionlimit())\n"
     )
     py = subprocess.run([PYTHON, "low.py"], cwd=str(tmp_path), env=_env(), capture_output=True, text=True, timeout=60)
-    sq = subprocess.run([str(SQUALL), "run", "--no-summary", "--skip", "__main__", "-o", "low.sqrec", "low.py"],
-                        cwd=str(tmp_path), env=_env(), capture_output=True, text=True, timeout=60)
+    sq = subprocess.run(
+        [str(SQUALL), "run", "--no-summary", "--skip", "__main__", "-o", "low.sqrec", "low.py"],
+        cwd=str(tmp_path),
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert py.stdout.splitlines()[-1] == "limit 5" and py.returncode == 0
     assert (sq.stdout, sq.stderr, sq.returncode) == (py.stdout, py.stderr, py.returncode)

@@ -37,8 +37,7 @@ _ADDR = re.compile(r"0x[0-9a-fA-F]+")
 
 def _env() -> dict:
     env = dict(os.environ)
-    for k in ("PYTHONPATH", "PYTHONSTARTUP", "SQUALL_INCLUDE", "SQUALL_SKIP", "SQUALL_SKIP_REGEX",
-              "SQUALL_MODE"):
+    for k in ("PYTHONPATH", "PYTHONSTARTUP", "SQUALL_INCLUDE", "SQUALL_SKIP", "SQUALL_SKIP_REGEX", "SQUALL_MODE"):
         env.pop(k, None)
     env["PYTHONHASHSEED"] = "0"
     env["PYTHONIOENCODING"] = "utf-8"
@@ -46,8 +45,7 @@ def _env() -> dict:
 
 
 def _run(cmd: list) -> subprocess.CompletedProcess:
-    return subprocess.run(cmd, cwd=str(PROGRAMS), env=_env(), capture_output=True, text=True,
-                          timeout=60)
+    return subprocess.run(cmd, cwd=str(PROGRAMS), env=_env(), capture_output=True, text=True, timeout=60)
 
 
 def _addr(text: str) -> str:
@@ -113,13 +111,19 @@ def _record_source(tmp_path: Path, source: str) -> str:
     prog = tmp_path / "prog.py"
     prog.write_text(source, encoding="utf-8")
     out = tmp_path / "tree.txt"
-    r = subprocess.run([PYTHON, str(RECORDER), str(prog), str(out)], cwd=str(tmp_path), env=_env(),
-                       capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        [PYTHON, str(RECORDER), str(prog), str(out)],
+        cwd=str(tmp_path),
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.exists(), r.stderr
     return _addr(out.read_text(encoding="utf-8"))
 
 
-ASYNC_FOR = '''
+ASYNC_FOR = """
 import asyncio
 
 async def ticks(n):
@@ -145,7 +149,7 @@ async def main():
     return await asyncio.gather(consumer_for(), other())
 
 print(asyncio.run(main()))
-'''
+"""
 
 
 def test_async_for_suspends(tmp_path):
@@ -183,7 +187,7 @@ def test_async_protocols_same_as_python(mode):
     assert _addr(sq.stderr) == _addr(py.stderr)
 
 
-KEEPS_ALIVE = '''
+KEEPS_ALIVE = """
 import gc
 
 
@@ -205,7 +209,7 @@ def main():
 main()
 gc.collect()
 print(Base.__subclasses__())
-'''
+"""
 
 
 @pytest.mark.skipif(not SQUALL.exists(), reason="the squall command is not installed")
@@ -216,13 +220,14 @@ def test_recorded_objects_are_not_kept_alive(tmp_path):
     prog = tmp_path / "prog.py"
     prog.write_text(KEEPS_ALIVE, encoding="utf-8")
     py = subprocess.run([PYTHON, str(prog)], env=_env(), capture_output=True, text=True, timeout=60)
-    sq = subprocess.run([str(SQUALL), "run", "--no-summary", str(prog)], env=_env(),
-                        capture_output=True, text=True, timeout=60)
+    sq = subprocess.run(
+        [str(SQUALL), "run", "--no-summary", str(prog)], env=_env(), capture_output=True, text=True, timeout=60
+    )
     assert py.stdout == "[]\n"
     assert sq.stdout == py.stdout
 
 
-SEQUENTIAL_THREADS = '''
+SEQUENTIAL_THREADS = """
 import threading
 
 def work(label):
@@ -235,15 +240,21 @@ for name in ("first", "second"):
     idents.append(t.ident)
     t.join()
 print("reused" if idents[0] == idents[1] else "distinct")
-'''
+"""
 
 
 def test_sequential_threads_get_their_own_timelines(tmp_path):
     prog = tmp_path / "prog.py"
     prog.write_text(SEQUENTIAL_THREADS, encoding="utf-8")
     out = tmp_path / "tree.txt"
-    r = subprocess.run([PYTHON, str(RECORDER), str(prog), str(out)], cwd=str(tmp_path), env=_env(),
-                       capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        [PYTHON, str(RECORDER), str(prog), str(out)],
+        cwd=str(tmp_path),
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     # Whether or not the OS reused the first thread's ident (`r.stdout`), each thread must have
     # its own timeline.
     assert r.returncode == 0, r.stderr
@@ -255,7 +266,7 @@ def test_sequential_threads_get_their_own_timelines(tmp_path):
     )
 
 
-RENDER = '''
+RENDER = """
 import threading
 from squall import _render, indexes
 
@@ -266,14 +277,20 @@ def outer():
     return inner({"k": [[1, 2], [3]], "big": dict.fromkeys(range(2000))})
 
 print(outer())
-'''
+"""
 
 
 def test_render_running_calls_depth_and_cut_dicts(tmp_path):
     prog = tmp_path / "prog.py"
     prog.write_text(RENDER, encoding="utf-8")
-    r = subprocess.run([str(SQUALL), "run", "--no-summary", str(prog)], cwd=str(tmp_path),
-                       env=_env(), capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        [str(SQUALL), "run", "--no-summary", str(prog)],
+        cwd=str(tmp_path),
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines() == [
         "__main__.outer() -> <no exit recorded>",

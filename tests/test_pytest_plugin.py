@@ -39,15 +39,17 @@ def project(pytester):
         "def total(xs):\n"
         "    return sum(xs) + 1\n"
     )
-    pytester.makepyfile(test_calc=(
-        "from calc.ops import ratios, total\n\n"
-        "def test_passes():\n"
-        "    assert ratios([(4, 2)]) == [2.0]\n\n"
-        "def test_raises_inside():\n"
-        "    assert ratios([(1, 2), (3, 0)]) == [0.5, 0]\n\n"
-        "def test_wrong_result():\n"
-        "    assert total([1, 2]) == 3\n"
-    ))
+    pytester.makepyfile(
+        test_calc=(
+            "from calc.ops import ratios, total\n\n"
+            "def test_passes():\n"
+            "    assert ratios([(4, 2)]) == [2.0]\n\n"
+            "def test_raises_inside():\n"
+            "    assert ratios([(1, 2), (3, 0)]) == [0.5, 0]\n\n"
+            "def test_wrong_result():\n"
+            "    assert total([1, 2]) == 3\n"
+        )
+    )
     return pytester
 
 
@@ -64,44 +66,52 @@ def test_failing_tests_keep_their_recording_and_say_where(project):
     result = run(project, "--squall")
     result.assert_outcomes(passed=1, failed=2)
     out = result.stdout.str()
-    result.stdout.fnmatch_lines([
-        "*- squall recording -*",
-        "recording: .squall/tests/test_calc.py__test_raises_inside.sqrec (flow 1)",
-        "where it went wrong (innermost first, thread MainThread):",
-        "  calc.ops.divide(a=3, b=0) raised ZeroDivisionError: division by zero   [[]ops.py*, idx *]",
-        "  calc.ops.ratios(pairs=[[](1, 2), (3, 0)[]]) raised ZeroDivisionError: division by zero   [[]ops.py:*, idx 0]",
-        "  in test_raises_inside",
-        "explore: squall query .squall/tests/test_calc.py__test_raises_inside.sqrec call 0",
-    ])
-    result.stdout.fnmatch_lines([
-        "recording: .squall/tests/test_calc.py__test_wrong_result.sqrec (flow 2)",
-        "no recorded call raised the failure: test_wrong_result itself failed on what these calls returned:",
-        "  calc.ops.total(xs=[[]1, 2[]]) -> 4   [[]idx 0]",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*- squall recording -*",
+            "recording: .squall/tests/test_calc.py__test_raises_inside.sqrec (flow 1)",
+            "where it went wrong (innermost first, thread MainThread):",
+            "  calc.ops.divide(a=3, b=0) raised ZeroDivisionError: division by zero   [[]ops.py*, idx *]",
+            "  calc.ops.ratios(pairs=[[](1, 2), (3, 0)[]]) raised ZeroDivisionError: division by zero   [[]ops.py:*, idx 0]",
+            "  in test_raises_inside",
+            "explore: squall query .squall/tests/test_calc.py__test_raises_inside.sqrec call 0",
+        ]
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "recording: .squall/tests/test_calc.py__test_wrong_result.sqrec (flow 2)",
+            "no recorded call raised the failure: test_wrong_result itself failed on what these calls returned:",
+            "  calc.ops.total(xs=[[]1, 2[]]) -> 4   [[]idx 0]",
+        ]
+    )
     assert "test_passes.sqrec" not in out
     assert recordings(project) == ["test_calc.py__test_raises_inside.sqrec", "test_calc.py__test_wrong_result.sqrec"]
     # The kept file is a recording of that test alone, as its own flow.
     rec = project.path / ".squall" / "tests" / "test_calc.py__test_raises_inside.sqrec"
-    q = subprocess.run([SQUALL, "query", str(rec), "exceptions", "--json"], capture_output=True, text=True,
-                       timeout=60)
+    q = subprocess.run([SQUALL, "query", str(rec), "exceptions", "--json"], capture_output=True, text=True, timeout=60)
     assert q.returncode == 0, q.stderr
     exc = json.loads(q.stdout)["exceptions"]
     assert [(e["flow_id"], e["fn"], e["exception"], e["caught"]) for e in exc] == [
-        (1, "calc.ops.divide", "ZeroDivisionError: division by zero", False)]
+        (1, "calc.ops.divide", "ZeroDivisionError: division by zero", False)
+    ]
     assert exc[0]["unwound"] == ["calc.ops.divide", "calc.ops.ratios"]
 
 
 def test_keep_all(project):
     run(project, "--squall", "--squall-keep=all").assert_outcomes(passed=1, failed=2)
-    assert recordings(project) == ["test_calc.py__test_passes.sqrec", "test_calc.py__test_raises_inside.sqrec",
-                                   "test_calc.py__test_wrong_result.sqrec"]
+    assert recordings(project) == [
+        "test_calc.py__test_passes.sqrec",
+        "test_calc.py__test_raises_inside.sqrec",
+        "test_calc.py__test_wrong_result.sqrec",
+    ]
 
 
 def test_keep_none(project):
     result = run(project, "--squall", "--squall-keep=none")
     result.assert_outcomes(passed=1, failed=2)
-    result.stdout.fnmatch_lines(["*(flow 1)  (not kept: --squall-keep=none)",
-                                 "  calc.ops.divide(a=3, b=0) raised ZeroDivisionError*"])
+    result.stdout.fnmatch_lines(
+        ["*(flow 1)  (not kept: --squall-keep=none)", "  calc.ops.divide(a=3, b=0) raised ZeroDivisionError*"]
+    )
     assert recordings(project) == []
 
 
@@ -109,7 +119,9 @@ def test_squall_dir(project, tmp_path):
     target = tmp_path / "recs"
     run(project, "--squall", f"--squall-dir={target}").assert_outcomes(passed=1, failed=2)
     assert sorted(p.name for p in target.glob("*.sqrec")) == [
-        "test_calc.py__test_raises_inside.sqrec", "test_calc.py__test_wrong_result.sqrec"]
+        "test_calc.py__test_raises_inside.sqrec",
+        "test_calc.py__test_wrong_result.sqrec",
+    ]
 
 
 def test_without_the_flag_nothing_is_recorded(project):

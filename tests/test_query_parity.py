@@ -56,8 +56,14 @@ class Ui:
 def recorded(request, tmp_path_factory):
     prog: Path = request.param
     out = tmp_path_factory.mktemp(prog.stem) / "rec.sqrec"
-    subprocess.run([str(SQUALL), "run", "-q", "-o", str(out), str(prog)], cwd=str(prog.parent), env=_env(),
-                   capture_output=True, text=True, timeout=120)
+    subprocess.run(
+        [str(SQUALL), "run", "-q", "-o", str(out), str(prog)],
+        cwd=str(prog.parent),
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.exists(), f"{prog.name} left no recording"
     rec = squall.load(out)
     ui = Ui(out)
@@ -76,13 +82,29 @@ def test_exceptions_are_the_same(recorded):
     api = ui.get("exceptions", limit=1000)
     assert api["capped"] is False
     from_ui = [
-        (tls[x["tl"]], x["idx"], x["raised_idx"], x["fn_call_idx"], [(c["idx"], c["unwind_idx"]) for c in x["chain"]],
-         x["caught_in"] and x["caught_in"]["idx"], x["type"], x["message"])
+        (
+            tls[x["tl"]],
+            x["idx"],
+            x["raised_idx"],
+            x["fn_call_idx"],
+            [(c["idx"], c["unwind_idx"]) for c in x["chain"]],
+            x["caught_in"] and x["caught_in"]["idx"],
+            x["type"],
+            x["message"],
+        )
         for x in api["items"]
     ]
     from_py = [
-        ((x["flow_id"], x["thread_id"]), x["idx"], x["raised_idx"], x["fn_call_idx"], [tuple(c) for c in x["chain"]],
-         x["caught_in_idx"], x["exc_type"], x["message"])
+        (
+            (x["flow_id"], x["thread_id"]),
+            x["idx"],
+            x["raised_idx"],
+            x["fn_call_idx"],
+            [tuple(c) for c in x["chain"]],
+            x["caught_in_idx"],
+            x["exc_type"],
+            x["message"],
+        )
         for x in rec.exceptions()
     ]
     assert from_ui == from_py
@@ -130,7 +152,7 @@ def test_power_stepping_and_loops_are_the_same(recorded):
                 it = rec.loop_iterations(fid, tid, idx)
                 lp = ui.get("loop", tl=tl, idx=idx, around=500)
                 assert (lp["count"], lp["pos"]) == (len(it["idxs"]), it["pos"])
-                assert [w["idx"] for w in lp["window"]] == it["idxs"][max(0, it["pos"] - 500):it["pos"] + 501]
+                assert [w["idx"] for w in lp["window"]] == it["idxs"][max(0, it["pos"] - 500) : it["pos"] + 501]
 
 
 def test_goto_line_is_the_same(recorded):
@@ -148,8 +170,11 @@ def test_goto_line_is_the_same(recorded):
     for file, line in sorted(places):
         api = ui.get("goto", file=file, line=line)
         from_ui = [(tls[h["tl"]], h["idx"], h["count"]) for h in api["hits"]]
-        from_py = [((fid, h["thread_id"]), h["idx"], h["count"])
-                   for fid in sorted(rec.all_flows()) for h in rec.line_hits(file, line, flow_id=fid)]
+        from_py = [
+            ((fid, h["thread_id"]), h["idx"], h["count"])
+            for fid in sorted(rec.all_flows())
+            for h in rec.line_hits(file, line, flow_id=fid)
+        ]
         assert from_ui == from_py, (file, line)
 
 
@@ -163,8 +188,12 @@ def test_value_printing_is_the_same(recorded):
     rec, ui, tls = recorded
     seen = 0
     for tl, (fid, tid) in enumerate(tls):
-        refs = {e[k] for e in rec.get_referenced_maps_timeline(fid, tid)
-                for k in ("result_ref", "value_ref", "throwable_ref") if e.get(k) is not None}
+        refs = {
+            e[k]
+            for e in rec.get_referenced_maps_timeline(fid, tid)
+            for k in ("result_ref", "value_ref", "throwable_ref")
+            if e.get(k) is not None
+        }
         for ref in sorted(refs):
             for level, length in BOUNDS:
                 want = ui.get("value", tl=tl, v=ref & LOCAL, level=level, length=length)["repr"]
@@ -181,7 +210,9 @@ def test_multi_thread_order_is_the_same(recorded):
         for page in (1000, 7):
             from_ui, from_py = [], []
             for start in range(0, min(total, 3 * page), page):
-                from_ui += [(tls[x["tl"]], x["idx"]) for x in ui.get("order", flow=fid, start=start, limit=page)["items"]]
+                from_ui += [
+                    (tls[x["tl"]], x["idx"]) for x in ui.get("order", flow=fid, start=start, limit=page)["items"]
+                ]
                 from_py += [((fid, e["thread_id"]), e["idx"]) for e in rec.total_order_timeline(fid, start, page)]
             assert from_ui == from_py, (fid, page)
             assert len(from_py) == min(total, 3 * page)

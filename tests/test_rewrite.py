@@ -148,8 +148,12 @@ def test_exceptions_caught_and_uncaught_keep_tracebacks():
     res, eng = same(src)
     assert res == ("ok", "caught")
     assert ev(eng) == [
-        ("call", "main"), ("call", "middle"), ("call", "inner"), ("unwind", "inner"),
-        ("ret", "middle"), ("ret", "main"),
+        ("call", "main"),
+        ("call", "middle"),
+        ("call", "inner"),
+        ("unwind", "inner"),
+        ("ret", "middle"),
+        ("ret", "main"),
     ]
     res, eng = same(src, "main2")
     assert res[0] == "exc" and res[1] == "ValueError"
@@ -236,8 +240,15 @@ def test_methods_classmethod_staticmethod_property_super_class_cell():
     res, eng = same(src)
     assert res == ("ok", (5.0, "c+base", 3, 10.0, "C", 1, "p", "class doc", "C.who", "C.make"))
     names = {f["fn_name"] for f in eng.forms}
-    assert {"Base.__init__", "C.__init__", "C.make", "C.add", "C.double", "C.cls",
-            "C._C__private" if False else "C.__private"} <= names
+    assert {
+        "Base.__init__",
+        "C.__init__",
+        "C.make",
+        "C.add",
+        "C.double",
+        "C.cls",
+        "C._C__private" if False else "C.__private",
+    } <= names
     assert ("call", "C.make") in ev(eng) and ("call", "C.add") in ev(eng)
 
 
@@ -271,11 +282,25 @@ def test_closures_nonlocal_global_and_qualnames():
                 K().m().im.__qualname__, inc.__closure__ is not None)
     """
     res, eng = same(src)
-    assert res == ("ok", (7, 3, "make.<locals>.inc", "outer.<locals>.g",
-                          "outer.<locals>.g.<locals>.<lambda>", "K.m.<locals>.Inner.im", True))
+    assert res == (
+        "ok",
+        (
+            7,
+            3,
+            "make.<locals>.inc",
+            "outer.<locals>.g",
+            "outer.<locals>.g.<locals>.<lambda>",
+            "K.m.<locals>.Inner.im",
+            True,
+        ),
+    )
     names = {f["fn_name"] for f in eng.forms}
-    assert {"make.<locals>.inc", "outer.<locals>.g", "outer.<locals>.g.<locals>.<lambda>",
-            "K.m.<locals>.Inner.im"} <= names
+    assert {
+        "make.<locals>.inc",
+        "outer.<locals>.g",
+        "outer.<locals>.g.<locals>.<lambda>",
+        "K.m.<locals>.Inner.im",
+    } <= names
 
 
 def test_qualnames_match_cpython_everywhere():
@@ -373,12 +398,22 @@ def test_generators_next_send_throw_close():
     assert eng.form("gen")["kind"] == FakeEngine.FORM_GENERATOR
     g = [(e[0], e[2]) for e in eng.events if e[1] == "gen"]
     assert g[:8] == [
-        ("call", (3,)), ("suspend", 0), ("resume", 10), ("suspend", 1), ("resume", 5),
-        ("suspend", 2), ("resume", None), ("ret", 15),
+        ("call", (3,)),
+        ("suspend", 0),
+        ("resume", 10),
+        ("suspend", 1),
+        ("resume", 5),
+        ("suspend", 2),
+        ("resume", None),
+        ("ret", 15),
     ]
     assert g[8:] == [
-        ("call", (5,)), ("suspend", 0), ("unwind", "GeneratorExit"),
-        ("call", (5,)), ("suspend", 0), ("unwind", "KeyError"),
+        ("call", (5,)),
+        ("suspend", 0),
+        ("unwind", "GeneratorExit"),
+        ("call", (5,)),
+        ("suspend", 0),
+        ("unwind", "KeyError"),
     ]
 
 
@@ -554,7 +589,11 @@ def test_syntax_error_like_compile():
     with pytest.raises(SyntaxError) as b:
         instrument_source(bad, "bad.py", "m", FakeEngine())
     assert (a.value.lineno, a.value.offset, a.value.msg, a.value.filename) == (
-        b.value.lineno, b.value.offset, b.value.msg, b.value.filename)
+        b.value.lineno,
+        b.value.offset,
+        b.value.msg,
+        b.value.filename,
+    )
 
 
 def test_class_body_names_and_match_statement():
@@ -570,14 +609,17 @@ def test_class_body_names_and_match_statement():
         return P().area(("sq", 3)), P().area(1)
     """
     if sys.version_info < (3, 10):
-        src = src.replace("match shape:", "if True:").replace('case ("sq", s):', "if shape != 1:\n                    s = shape[1]").replace("case _:", "else:")
+        src = (
+            src.replace("match shape:", "if True:")
+            .replace('case ("sq", s):', "if shape != 1:\n                    s = shape[1]")
+            .replace("case _:", "else:")
+        )
     res, eng = same(src)
     assert res == ("ok", (9, 0))
 
 
 def test_prologue_imports_real_engine_names_by_default():
-    tree = instrument_source("'''d'''\nfrom __future__ import annotations\nx = 1\n", FILE, "m",
-                             FakeEngine())
+    tree = instrument_source("'''d'''\nfrom __future__ import annotations\nx = 1\n", FILE, "m", FakeEngine())
     text = ast.unparse(tree)
     assert "_entry_points" in text
     # with no explicit engine, the prologue imports squall._engine under single-underscore names
@@ -585,9 +627,7 @@ def test_prologue_imports_real_engine_names_by_default():
 
     node = rewrite._prologue(rewrite._Ctx(FakeEngine(), FILE, "m"), False, tree.body[0])
     # ... as builtins: no name is added to the module's namespace
-    assert ast.unparse(node) == (
-        "__import__('squall._instrument.rewrite', fromlist=['_'])._install_builtins()"
-    )
+    assert ast.unparse(node) == ("__import__('squall._instrument.rewrite', fromlist=['_'])._install_builtins()")
 
 
 def test_module_namespace_is_unchanged_with_the_real_engine():

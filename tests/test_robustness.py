@@ -120,8 +120,13 @@ def corpus(tmp_path_factory):
     d = tmp_path_factory.mktemp("robust")
     (d / "corpus.py").write_text(PROGRAM)
     good_path = d / "corpus.sqrec"
-    r = subprocess.run([SQUALL, "run", "-q", "-o", str(good_path), str(d / "corpus.py")], capture_output=True,
-                       text=True, timeout=120, cwd=d)
+    r = subprocess.run(
+        [SQUALL, "run", "-q", "-o", str(good_path), str(d / "corpus.py")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=d,
+    )
     assert r.returncode == 0, r.stderr
     good = good_path.read_bytes()
     paths = {}
@@ -269,8 +274,11 @@ def test_load_and_queries(corpus, case):
     else:
         # Once, saying where it was cut and what loaded.
         assert len(messages) == 1, messages
-        assert re.search(r"is cut short \(\d+ bytes\): (truncated chunk at byte \d+|corrupt chunk at byte \d+|no end "
-                         r"marker)", messages[0]), messages[0]
+        assert re.search(
+            r"is cut short \(\d+ bytes\): (truncated chunk at byte \d+|corrupt chunk at byte \d+|no end "
+            r"marker)",
+            messages[0],
+        ), messages[0]
         assert f"Loaded what comes before: {info['entries']} entries" in messages[0]
     # Where the data is there, the same answers as the intact file.
     want = corpus["rows"]
@@ -299,8 +307,12 @@ def test_load_and_queries(corpus, case):
         if (w["old"], w["old_from"]) != (exp["old"], exp["old_from"]):
             # What came before was in the part of the file that was lost: said so, not "never recorded".
             assert w["old_from"] == "unknown (not saved: the recording was cut short)" or NOT_SAVED in str(w["old"]), (
-                w, exp)
-    full_found = {(h["thread_id"], h["idx"], h["in"]) for h in agent.search(corpus["intact"], "quantity", limit=100)["hits"]}
+                w,
+                exp,
+            )
+    full_found = {
+        (h["thread_id"], h["idx"], h["in"]) for h in agent.search(corpus["intact"], "quantity", limit=100)["hits"]
+    }
     assert {(h["thread_id"], h["idx"], h["in"]) for h in found["hits"]} <= full_found if found else True
     full_calls = {(c["thread_id"], c["idx"]): c for c in agent.calls(corpus["intact"], "price", limit=100)["calls"]}
     for c in calls["calls"] if calls else []:
@@ -344,7 +356,9 @@ def test_squall_info(corpus, info_runs, case):
     assert p.returncode == 0, p.stderr
     assert case not in SPECIAL
     assert p.stderr == ""  # the status line says a cut file is cut short
-    assert re.search(r"^status     (completed|CUT SHORT: .*byte \d+|CUT SHORT: no end marker)", p.stdout, re.M), p.stdout
+    assert re.search(r"^status     (completed|CUT SHORT: .*byte \d+|CUT SHORT: no end marker)", p.stdout, re.M), (
+        p.stdout
+    )
 
 
 def _no_crash(stderr):
@@ -418,8 +432,13 @@ def test_squall_export(corpus, case, tmp_path):
 # --- the MCP server, through the official client ----------------------------------------------------
 
 
-MCP_TOOLS = [("summary", {}), ("exceptions", {"limit": 20}), ("calls", {"fn": "price", "limit": 50}),
-             ("frequencies", {"limit": 30}), ("window", {"idx": 5})]
+MCP_TOOLS = [
+    ("summary", {}),
+    ("exceptions", {"limit": 20}),
+    ("calls", {"fn": "price", "limit": 50}),
+    ("frequencies", {"limit": 30}),
+    ("window", {"idx": 5}),
+]
 
 
 def _mcp_session(path):
@@ -494,8 +513,9 @@ UI_ROUTES = ["flows", "forms", "fn_stats?tl=0", "exceptions", "entries?tl=0&limi
 @pytest.mark.parametrize("case", SAMPLE)
 def test_ui_server(corpus, case):
     path = corpus["paths"][case]
-    proc = subprocess.Popen([SQUALL, "open", "--no-browser", str(path)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [SQUALL, "open", "--no-browser", str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     try:
         line = _bounded(proc.stdout.readline)
         if not line:

@@ -49,12 +49,13 @@ def _split_summary(stderr: str) -> tuple[str, str]:
     ends += [at for at in (stderr.find(SUMMARY),) if at >= 0]
     if not ends:
         return stderr, ""
-    return stderr[: min(ends)], stderr[min(ends):]
+    return stderr[: min(ends)], stderr[min(ends) :]
 
 
 def _run(cmd: list[str], cwd: Path, timeout: float = 40, preexec_fn=None) -> subprocess.CompletedProcess:
-    return subprocess.run(cmd, cwd=str(cwd), env=_env(), capture_output=True, text=True, timeout=timeout,
-                          preexec_fn=preexec_fn)
+    return subprocess.run(
+        cmd, cwd=str(cwd), env=_env(), capture_output=True, text=True, timeout=timeout, preexec_fn=preexec_fn
+    )
 
 
 def _both(script: Path, args: list[str], out: Path) -> tuple[subprocess.CompletedProcess, subprocess.CompletedProcess]:
@@ -118,7 +119,7 @@ def _assert_cut(path: Path, summary: str, show: bool = True) -> tuple[object, st
 
 # --- exits under load ------------------------------------------------------------------------
 
-LOAD = r'''
+LOAD = r"""
 import os, sys, threading, time
 
 class Item:
@@ -163,7 +164,7 @@ def end(mode):
         raise RuntimeError("main failed at the end")
 
 end(mode)
-'''
+"""
 
 EXITS = {  # mode: (exit code, complete file)
     "normal": (0, True),
@@ -208,7 +209,7 @@ def test_exit_under_load_while_flushing(tmp_path, mode):
 
 # --- signals mid-run -------------------------------------------------------------------------
 
-SIGNALLED = r'''
+SIGNALLED = r"""
 import json, os, sys, threading, time
 
 stop = threading.Event()
@@ -254,12 +255,11 @@ with open(sys.argv[1], "w") as f:
 print("interrupted" if interrupted else "not interrupted", flush=True)
 if interrupted:
     raise KeyboardInterrupt
-'''
+"""
 
 
 def _signalled(cmd: list[str], cwd: Path, sig: int, after: float) -> subprocess.CompletedProcess:
-    proc = subprocess.Popen(cmd, cwd=str(cwd), env=_env(), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, cwd=str(cwd), env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         first = proc.stdout.readline()
         time.sleep(after)
@@ -319,7 +319,7 @@ def test_a_disk_that_fills_up_mid_run_leaves_a_cut_file_and_says_so(tmp_path):
     assert sq.stderr.startswith(failed), sq.stderr[:2000]
     sq.stderr = sq.stderr.split("\n", 1)[1]  # the flusher says so when it happens
     summary = _same_as_python(py, sq)
-    assert f"recording NOT saved completely: {failed[len('squall: '):]}" in summary
+    assert f"recording NOT saved completely: {failed[len('squall: ') :]}" in summary
     assert "--no-save" not in summary
     assert out.stat().st_size <= 1 << 20
     rec, _ = _assert_cut(out, summary)
@@ -344,7 +344,7 @@ def test_a_disk_full_at_the_last_flush_is_said_as_when_the_flusher_meets_it(tmp_
     assert sq.stderr.startswith(failed), sq.stderr[:2000]
     sq.stderr = sq.stderr.split("\n", 1)[1]
     summary = _same_as_python(py, sq)
-    assert f"recording NOT saved completely: {failed[len('squall: '):]}" in summary
+    assert f"recording NOT saved completely: {failed[len('squall: ') :]}" in summary
     assert out.stat().st_size <= 4096
     _assert_cut(out, summary)
 
@@ -405,7 +405,7 @@ def test_a_file_cut_at_any_byte_opens_and_says_where(tmp_path):
 
 # --- the recorder runs none of the program's code --------------------------------------------
 
-DUNDERS = r'''
+DUNDERS = r"""
 import atexit, json, sys, threading, time
 
 COUNTS = {}
@@ -554,7 +554,7 @@ def main(mode):
         raise CountingError("main")
 
 main(sys.argv[1])
-'''
+"""
 
 
 @pytest.mark.parametrize("mode", ["normal", "raise"])
@@ -586,7 +586,7 @@ def test_program_code_is_never_run_by_the_recorder(tmp_path, mode):
     assert list(lst) == expected and dict(dct)["k"] == "main" and list(dict(dct)[0]) == expected
 
 
-LATE_THREADS = r'''
+LATE_THREADS = r"""
 import atexit, threading, time
 
 def work(i):
@@ -600,7 +600,7 @@ def worker():
 atexit.register(print, "atexit ran")
 threading.Thread(target=worker).start()
 print("main done", flush=True)
-'''
+"""
 
 
 def test_sigint_while_waiting_for_the_programs_threads_at_exit(tmp_path):
@@ -620,7 +620,7 @@ def test_sigint_while_waiting_for_the_programs_threads_at_exit(tmp_path):
     assert 0 < _calls(rec, "work") < 400
 
 
-MANY_EXCEPTIONS = r'''
+MANY_EXCEPTIONS = r"""
 def inner(i):
     raise ValueError(i)
 
@@ -633,7 +633,7 @@ def outer(i):
 for i in range(50000):
     outer(i)
 print("done", flush=True)
-'''
+"""
 
 
 def test_sigint_during_squalls_own_end_of_run_work(tmp_path):
@@ -657,7 +657,7 @@ def test_sigint_during_squalls_own_end_of_run_work(tmp_path):
 
 # --- processes the sink was not made for -----------------------------------------------------
 
-FORKER = r'''
+FORKER = r"""
 import os, sys, time
 
 def work(i):
@@ -679,7 +679,7 @@ print("parent done", flush=True)
 if sys.argv[1:] == ["kill"]:
     time.sleep(0.7)  # a flush, if the flusher runs again after the fork
     os.kill(os.getpid(), 9)
-'''
+"""
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork")
@@ -709,7 +709,7 @@ def test_a_forked_child_leaves_the_parents_file_alone(tmp_path):
     assert _calls(rec, "work") == 4000  # saved by the flusher started again after the fork
 
 
-API_EXIT_WITHOUT_ATEXIT = r'''
+API_EXIT_WITHOUT_ATEXIT = r"""
 import atexit, time
 import squall.api as api
 
@@ -726,7 +726,7 @@ class SlowToFree:
 
 keep = [SlowToFree() for _ in range(5)]  # the interpreter's end lasts a second
 print("bye", flush=True)
-'''
+"""
 
 
 def test_an_interpreter_ending_with_the_file_open_is_left_alone_by_the_flusher(tmp_path):
@@ -740,7 +740,7 @@ def test_an_interpreter_ending_with_the_file_open_is_left_alone_by_the_flusher(t
     _assert_cut(tmp_path / "api.sqrec", "")
 
 
-THREADS_UNTOUCHED = r'''
+THREADS_UNTOUCHED = r"""
 import _thread, threading, time
 
 COUNT = {"name": 0}
@@ -774,7 +774,7 @@ t.start()
 t.join()
 time.sleep(0.05)
 print(threading.active_count(), sorted(type(t).__name__ for t in threading.enumerate()), COUNT)
-'''
+"""
 
 
 def test_naming_the_programs_threads_runs_none_of_its_code(tmp_path):
@@ -794,7 +794,7 @@ def test_naming_the_programs_threads_runs_none_of_its_code(tmp_path):
     assert names[0] == "(not a threading.Thread)" and names[1].startswith("Thread-1")  # "(work)" on 3.10+
 
 
-SPINNER = r'''
+SPINNER = r"""
 import time
 
 def work(i):
@@ -807,9 +807,9 @@ def spin():
         i += 1
         if i % 200 == 0:
             time.sleep(0.001)
-'''
+"""
 
-API_DAEMON = r'''
+API_DAEMON = r"""
 import threading, time
 import squall.api as api
 
@@ -820,7 +820,7 @@ import spinner  # instrumented: imported after recording started
 threading.Thread(target=spinner.spin, daemon=True).start()
 time.sleep(0.8)
 print("bye")
-'''
+"""
 
 
 def test_the_end_marker_counts_what_the_file_holds(tmp_path):

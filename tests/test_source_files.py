@@ -16,21 +16,21 @@ from squall import agent
 
 SQUALL = str(Path(sys.executable).parent / "squall")
 
-MAIN = '''\
+MAIN = """\
 import helper
 
 def main():
     return helper.double(21)
 
 print(main())
-'''
-HELPER = '''\
+"""
+HELPER = """\
 # -*- coding: latin-1 -*-
 NAME = "caf\xe9"
 
 def double(x):
     return x * 2
-'''
+"""
 
 
 @pytest.fixture
@@ -38,8 +38,13 @@ def project(tmp_path):
     (tmp_path / "main.py").write_text(MAIN)
     (tmp_path / "helper.py").write_bytes(HELPER.encode("latin-1"))
     rec = tmp_path / "run.sqrec"
-    r = subprocess.run([SQUALL, "run", "-q", "-o", str(rec), str(tmp_path / "main.py")], capture_output=True,
-                       text=True, timeout=120, cwd=tmp_path)
+    r = subprocess.run(
+        [SQUALL, "run", "-q", "-o", str(rec), str(tmp_path / "main.py")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
     assert r.returncode == 0, r.stderr
     return tmp_path, rec
 
@@ -100,7 +105,8 @@ def test_the_live_recorder_knows_its_sources(tmp_path):
     instrumented at runtime (squall.api.instrument) is noted too."""
     (tmp_path / "helper.py").write_bytes(HELPER.encode("latin-1"))
     (tmp_path / "late.py").write_text("def f():\n    return 1\n")
-    (tmp_path / "main.py").write_text(textwrap.dedent('''\
+    (tmp_path / "main.py").write_text(
+        textwrap.dedent("""\
         import sys
         import helper
         from squall import _engine, api
@@ -119,9 +125,11 @@ def test_the_live_recorder_knows_its_sources(tmp_path):
             _engine.read_source("/etc/passwd")
         except ValueError as e:
             print(e)
-    '''))
-    r = subprocess.run([SQUALL, "run", "-q", "--skip", "late", "main.py"], capture_output=True, text=True,
-                       timeout=120, cwd=tmp_path)
+    """)
+    )
+    r = subprocess.run(
+        [SQUALL, "run", "-q", "--skip", "late", "main.py"], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     assert lines[:2] == ["True None", "True None"], r.stdout

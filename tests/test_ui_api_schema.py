@@ -25,11 +25,11 @@ CHECKS = "not_a_server_error,status_code_conformance,content_type_conformance,re
 def server(tmp_path_factory):
     d = tmp_path_factory.mktemp("schema")
     rec = d / "invoices.sqrec"
-    r = subprocess.run([SQUALL, "run", "-q", "-o", str(rec), str(PROGRAM)], capture_output=True, text=True,
-                       timeout=120)
+    r = subprocess.run([SQUALL, "run", "-q", "-o", str(rec), str(PROGRAM)], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
-    p = subprocess.Popen([SQUALL, "open", "--no-browser", str(rec)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True)
+    p = subprocess.Popen(
+        [SQUALL, "open", "--no-browser", str(rec)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     try:
         line = p.stdout.readline()
         m = re.match(r"squall UI: (http://127\.0\.0\.1:\d+/)\?token=(\w+)", line)
@@ -49,9 +49,23 @@ def test_the_description_is_published(server):
 
 def test_schemathesis_finds_no_5xx_and_no_answer_outside_the_description(server, tmp_path):
     base, token = server
-    cmd = [str(BIN / "schemathesis"), "run", f"{base}api/openapi.json?token={token}",
-           "-H", f"x-squall-token: {token}", "--checks", CHECKS, "--max-time", "50", "-n", "30", "--seed", "7",
-           "--report-dir", str(tmp_path)]
+    cmd = [
+        str(BIN / "schemathesis"),
+        "run",
+        f"{base}api/openapi.json?token={token}",
+        "-H",
+        f"x-squall-token: {token}",
+        "--checks",
+        CHECKS,
+        "--max-time",
+        "50",
+        "-n",
+        "30",
+        "--seed",
+        "7",
+        "--report-dir",
+        str(tmp_path),
+    ]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
     out = r.stdout + r.stderr
     assert r.returncode == 0, out[-6000:]

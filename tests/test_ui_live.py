@@ -27,7 +27,8 @@ def api_url(url, route):
 
 def test_local_connect_serves_the_live_recording(tmp_path):
     script = tmp_path / "server.py"
-    script.write_text(textwrap.dedent("""
+    script.write_text(
+        textwrap.dedent("""
         import sys, threading
         import squall
         squall.api.start_recording(install_hook=False)
@@ -41,9 +42,11 @@ def test_local_connect_serves_the_live_recording(tmp_path):
             ns["handle"](int(line))
             print("handled", flush=True)
         print(squall.api.engine_stats()["entries"], flush=True)
-    """))
-    proc = subprocess.Popen([sys.executable, str(script)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    """)
+    )
+    proc = subprocess.Popen(
+        [sys.executable, str(script)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     try:
         url = proc.stdout.readline().strip()
         assert re.match(r"http://127\.0\.0\.1:\d+/\?token=\w+", url), url
@@ -71,8 +74,13 @@ def test_local_connect_serves_the_live_recording(tmp_path):
 def test_run_ui_serves_the_recording_after_the_program(tmp_path):
     script = tmp_path / "prog.py"
     script.write_text("def f(x):\n    return x + 1\nprint(f(1))\n")
-    proc = subprocess.Popen([SQUALL, "run", "--ui", "--no-browser", "-o", "p.sqrec", str(script)], cwd=tmp_path,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [SQUALL, "run", "--ui", "--no-browser", "-o", "p.sqrec", str(script)],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert proc.stdout.readline() == "2\n"
         url = None
@@ -92,8 +100,12 @@ def test_run_ui_serves_the_recording_after_the_program(tmp_path):
 
 
 def post(url, route, body=None):
-    req = urllib.request.Request(api_url(url, route), data=json.dumps(body).encode() if body is not None else b"",
-                                 method="POST", headers={"content-type": "application/json"})
+    req = urllib.request.Request(
+        api_url(url, route),
+        data=json.dumps(body).encode() if body is not None else b"",
+        method="POST",
+        headers={"content-type": "application/json"},
+    )
     try:
         with urllib.request.urlopen(req, timeout=60) as r:
             return r.status, json.loads(r.read())
@@ -104,9 +116,12 @@ def post(url, route, body=None):
 def test_live_controls_and_runtime_instrumentation(tmp_path):
     """Through the API: stop/start/clear recording, the modules browser, instrumenting a module of
     the running program (its calls get recorded), uninstrumenting it, the multi-thread timeline."""
-    (tmp_path / "shop.py").write_text("def price(n):\n    return n * 3\n\nclass Cart:\n    def total(self, n):\n        return price(n) + 1\n")
+    (tmp_path / "shop.py").write_text(
+        "def price(n):\n    return n * 3\n\nclass Cart:\n    def total(self, n):\n        return price(n) + 1\n"
+    )
     script = tmp_path / "server.py"
-    script.write_text(textwrap.dedent("""
+    script.write_text(
+        textwrap.dedent("""
         import sys, threading
         import squall
         import shop                      # imported before recording: not instrumented
@@ -123,9 +138,16 @@ def test_live_controls_and_runtime_instrumentation(tmp_path):
             ns["handle"](n)
             shop.Cart().total(n)
             print("handled", flush=True)
-    """))
-    proc = subprocess.Popen([sys.executable, str(script)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    """)
+    )
+    proc = subprocess.Popen(
+        [sys.executable, str(script)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+    )
 
     def handle(n):
         proc.stdin.write(f"{n}\n")
@@ -176,13 +198,18 @@ def test_live_controls_and_runtime_instrumentation(tmp_path):
         assert shop["instrumented"] is False and "shop" in shop["reason"], shop
         s, fns = post(url, "control/functions", {"module": "shop"})
         assert s == 200, fns
-        assert [(f["qualname"], f["instrumented"]) for f in fns["functions"]] == [("price", False), ("Cart.total", False)]
+        assert [(f["qualname"], f["instrumented"]) for f in fns["functions"]] == [
+            ("price", False),
+            ("Cart.total", False),
+        ]
 
         # Instrument shop at runtime: its calls are recorded from now on.
         s, rep = post(url, "control/instrument", {"target": "shop"})
         assert s == 200, rep
         assert set(rep["swapped"]) == {"shop.price", "shop.Cart.total"}, rep
-        assert any("module-level code" in r or "reload" in r for r in rep["reload_needed"]) or rep["reload_needed"] == [], rep
+        assert (
+            any("module-level code" in r or "reload" in r for r in rep["reload_needed"]) or rep["reload_needed"] == []
+        ), rep
         assert "instrumented 2 function(s)" in rep["text"]
         before = entries()
         handle(6)
@@ -201,10 +228,12 @@ def test_live_controls_and_runtime_instrumentation(tmp_path):
         handle(7)
         assert entries() - before == with_price - 2  # price's call and return are no longer recorded
         # Bad input is a 400 with a message.
-        for route, body, needle in [("control/instrument", {}, "target"),
-                                    ("control/instrument", {"target": "nosuchmod"}, "no loaded module"),
-                                    ("control/functions", {"module": "nosuchmod"}, "no loaded module"),
-                                    ("control/explode", None, "unknown control action")]:
+        for route, body, needle in [
+            ("control/instrument", {}, "target"),
+            ("control/instrument", {"target": "nosuchmod"}, "no loaded module"),
+            ("control/functions", {"module": "nosuchmod"}, "no loaded module"),
+            ("control/explode", None, "unknown control action"),
+        ]:
             s, err = post(url, route, body)
             assert s == 400 and needle in err["error"], (route, s, err)
         assert proc.poll() is None, "the program is unharmed"
@@ -217,7 +246,8 @@ def test_live_search_by_predicate(tmp_path):
     """`POST /api/control/predicate`: a Python expression over `v` evaluated on the recorded values
     of the running program, bounded, resumable; a bad expression is a 400 with the message."""
     script = tmp_path / "server.py"
-    script.write_text(textwrap.dedent("""
+    script.write_text(
+        textwrap.dedent("""
         import sys
         import squall
         squall.api.start_recording(install_hook=False)
@@ -228,9 +258,16 @@ def test_live_search_by_predicate(tmp_path):
             ns["invoice"](n)
         print(squall.api.local_connect(), flush=True)
         sys.stdin.read()
-    """))
-    proc = subprocess.Popen([sys.executable, str(script)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    """)
+    )
+    proc = subprocess.Popen(
+        [sys.executable, str(script)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+    )
     try:
         url = proc.stdout.readline().strip()
         assert url.startswith("http://"), proc.stderr.read() if proc.poll() is not None else url

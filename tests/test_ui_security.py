@@ -40,8 +40,15 @@ def start_live(tmp_path, *args, env=None):
     e = dict(os.environ, SQUALL_UI_URL_DIR=str(tmp_path / "urls"))
     e.pop("SQUALL_UI_TOKEN", None)
     e.update(env or {})
-    proc = subprocess.Popen([sys.executable, str(script), *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=e)
+    proc = subprocess.Popen(
+        [sys.executable, str(script), *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+        env=e,
+    )
     url = proc.stdout.readline().strip()
     assert url.startswith("http://"), proc.stderr.read() if proc.poll() is not None else url
     return proc, url
@@ -54,8 +61,12 @@ def stop(proc):
 
 def post(url, route, body, timeout=30):
     base, token = url.split("?token=")
-    req = urllib.request.Request(f"{base.rstrip('/')}/api/{route}", data=json.dumps(body).encode(), method="POST",
-                                 headers={"content-type": "application/json", "x-squall-token": token})
+    req = urllib.request.Request(
+        f"{base.rstrip('/')}/api/{route}",
+        data=json.dumps(body).encode(),
+        method="POST",
+        headers={"content-type": "application/json", "x-squall-token": token},
+    )
     try:
         with urllib.request.urlopen(req, timeout=timeout) as r:
             return r.status, json.loads(r.read())
@@ -100,8 +111,9 @@ def test_a_running_predicate_can_be_cancelled(tmp_path):
         got = {}
 
         def run():
-            got["answer"] = post(url, "control/predicate", {"expr": "[x for x in iter(int, 1)]", "timeout": 30},
-                                 timeout=60)
+            got["answer"] = post(
+                url, "control/predicate", {"expr": "[x for x in iter(int, 1)]", "timeout": 30}, timeout=60
+            )
 
         th = threading.Thread(target=run)
         t = time.monotonic()
@@ -130,8 +142,11 @@ def test_the_live_token_is_not_written_to_a_log(tmp_path):
         stop(proc)
     err = proc.stderr.read()
     assert token not in err, err
-    m = re.search(r"squall UI \(live\): (http://127\.0\.0\.1:\d+/) \(the URL with its access token is in (\S+), "
-                  r"readable only by you; the token lets its holder run code in this program\)", err)
+    m = re.search(
+        r"squall UI \(live\): (http://127\.0\.0\.1:\d+/) \(the URL with its access token is in (\S+), "
+        r"readable only by you; the token lets its holder run code in this program\)",
+        err,
+    )
     assert m, err
     path = Path(m.group(2))
     assert path.parent == tmp_path / "urls"
@@ -161,25 +176,36 @@ def test_a_users_own_token(tmp_path):
     err = proc.stderr.read()
     assert token not in err and "?token=<your token>" in err, err
     # A token that is too short is refused, saying why, without echoing it.
-    r = subprocess.run([SQUALL, "open", "--no-browser", "--token", "hunter2", "nothing.sqrec"], capture_output=True,
-                       text=True, timeout=60)
+    r = subprocess.run(
+        [SQUALL, "open", "--no-browser", "--token", "hunter2", "nothing.sqrec"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 2  # no such file is said first
     rec = tmp_path / "p.sqrec"
     (tmp_path / "p.py").write_text("print(1)\n")
-    subprocess.run([SQUALL, "run", "-q", "-o", str(rec), str(tmp_path / "p.py")], check=True, timeout=120,
-                   capture_output=True)
-    r = subprocess.run([SQUALL, "open", "--no-browser", "--token", "hunter2", str(rec)], capture_output=True,
-                       text=True, timeout=60)
+    subprocess.run(
+        [SQUALL, "run", "-q", "-o", str(rec), str(tmp_path / "p.py")], check=True, timeout=120, capture_output=True
+    )
+    r = subprocess.run(
+        [SQUALL, "open", "--no-browser", "--token", "hunter2", str(rec)], capture_output=True, text=True, timeout=60
+    )
     assert r.returncode == 1 and "at least 16 characters" in r.stderr and "hunter2" not in r.stderr, r.stderr
 
 
 def test_a_bind_other_machines_reach_is_warned_about_and_prints_a_usable_url(tmp_path):
     rec = tmp_path / "p.sqrec"
     (tmp_path / "p.py").write_text("def f():\n    return 1\nf()\n")
-    subprocess.run([SQUALL, "run", "-q", "-o", str(rec), str(tmp_path / "p.py")], check=True, timeout=120,
-                   capture_output=True)
-    p = subprocess.Popen([SQUALL, "open", "--no-browser", "--host", "0.0.0.0", str(rec)], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
+    subprocess.run(
+        [SQUALL, "run", "-q", "-o", str(rec), str(tmp_path / "p.py")], check=True, timeout=120, capture_output=True
+    )
+    p = subprocess.Popen(
+        [SQUALL, "open", "--no-browser", "--host", "0.0.0.0", str(rec)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         line = p.stdout.readline()
         m = re.match(r"squall UI: http://([^:/]+):(\d+)/\?token=(\w+)", line)
@@ -192,8 +218,9 @@ def test_a_bind_other_machines_reach_is_warned_about_and_prints_a_usable_url(tmp
         req = urllib.request.Request(f"http://127.0.0.1:{port}/api/flows?token={token}", headers={"host": host})
         with urllib.request.urlopen(req, timeout=30) as r:
             assert r.status == 200
-        req = urllib.request.Request(f"http://127.0.0.1:{port}/api/flows?token={token}",
-                                     headers={"host": "rebind.attacker.example"})
+        req = urllib.request.Request(
+            f"http://127.0.0.1:{port}/api/flows?token={token}", headers={"host": "rebind.attacker.example"}
+        )
         try:
             urllib.request.urlopen(req, timeout=30)
             raise AssertionError("a foreign Host must be refused")

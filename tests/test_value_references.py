@@ -44,8 +44,10 @@ def _live(program=PROGRAM):
     mod.__file__ = str(program)
     sys.modules[mod.__name__] = mod
     try:
-        exec(rewrite.compile_instrumented(program.read_text(encoding="utf-8"), str(program), mod.__name__,
-                                          mode="full"), mod.__dict__)
+        exec(
+            rewrite.compile_instrumented(program.read_text(encoding="utf-8"), str(program), mod.__name__, mode="full"),
+            mod.__dict__,
+        )
     finally:
         api.stop_recording()
         sys.modules.pop(mod.__name__, None)

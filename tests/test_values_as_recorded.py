@@ -35,8 +35,21 @@ HERE = Path(__file__).resolve().parent
 PROGRAMS = HERE / "value_programs"
 SQUALL = Path(sys.executable).parent / "squall"
 
-KINDS = ("plain", "dataclass", "slots", "property", "list", "dict", "set", "nested", "list_subclass",
-         "dict_subclass", "deque", "defaultdict", "tuple_of_list")
+KINDS = (
+    "plain",
+    "dataclass",
+    "slots",
+    "property",
+    "list",
+    "dict",
+    "set",
+    "nested",
+    "list_subclass",
+    "dict_subclass",
+    "deque",
+    "defaultdict",
+    "tuple_of_list",
+)
 HOWS = ("caller", "function", "c", "thread")
 SITES = ("argument", "return", "expression")
 OBJECT_KINDS = ("plain", "dataclass", "slots", "property")
@@ -61,10 +74,19 @@ OLD_STATE: Dict[str, Any] = {
 
 #: The numbers a preview of each kind shows, in order, when it shows the recorded state.
 OLD_NUMBERS: Dict[str, List[str]] = {
-    "plain": ["1.25"], "dataclass": ["1.25"], "slots": ["1.25"], "property": ["1.25"],
-    "list": ["31", "11", "21"], "dict": ["31", "11"], "set": ["11", "31"],
-    "nested": ["31", "11"], "list_subclass": ["31", "11", "21"], "dict_subclass": ["31", "11"],
-    "deque": ["31", "11", "21"], "defaultdict": ["31"], "tuple_of_list": ["31", "11", "21"],
+    "plain": ["1.25"],
+    "dataclass": ["1.25"],
+    "slots": ["1.25"],
+    "property": ["1.25"],
+    "list": ["31", "11", "21"],
+    "dict": ["31", "11"],
+    "set": ["11", "31"],
+    "nested": ["31", "11"],
+    "list_subclass": ["31", "11", "21"],
+    "dict_subclass": ["31", "11"],
+    "deque": ["31", "11", "21"],
+    "defaultdict": ["31"],
+    "tuple_of_list": ["31", "11", "21"],
 }
 #: The numbers only a later state has (kinds.py writes 7.75 into objects, 99 into containers).
 LATER_NUMBERS = ("7.75", "99")
@@ -75,8 +97,7 @@ LATER_NUMBERS = ("7.75", "99")
 
 def _env() -> dict:
     env = dict(os.environ)
-    for k in ("PYTHONPATH", "PYTHONSTARTUP", "SQUALL_INCLUDE", "SQUALL_SKIP", "SQUALL_SKIP_REGEX",
-              "SQUALL_MODE"):
+    for k in ("PYTHONPATH", "PYTHONSTARTUP", "SQUALL_INCLUDE", "SQUALL_SKIP", "SQUALL_SKIP_REGEX", "SQUALL_MODE"):
         env.pop(k, None)
     env["PYTHONHASHSEED"] = "0"
     env["PYTHONIOENCODING"] = "utf-8"
@@ -84,8 +105,9 @@ def _env() -> dict:
 
 
 def _run(cmd: List[str], timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run([str(c) for c in cmd], cwd=str(PROGRAMS), env=_env(), capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [str(c) for c in cmd], cwd=str(PROGRAMS), env=_env(), capture_output=True, text=True, timeout=timeout
+    )
 
 
 def record_to_file(program: str, out: Path) -> str:
@@ -139,8 +161,7 @@ def run_live(program: str) -> Tuple[types.ModuleType, Any]:
     mod = types.ModuleType(name)
     mod.__file__ = str(path)
     sys.modules[name] = mod
-    exec(rewrite.compile_instrumented(path.read_text(encoding="utf-8"), str(path), name, mode="full"),
-         mod.__dict__)
+    exec(rewrite.compile_instrumented(path.read_text(encoding="utf-8"), str(path), name, mode="full"), mod.__dict__)
     return mod, mod.main()
 
 
@@ -167,8 +188,10 @@ def live_runs():
 def saved(tmp_path_factory):
     """Every program of this file recorded by ``squall run --mode full -o``: {program: (path, stdout)}."""
     d = tmp_path_factory.mktemp("value_recordings")
-    return {p: (d / (p[:-3] + ".sqrec"), record_to_file(p, d / (p[:-3] + ".sqrec")))
-            for p in ("kinds.py", "retry_mutation.py", "identity.py")}
+    return {
+        p: (d / (p[:-3] + ".sqrec"), record_to_file(p, d / (p[:-3] + ".sqrec")))
+        for p in ("kinds.py", "retry_mutation.py", "identity.py")
+    }
 
 
 @pytest.fixture(scope="module")
@@ -237,8 +260,13 @@ def recorded_state(kind: str, v: Any) -> Any:
 
 
 def _kinds_params(frontends=("live", "file"), sites=SITES):
-    return [pytest.param(kind, how, site, frontend, id=f"{kind}-{how}-{site}-{frontend}")
-            for kind in KINDS for how in HOWS for site in sites for frontend in frontends]
+    return [
+        pytest.param(kind, how, site, frontend, id=f"{kind}-{how}-{site}-{frontend}")
+        for kind in KINDS
+        for how in HOWS
+        for site in sites
+        for frontend in frontends
+    ]
 
 
 @pytest.mark.parametrize("kind,how,site,frontend", _kinds_params())
@@ -248,13 +276,24 @@ def test_a_value_changed_after_its_entry_shows_its_state_at_the_entry(kinds, kin
 
 
 def _shape_params():
-    return [pytest.param(kind, site, frontend, id=f"{kind}-{site}-{frontend}")
-            for kind in KINDS for site in SITES for frontend in ("live", "file")]
+    return [
+        pytest.param(kind, site, frontend, id=f"{kind}-{site}-{frontend}")
+        for kind in KINDS
+        for site in SITES
+        for frontend in ("live", "file")
+    ]
 
 
-EXPECTED_TYPE_NAME = {"plain": "Item", "dataclass": "DataItem", "slots": "SlotItem", "property": "PropItem",
-                      "list_subclass": "MyList", "dict_subclass": "MyDict", "deque": "deque",
-                      "defaultdict": "defaultdict"}
+EXPECTED_TYPE_NAME = {
+    "plain": "Item",
+    "dataclass": "DataItem",
+    "slots": "SlotItem",
+    "property": "PropItem",
+    "list_subclass": "MyList",
+    "dict_subclass": "MyDict",
+    "deque": "deque",
+    "defaultdict": "defaultdict",
+}
 
 
 def check_shape(kind: str, v: Any) -> None:
@@ -348,8 +387,7 @@ def _is_subsequence(part: List[str], whole: List[str]) -> bool:
     return all(x in it for x in part)
 
 
-@pytest.mark.parametrize("kind,how,site,frontend",
-                         _kinds_params(frontends=("cli",), sites=("argument", "return")))
+@pytest.mark.parametrize("kind,how,site,frontend", _kinds_params(frontends=("cli",), sites=("argument", "return")))
 def test_cli_calls_preview_shows_the_state_at_the_entry(kinds_cli, kind, how, site, frontend):
     preview = kinds_cli[site, kind, how]
     numbers = preview_numbers(preview)
@@ -525,7 +563,7 @@ def test_big_containers_recorded_again_show_each_change(tmp_path, frontend):
     assert [a[0] for a in calls[: len(seen)]] == [tag for tag, _ in seen]
     for n, ((tag, expected), args) in enumerate(zip(seen, calls)):
         _agrees(args[1], expected, f"call {n} ({tag})")
-    cycles = calls[len(seen):]
+    cycles = calls[len(seen) :]
     assert [c[0] for c in cycles] == ["cycle", "cycle"]
     assert cycles[0][1][:20] == cycles[1][1][:20] == list(range(20))
     if frontend == "live":

@@ -1,6 +1,7 @@
 """Writes (issue 11 item 4): attribute and item stores, deletes, augmented forms and direct
 setattr calls in instrumented code are write entries; the program runs as without squall; the
 writes query says where a field changed, from what to what, live and from a file alike."""
+
 import json
 import os
 import re
@@ -153,8 +154,7 @@ def test_the_program_runs_as_without_squall(tmp_path):
 def test_writes_query_live_and_file_say_where_price_changed(tmp_path):
     out = tmp_path / "prices.sqrec"
     program = ROOT / "tests" / "value_programs" / "price_changes.py"
-    r = subprocess.run([SQUALL, "run", "-q", "-o", str(out), str(program)], capture_output=True, text=True,
-                       timeout=120)
+    r = subprocess.run([SQUALL, "run", "-q", "-o", str(out), str(program)], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "90"
     f = squall.load(out).writes(type_name="Item", attr_or_key="price")
@@ -167,15 +167,25 @@ def test_writes_query_live_and_file_say_where_price_changed(tmp_path):
     assert (f["total"], f["left_out"]) == (3, 0)
     # the same program recorded live in this process gives the same answer
     code = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(f"""
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(f"""
         import json, sys
         from squall import cli, indexes
         cli.main(["run", "--no-summary", "-q", "--no-save", {str(program)!r}])
         w = indexes.writes(type_name="Item", attr_or_key="price")
         print(json.dumps([(x["fn"], x["line"], x["old"], x["new"], x["old_from"]) for x in w["writes"]]))
-        """)], capture_output=True, text=True, timeout=120, env=dict(os.environ))
+        """),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ),
+    )
     assert code.returncode == 0, code.stderr
     import json
+
     assert [tuple(x) for x in json.loads(code.stdout.strip().splitlines()[-1])] == rows
     # bounded: a limit says what it left out
     one = squall.load(out).writes(type_name="Item", attr_or_key="price", limit=1)
@@ -186,8 +196,12 @@ def test_cli_writes_query_names_lines_old_and_new(tmp_path):
     out = tmp_path / "prices.sqrec"
     program = ROOT / "tests" / "value_programs" / "price_changes.py"
     subprocess.run([SQUALL, "run", "-q", "-o", str(out), str(program)], check=True, capture_output=True, timeout=120)
-    r = subprocess.run([SQUALL, "query", str(out), "writes", "price", "--type", "Item", "--limit", "2"],
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [SQUALL, "query", str(out), "writes", "price", "--type", "Item", "--limit", "2"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     assert lines[0] == "3 write(s); showing 2; 1 left out (--limit)"
@@ -201,7 +215,8 @@ def test_a_write_target_whose_death_is_unseen_gets_no_identity(tmp_path):
     # bytearray's deallocator is not hooked (deaths.rs): three bytearrays that take one address
     # in turn must not be one identity; dicts' deaths are seen, each is its own identity.
     program = tmp_path / "reused.py"
-    program.write_text(textwrap.dedent("""
+    program.write_text(
+        textwrap.dedent("""
     def put(b):
         b[0] = 7
 
@@ -216,14 +231,24 @@ def test_a_write_target_whose_death_is_unseen_gets_no_identity(tmp_path):
             print(len(addrs))
 
     main()
-    """))
+    """)
+    )
     code = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(f"""
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(f"""
         import json
         from squall import cli, indexes
         cli.main(["run", "--no-summary", "-q", "--no-save", {str(program)!r}])
         print(json.dumps([w["obj_id"] for w in indexes.writes(attr_or_key=0)["writes"]]))
-        """)], capture_output=True, text=True, timeout=120, env=dict(os.environ))
+        """),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ),
+    )
     assert code.returncode == 0, code.stderr
     lines = code.stdout.strip().splitlines()
     assert lines[:2] == ["1", "1"], "CPython did not reuse the addresses here"
@@ -342,14 +367,32 @@ def test_tuple_chained_loop_and_with_targets_are_writes_in_pythons_order(tmp_pat
     symbols = [w["symbol"] for w in writes]
     # main's writes (the items', keyed, have no symbol), each recorded once its store returned
     assert symbols == [
-        "peer", "peer", None, None, "x", None, "x", "rest", "nxt", "v", "v",
-        "i", "i", "i", "w", "n", "n", None, "q",
+        "peer",
+        "peer",
+        None,
+        None,
+        "x",
+        None,
+        "x",
+        "rest",
+        "nxt",
+        "v",
+        "v",
+        "i",
+        "i",
+        "i",
+        "w",
+        "n",
+        "n",
+        None,
+        "q",
     ]
 
 
 def test_written_fields_of_a_tuple_target_are_in_the_writes_query(tmp_path):
     src = tmp_path / "pair.py"
-    src.write_text(textwrap.dedent("""
+    src.write_text(
+        textwrap.dedent("""
     class Node:
         def __init__(self, name):
             self.name = name
@@ -360,10 +403,15 @@ def test_written_fields_of_a_tuple_target_are_in_the_writes_query(tmp_path):
         return a
 
     link(Node("a"), Node("b"))
-    """))
+    """)
+    )
     out = tmp_path / "pair.sqrec"
     r = subprocess.run([SQUALL, "run", "-q", "-o", str(out), str(src)], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     rows = [(w["fn"], w["line"], w["old"]) for w in squall.load(out).writes(attr_or_key="peer")["writes"]]
-    assert rows == [("__main__.Node.__init__", 5, None), ("__main__.Node.__init__", 5, None),
-                    ("__main__.link", 8, None), ("__main__.link", 8, None)]
+    assert rows == [
+        ("__main__.Node.__init__", 5, None),
+        ("__main__.Node.__init__", 5, None),
+        ("__main__.link", 8, None),
+        ("__main__.link", 8, None),
+    ]

@@ -59,8 +59,30 @@ def main() -> int:
             for name in names:
                 variants = {
                     "plain": [sys.executable, BENCH_ONE, name],
-                    "A": [args.a, "-m", "squall", "run", "--mode", args.mode, "-o", out, BENCH_ONE, name],
-                    "B": [args.b, "-m", "squall", "run", "--mode", args.mode, "-o", out, BENCH_ONE, name],
+                    "A": [
+                        args.a,
+                        "-m",
+                        "squall",
+                        "run",
+                        "--mode",
+                        args.mode,
+                        "-o",
+                        out,
+                        BENCH_ONE,
+                        name,
+                    ],
+                    "B": [
+                        args.b,
+                        "-m",
+                        "squall",
+                        "run",
+                        "--mode",
+                        args.mode,
+                        "-o",
+                        out,
+                        BENCH_ONE,
+                        name,
+                    ],
                 }
                 digests = set()
                 for key, argv in variants.items():

@@ -103,8 +103,14 @@ def plot(data: dict, out: str) -> None:
         ax.text(len(names) - 0.4, t, f" {t:g}x", va="center", fontsize=9)
     if "calls" in groups:
         ax.axhline(CALLS_TARGET, color=COLOURS["calls"], linestyle=":", linewidth=1.2)
-        ax.text(len(names) - 0.4, CALLS_TARGET, f" {CALLS_TARGET:g}x calls", va="center",
-                fontsize=9, color=COLOURS["calls"])
+        ax.text(
+            len(names) - 0.4,
+            CALLS_TARGET,
+            f" {CALLS_TARGET:g}x calls",
+            va="center",
+            fontsize=9,
+            color=COLOURS["calls"],
+        )
     ax.set_yscale("log")
     ax.set_ylim(0.5, top)
     ticks = [2**k for k in range(-1, 12) if 2**k < top]

@@ -16,4 +16,16 @@ from squall.api import flow
 from squall.bookmarks import bookmark, bookmarks
 from squall.recording import Recording, live, load
 
-__all__ = ["Recording", "api", "bookmark", "bookmarks", "config", "flow", "indexes", "live", "load", "values", "__version__"]
+__all__ = [
+    "Recording",
+    "api",
+    "bookmark",
+    "bookmarks",
+    "config",
+    "flow",
+    "indexes",
+    "live",
+    "load",
+    "values",
+    "__version__",
+]

@@ -46,9 +46,7 @@ def read_source(path: str) -> tuple[str, bool, Optional[str]]:
     ``note``, when no hash was noted). Raises ValueError saying why not (changed since recorded,
     not a source of the recording, a device, FIFO, symlink out of the tree, too large)."""
 
-def register_form(
-    fn_ns: str, fn_name: str, file: str, line: int, params: Sequence[str], kind: int
-) -> int:
+def register_form(fn_ns: str, fn_name: str, file: str, line: int, params: Sequence[str], kind: int) -> int:
     """Registers one function; returns its form id. ``params`` names what `call` will receive,
     in order (``*args`` and ``**kwargs`` arrive as one tuple / one dict each)."""
 
@@ -170,7 +168,6 @@ def async_with(site_id: int, form_id: int, obj: Any, suspend: Any = ..., resume:
 # --- recording control -----------------------------------------------------------------------
 
 def start_recording() -> None: ...
-
 def stop_recording() -> None: ...
 def is_recording() -> bool: ...
 def clear_recordings() -> None: ...
@@ -205,7 +202,10 @@ def next_ids() -> tuple[int, int]:
 
 def registrations_since(
     form_start: int, site_start: int
-) -> tuple[list[tuple[str, str, str, int, list[str], int]], list[tuple[int, int, int, int, int, int, Optional[str], Optional[tuple]]]]:
+) -> tuple[
+    list[tuple[str, str, str, int, list[str], int]],
+    list[tuple[int, int, int, int, int, int, Optional[str], Optional[tuple]]],
+]:
     """The registrations from those ids on, as arguments to replay them (code cache)."""
 
 def get_snapshot_budget() -> dict[str, int]: ...
@@ -219,6 +219,7 @@ def flush_sink() -> None: ...
 def sink_path() -> Optional[str]: ...
 def close_sink(stats: list[tuple[str, int]]) -> Optional[str]:
     """Flushes the rest, writes the end marker with ``stats``; returns the path."""
+
 def pause_flusher() -> None:
     """Before ``os.fork()``: stops the flusher thread (the process forks with the program's threads only)."""
 
@@ -280,7 +281,9 @@ class Recording:
     ) -> Optional[dict[str, Any]]: ...
     def total_order_timeline(self, flow_id: int, start: int = 0, limit: int = 1000) -> list[dict[str, Any]]: ...
     def deref(self, value_ref: int) -> Any: ...
-    def val_pprint(self, value_ref: int, print_level: Optional[int] = None, print_length: Optional[int] = None) -> str: ...
+    def val_pprint(
+        self, value_ref: int, print_level: Optional[int] = None, print_length: Optional[int] = None
+    ) -> str: ...
     def forms(self) -> list[dict[str, Any]]: ...
     def read_source(self, path: str) -> tuple[str, bool, Optional[str]]: ...
     def idxs_of_type(self, flow_id: int, thread_id: int, entry_type: str) -> list[int]: ...
@@ -333,12 +336,9 @@ def output_tee(write: Any, stream: str) -> Any:
 def tee_wrapped(obj: Any) -> Any:
     """The ``write`` a tee made by ``output_tee`` wraps; None for anything else."""
 
-
 # --- agent queries (crates/squall_python/src/agent_queries.rs); recording=None: the live one ----
 
-def origin(
-    flow_id: int, thread_id: int, idx: int, max_steps: int = 16, recording: Optional[Recording] = None
-) -> dict:
+def origin(flow_id: int, thread_id: int, idx: int, max_steps: int = 16, recording: Optional[Recording] = None) -> dict:
     """Where the value of entry ``idx`` came from, cheapest steps first: ``{"steps": [{"step",
     "from_step", "via", "via_name", "depth", "thread_id", "idx", "kind", "param", "fn", "file",
     "line", "coord", "symbol", "span", "value", "leaf", "obj_id"}], "left_out"}``."""

@@ -60,8 +60,12 @@ def _exc_text(exc: Any) -> str:
 
 
 def _call_line(
-    e: dict, flow_id: int, thread_id: int, params: Dict[int, List[str]],
-    print_level: Optional[int], print_length: Optional[int],
+    e: dict,
+    flow_id: int,
+    thread_id: int,
+    params: Dict[int, List[str]],
+    print_level: Optional[int],
+    print_length: Optional[int],
 ) -> str:
     args = _values.deref_val_id(e["fn_args_ref"]) or []
     if e.get("resumed"):

@@ -70,6 +70,7 @@ __all__ = [
     "writes",
 ]
 
+
 def summary(q: Queries, top: int = 10, max_exceptions: int = 10) -> dict:
     """What the recording holds: program, whether it completed, flows and threads with entry and
     call counts, how many functions, the most called ones, and its exceptions."""
@@ -89,8 +90,14 @@ def summary(q: Queries, top: int = 10, max_exceptions: int = 10) -> dict:
     for fid in sorted(c.flows()):
         threads = []
         for t in c.threads(fid):
-            threads.append({"thread_id": t["thread_id"], "thread_name": t["thread_name"],
-                            "entries": t["entries"], "calls": t["calls"]})
+            threads.append(
+                {
+                    "thread_id": t["thread_id"],
+                    "thread_name": t["thread_name"],
+                    "entries": t["entries"],
+                    "calls": t["calls"],
+                }
+            )
             if t.get("limit_hit"):
                 threads[-1]["limit_hit"] = t["limit_hit"]
             total_entries += t["entries"]
@@ -133,9 +140,18 @@ def _match_fns(c: _Ctx, fn: str, ns: Optional[str]) -> List[Tuple[str, str]]:
     return [(m, n) for m, n in names if n.endswith("." + fn) or f"{m}.{n}".endswith("." + fn)]
 
 
-def calls(q: Queries, fn: str, ns: Optional[str] = None, flow: Optional[int] = None,
-          thread: ThreadRef = None, limit: int = 20, offset: int = 0,
-          print_level: int = 2, print_length: int = 5, where: Optional[str] = None) -> dict:
+def calls(
+    q: Queries,
+    fn: str,
+    ns: Optional[str] = None,
+    flow: Optional[int] = None,
+    thread: ThreadRef = None,
+    limit: int = 20,
+    offset: int = 0,
+    print_level: int = 2,
+    print_length: int = 5,
+    where: Optional[str] = None,
+) -> dict:
     """The calls of a function (``process_invoice``, ``Invoice.add``, ``add``, or
     ``billing.processing.process_invoice``; ``ns`` narrows to a module): each with its thread,
     ``idx``, argument previews by parameter name and what it returned or raised. Every thread
@@ -175,7 +191,7 @@ def calls(q: Queries, fn: str, ns: Optional[str] = None, flow: Optional[int] = N
     every.sort(key=lambda x: (x[0], x[1]))
     total = len(every)
     found = []
-    for order, _, e in every[offset:offset + limit]:
+    for order, _, e in every[offset : offset + limit]:
         tid = tids[order]
         found.append({"thread_id": tid, "thread_name": c.thread_name(fid, tid), **c.call_brief(fid, tid, e, **bounds)})
     found, cut = _fit(found)
@@ -190,8 +206,9 @@ def calls(q: Queries, fn: str, ns: Optional[str] = None, flow: Optional[int] = N
     if where is not None:
         out["where"] = where
     if offset + len(found) < total:
-        out["more"] = (f"{total - offset - len(found)} more call(s): ask again with offset={offset + len(found)}"
-                       + (" (the answer's size cap cut this page)" if cut else ""))
+        out["more"] = f"{total - offset - len(found)} more call(s): ask again with offset={offset + len(found)}" + (
+            " (the answer's size cap cut this page)" if cut else ""
+        )
     return out
 
 
@@ -227,8 +244,16 @@ def _holds(c: _Ctx, fid: int, tid: int, call: dict, pred: Any, where: str) -> bo
         raise AgentError(str(e)) from None
 
 
-def frames(q: Queries, fn: str, ns: Optional[str] = None, flow: Optional[int] = None, thread: ThreadRef = None,
-           limit: int = 5, offset: int = 0, where: Optional[str] = None) -> dict:
+def frames(
+    q: Queries,
+    fn: str,
+    ns: Optional[str] = None,
+    flow: Optional[int] = None,
+    thread: ThreadRef = None,
+    limit: int = 5,
+    offset: int = 0,
+    where: Optional[str] = None,
+) -> dict:
     """The frames of a function's calls with their locals: for each call (as ``calls`` finds
     them, ``where`` included), its thread, ``idx``, arguments, outcome and every local as it
     was when the frame ended (``locals``: name -> preview; full mode records them), at most
@@ -247,12 +272,21 @@ def frames(q: Queries, fn: str, ns: Optional[str] = None, flow: Optional[int] = 
     out = {k: v for k, v in found.items() if k not in ("calls", "shown", "more")}
     out.update({"shown": len(rows), "frames": rows})
     if found["offset"] + len(rows) < found["total"]:
-        out["more"] = f"{found['total'] - found['offset'] - len(rows)} more frame(s): ask again with offset={found['offset'] + len(rows)}"
+        out["more"] = (
+            f"{found['total'] - found['offset'] - len(rows)} more frame(s): ask again with offset={found['offset'] + len(rows)}"
+        )
     return out
 
 
-def call(q: Queries, idx: int, flow: Optional[int] = None, thread: ThreadRef = None,
-         max_children: int = 20, print_level: int = PRINT_LEVEL, print_length: int = PRINT_LENGTH) -> dict:
+def call(
+    q: Queries,
+    idx: int,
+    flow: Optional[int] = None,
+    thread: ThreadRef = None,
+    max_children: int = 20,
+    print_level: int = PRINT_LEVEL,
+    print_length: int = PRINT_LENGTH,
+) -> dict:
     """One call in full: the function and where it is defined, its arguments, what it returned
     or raised, its parent call and its children (the calls it made, each with args and outcome).
     ``idx`` may be any entry of the frame (a return, an expression...): its call is shown."""
@@ -277,12 +311,15 @@ def call(q: Queries, idx: int, flow: Optional[int] = None, thread: ThreadRef = N
     kids = list(c.b.callstack_node_childs(fid, tid, e["idx"], 0, None))
     small = _bounds(min(print_level, 2), min(print_length, 5))
     out["children_total"] = len(kids)
-    children, _ = _fit([c.call_brief(fid, tid, c.b.entry(fid, tid, k), **small) for k in kids[:max_children]],
-                       less=1500)
+    children, _ = _fit(
+        [c.call_brief(fid, tid, c.b.entry(fid, tid, k), **small) for k in kids[:max_children]], less=1500
+    )
     out["children"] = children
     if len(children) < len(kids):
-        out["more"] = (f"{len(kids) - len(children)} more child call(s): `window` from idx "
-                       f"{children[-1]['idx'] if children else e['idx']} lists what followed")
+        out["more"] = (
+            f"{len(kids) - len(children)} more child call(s): `window` from idx "
+            f"{children[-1]['idx'] if children else e['idx']} lists what followed"
+        )
     return out
 
 
@@ -298,8 +335,16 @@ def _raise_line(c: _Ctx, fid: int, tid: int, unwind: dict, call_idx: int, scan: 
     return None
 
 
-def unwind_chain(q: Queries, flow: int, thread: int, idx: int, max_frames: int = 30,
-                 print_level: int = 2, print_length: int = 5, _ctx: Optional[_Ctx] = None) -> List[dict]:
+def unwind_chain(
+    q: Queries,
+    flow: int,
+    thread: int,
+    idx: int,
+    max_frames: int = 30,
+    print_level: int = 2,
+    print_length: int = 5,
+    _ctx: Optional[_Ctx] = None,
+) -> List[dict]:
     """The frames an exception unwound, innermost first, from the fn-unwind at ``idx``: each
     ``idx`` (its call), ``fn``, ``args``, ``file``, ``line`` (where it left that frame)."""
     c = _ctx or _Ctx(q)
@@ -312,8 +357,15 @@ def unwind_chain(q: Queries, flow: int, thread: int, idx: int, max_frames: int =
     while u is not None and len(out) < max_frames:
         callee = c.b.entry(flow, thread, u["fn_call_idx"])
         form = c.forms.get(callee["form_id"]) or {}
-        out.append({"idx": callee["idx"], "fn": c.fn(callee), "args": c.args(callee, **bounds),
-                    "file": form.get("file"), "line": _raise_line(c, flow, thread, u, callee["idx"])})
+        out.append(
+            {
+                "idx": callee["idx"],
+                "fn": c.fn(callee),
+                "args": c.args(callee, **bounds),
+                "file": form.get("file"),
+                "line": _raise_line(c, flow, thread, u, callee["idx"]),
+            }
+        )
         u = None
         if callee["parent_idx"] is not None:
             parent = c.b.entry(flow, thread, callee["parent_idx"])
@@ -341,19 +393,24 @@ def exceptions(q: Queries, flow: Optional[int] = None, thread: ThreadRef = None,
         u = c.b.entry(f, t, x["idx"])
         form = c.forms.get(u["form_id"]) or {}
         chain = unwind_chain(q, f, t, x["idx"], max_frames=10, _ctx=c)
-        out.append({
-            **c.where(f, t),
-            "idx": x["idx"],
-            "fn_call_idx": x["fn_call_idx"],
-            "fn": f"{x['fn_ns']}.{x['fn_name']}",
-            "exception": (_NOT_SAVED_EXC if x["exc_type"] == _NOT_SAVED
-                          else _cut(f"{x['exc_type']}: {x['message']}", MAX_CHARS)),
-            "file": form.get("file"),
-            "line": chain[0]["line"] if chain else None,
-            "unwound": [fr["fn"] for fr in chain],
-            "caught": x["caught"],
-            "caught_in": x["caught_in"],
-        })
+        out.append(
+            {
+                **c.where(f, t),
+                "idx": x["idx"],
+                "fn_call_idx": x["fn_call_idx"],
+                "fn": f"{x['fn_ns']}.{x['fn_name']}",
+                "exception": (
+                    _NOT_SAVED_EXC
+                    if x["exc_type"] == _NOT_SAVED
+                    else _cut(f"{x['exc_type']}: {x['message']}", MAX_CHARS)
+                ),
+                "file": form.get("file"),
+                "line": chain[0]["line"] if chain else None,
+                "unwound": [fr["fn"] for fr in chain],
+                "caught": x["caught"],
+                "caught_in": x["caught_in"],
+            }
+        )
     out, _ = _fit(out)
     answer: Dict[str, Any] = {"total": len(found), "shown": len(out), "exceptions": out}
     if len(out) < len(found):
@@ -361,8 +418,15 @@ def exceptions(q: Queries, flow: Optional[int] = None, thread: ThreadRef = None,
     return answer
 
 
-def writes(q: Queries, name: Optional[str] = None, type_name: Optional[str] = None, obj_id: Optional[int] = None,
-           flow: Optional[int] = None, thread: ThreadRef = None, limit: int = 20) -> dict:
+def writes(
+    q: Queries,
+    name: Optional[str] = None,
+    type_name: Optional[str] = None,
+    obj_id: Optional[int] = None,
+    flow: Optional[int] = None,
+    thread: ThreadRef = None,
+    limit: int = 20,
+) -> dict:
     """Where attributes or items were changed (writes in instrumented code), in the order they
     happened across all threads of the flow (oldest first): by attribute name or key ``name``, of
     objects of recorded type ``type_name`` and/or the object ``obj_id``; each with its thread,
@@ -382,33 +446,48 @@ def writes(q: Queries, name: Optional[str] = None, type_name: Optional[str] = No
     found = q.writes(obj_id=obj_id, attr_or_key=key, type_name=type_name, flow_id=fid, thread_id=tid, limit=limit)
     out = []
     for w in found["writes"]:
-        out.append({
-            **c.where(fid, w["thread_id"]),
-            "idx": w["idx"],
-            "fn": w["fn"],
-            "file": w["file"],
-            "line": w["line"],
-            "obj_id": w["obj_id"],
-            "name": w["name"] if w["kind"] == "attr" else preview(w["name"]),
-            "kind": w["kind"],
-            "old": preview(w["old"]) if w["old_ref"] is not None else None,
-            "old_from": w["old_from"],
-            "old_idx": w["old_idx"],
-            "old_thread_id": w["old_thread_id"],
-            "old_thread_name": None if w["old_thread_id"] is None else c.thread_name(fid, w["old_thread_id"]),
-            "new": None if w["deleted"] else preview(w["new"]),
-            "deleted": w["deleted"],
-        })
+        out.append(
+            {
+                **c.where(fid, w["thread_id"]),
+                "idx": w["idx"],
+                "fn": w["fn"],
+                "file": w["file"],
+                "line": w["line"],
+                "obj_id": w["obj_id"],
+                "name": w["name"] if w["kind"] == "attr" else preview(w["name"]),
+                "kind": w["kind"],
+                "old": preview(w["old"]) if w["old_ref"] is not None else None,
+                "old_from": w["old_from"],
+                "old_idx": w["old_idx"],
+                "old_thread_id": w["old_thread_id"],
+                "old_thread_name": None if w["old_thread_id"] is None else c.thread_name(fid, w["old_thread_id"]),
+                "new": None if w["deleted"] else preview(w["new"]),
+                "deleted": w["deleted"],
+            }
+        )
     out, cut = _fit(out)
-    answer: Dict[str, Any] = {"total": found["total"], "shown": len(out), "left_out": found["left_out"] + cut,
-                              "writes": out}
+    answer: Dict[str, Any] = {
+        "total": found["total"],
+        "shown": len(out),
+        "left_out": found["left_out"] + cut,
+        "writes": out,
+    }
     if answer["left_out"]:
-        answer["more"] = (f"{answer['left_out']} more write(s): narrow with obj_id, type_name or thread, or raise "
-                          "limit (the answer's size cap may still cut it)")
+        answer["more"] = (
+            f"{answer['left_out']} more write(s): narrow with obj_id, type_name or thread, or raise "
+            "limit (the answer's size cap may still cut it)"
+        )
     return answer
 
-def stack(q: Queries, idx: int, flow: Optional[int] = None, thread: ThreadRef = None,
-          print_level: int = 2, print_length: int = 5) -> dict:
+
+def stack(
+    q: Queries,
+    idx: int,
+    flow: Optional[int] = None,
+    thread: ThreadRef = None,
+    print_level: int = 2,
+    print_length: int = 5,
+) -> dict:
     """The call stack at ``idx``, innermost frame first: each frame's call ``idx``, function,
     file and line, and argument previews."""
     c = _Ctx(q)
@@ -420,16 +499,23 @@ def stack(q: Queries, idx: int, flow: Optional[int] = None, thread: ThreadRef = 
     used = 0
     for fr in stack_frames:
         e = c.b.entry(fid, tid, fr["fn_call_idx"])
-        frame = {"idx": fr["fn_call_idx"], "fn": f"{fr['fn_ns']}.{fr['fn_name']}", "file": fr.get("file"),
-                 "line": fr.get("line"), "args": c.args(e, **_bounds(print_level, print_length))}
+        frame = {
+            "idx": fr["fn_call_idx"],
+            "fn": f"{fr['fn_ns']}.{fr['fn_name']}",
+            "file": fr.get("file"),
+            "line": fr.get("line"),
+            "args": c.args(e, **_bounds(print_level, print_length)),
+        }
         used += len(_values.safe_repr(frame)) + 2
         if _context.ANSWER_BUDGET is not None and used > _context.ANSWER_BUDGET and frames:
             break
         frames.append(frame)
     out = {**c.where(fid, tid), "idx": idx, "frames": frames}
     if len(frames) < len(stack_frames):
-        out["more"] = (f"{len(stack_frames) - len(frames)} outer frame(s) left out by the answer's size cap: ask "
-                       f"`stack` at idx {frames[-1]['idx']} for the rest")
+        out["more"] = (
+            f"{len(stack_frames) - len(frames)} outer frame(s) left out by the answer's size cap: ask "
+            f"`stack` at idx {frames[-1]['idx']} for the rest"
+        )
     return out
 
 
@@ -448,8 +534,16 @@ def frequencies(q: Queries, flow: Optional[int] = None, thread: ThreadRef = None
     return out
 
 
-def window(q: Queries, idx: int, flow: Optional[int] = None, thread: ThreadRef = None,
-           before: int = 10, after: int = 10, print_level: int = 2, print_length: int = 5) -> dict:
+def window(
+    q: Queries,
+    idx: int,
+    flow: Optional[int] = None,
+    thread: ThreadRef = None,
+    before: int = 10,
+    after: int = 10,
+    print_level: int = 2,
+    print_length: int = 5,
+) -> dict:
     """The timeline around ``idx``: ``before`` entries before it and ``after`` after it, one
     line each (calls with args, returns with values, expressions with their source text and
     value, bindings, unwinds)."""
@@ -468,7 +562,7 @@ def window(q: Queries, idx: int, flow: Optional[int] = None, thread: ThreadRef =
     at = idx - lo
     order = sorted(range(len(rows)), key=lambda k: (abs(k - at), k < at))
     kept, _ = _fit([rows[k] for k in order])
-    keep = sorted(order[:len(kept)])
+    keep = sorted(order[: len(kept)])
     rows = [rows[k] for k in keep]
     first, last = (lo + keep[0], lo + keep[-1]) if keep else (idx, idx)
     out = {**c.where(fid, tid), "idx": idx, "first": first, "last": last, "entries_in_thread": n, "entries": rows}
@@ -478,13 +572,18 @@ def window(q: Queries, idx: int, flow: Optional[int] = None, thread: ThreadRef =
     if (first, last) != (lo, hi - 1):
         notes.append(f"the answer's size cap kept entries {first}..{last} of {lo}..{hi - 1}")
     if notes:
-        out["capped"] = "; ".join(notes) + (f". For more, ask `window` at idx {first} (before) or {last} (after)"
-                                            f" again")
+        out["capped"] = "; ".join(notes) + (f". For more, ask `window` at idx {first} (before) or {last} (after) again")
     return out
 
 
-def bindings(q: Queries, idx: int, flow: Optional[int] = None, thread: ThreadRef = None,
-             print_level: int = PRINT_LEVEL, print_length: int = PRINT_LENGTH) -> dict:
+def bindings(
+    q: Queries,
+    idx: int,
+    flow: Optional[int] = None,
+    thread: ThreadRef = None,
+    print_level: int = PRINT_LEVEL,
+    print_length: int = PRINT_LENGTH,
+) -> dict:
     """The locals of ``idx``'s frame as they were at ``idx``: each name's latest binding (the
     parameters first), with its value preview and the line that bound it (full mode)."""
     c = _Ctx(q)
@@ -495,8 +594,12 @@ def bindings(q: Queries, idx: int, flow: Optional[int] = None, thread: ThreadRef
     call_e = c.b.entry(fid, tid, call_idx)
     rows = []
     for b in q.bindings(fid, tid, idx):
-        row = {"symbol": b["symbol"], "value": preview(c.deref(b["value_ref"]), print_level, print_length),
-               "line": b["coord"][0] if b.get("coord") else None, "since_idx": b["visible_after"]}
+        row = {
+            "symbol": b["symbol"],
+            "value": preview(c.deref(b["value_ref"]), print_level, print_length),
+            "line": b["coord"][0] if b.get("coord") else None,
+            "since_idx": b["visible_after"],
+        }
         if b.get("state_idx") is not None:
             # The object changed after it was bound: its newest state up to idx, from this entry
             # (with `writes_applied`: the last write applied to its last recorded state).
@@ -511,8 +614,7 @@ def bindings(q: Queries, idx: int, flow: Optional[int] = None, thread: ThreadRef
     return out
 
 
-def history(q: Queries, obj_id: int, flow: Optional[int] = None, thread: ThreadRef = None,
-            limit: int = 50) -> dict:
+def history(q: Queries, obj_id: int, flow: Optional[int] = None, thread: ThreadRef = None, limit: int = 50) -> dict:
     """Every recorded state of the object with identity ``obj_id`` (the ``#N`` of a preview),
     oldest first, each with the thread and idx that first recorded it and its preview, and the
     recorded writes to it in between (``kind`` "write": the attribute or key, the new value, and
@@ -524,13 +626,20 @@ def history(q: Queries, obj_id: int, flow: Optional[int] = None, thread: ThreadR
     fid = c.flow(flow)
     tid = None if thread is None or thread == "" else c.thread(fid, thread)
     if not isinstance(obj_id, int) or obj_id <= 0:
-        raise AgentError(f"object id {obj_id!r} is not one: pass the number after '#' in a preview (e.g. 12 for list#12)")
+        raise AgentError(
+            f"object id {obj_id!r} is not one: pass the number after '#' in a preview (e.g. 12 for list#12)"
+        )
     states = q.history(obj_id, flow_id=fid, thread_id=tid)
-    shown = states if len(states) <= limit else states[:max(limit - 1, 0)] + states[-1:]
+    shown = states if len(states) <= limit else states[: max(limit - 1, 0)] + states[-1:]
     rows = []
     for s in shown:
-        row = {"kind": s.get("kind", "state"), "thread_id": s["thread_id"],
-               "thread_name": c.thread_name(fid, s["thread_id"]), "idx": s["idx"], "value": s["preview"]}
+        row = {
+            "kind": s.get("kind", "state"),
+            "thread_id": s["thread_id"],
+            "thread_name": c.thread_name(fid, s["thread_id"]),
+            "idx": s["idx"],
+            "value": s["preview"],
+        }
         if row["kind"] == "write":
             target = f".{s['name']}" if s["is_attr"] else f"[{s['name']}]"
             row["write"] = f"del {target}" if s["new_preview"] is None else f"{target} = {s['new_preview']}"
@@ -539,12 +648,21 @@ def history(q: Queries, obj_id: int, flow: Optional[int] = None, thread: ThreadR
     if _fit(rows)[1]:  # too big: the first rows that fit, and the last
         head, _ = _fit(rows[:-1], less=len(str(rows[-1])))
         rows = head + rows[-1:]
-    out = {"flow_id": fid, "obj_id": obj_id, "thread_id": tid, "states": n_states,
-           "writes": len(states) - n_states, "shown": len(rows), "left_out": len(states) - len(rows),
-           "history": rows}
+    out = {
+        "flow_id": fid,
+        "obj_id": obj_id,
+        "thread_id": tid,
+        "states": n_states,
+        "writes": len(states) - n_states,
+        "shown": len(rows),
+        "left_out": len(states) - len(rows),
+        "history": rows,
+    }
     if out["left_out"]:
-        out["more"] = (f"{out['left_out']} row(s) between the last two shown are left out: pass a thread, "
-                       "or ask `writes` with this obj_id for the changes only")
+        out["more"] = (
+            f"{out['left_out']} row(s) between the last two shown are left out: pass a thread, "
+            "or ask `writes` with this obj_id for the changes only"
+        )
     return out
 
 
@@ -566,8 +684,15 @@ def source(q: Queries, idx: int, flow: Optional[int] = None, thread: ThreadRef =
         if e["type"] == "fn-unwind":
             line = _raise_line(c, fid, tid, e, e["fn_call_idx"])
         first = last = line or c.line_of(fid, tid, e) or form.get("line")
-    out: Dict[str, Any] = {**c.where(fid, tid), "idx": idx, "type": e["type"], "fn": c.frame_fn(e) if e["type"] not in (
-        "fn-call", "fn-resume") else c.fn(e), "file": path, "line": first, "coord": list(coord) if coord else None}
+    out: Dict[str, Any] = {
+        **c.where(fid, tid),
+        "idx": idx,
+        "type": e["type"],
+        "fn": c.frame_fn(e) if e["type"] not in ("fn-call", "fn-resume") else c.fn(e),
+        "file": path,
+        "line": first,
+        "coord": list(coord) if coord else None,
+    }
     if not path or first is None:
         out["lines"] = []
         out["note"] = "no source position recorded for this entry"
@@ -589,12 +714,20 @@ def source(q: Queries, idx: int, flow: Optional[int] = None, thread: ThreadRef =
     out["lines"], cut = _fit(rows)
     if cut:
         out["note"] = (out.get("note", "") + "; " if out.get("note") else "") + (
-            f"{cut} line(s) left out by the answer's size cap: ask with a smaller context")
+            f"{cut} line(s) left out by the answer's size cap: ask with a smaller context"
+        )
     return out
 
 
-def search(q: Queries, text: str, flow: Optional[int] = None, thread: ThreadRef = None, limit: int = 20,
-           max_seconds: Optional[float] = None, ignore_case: bool = True) -> dict:
+def search(
+    q: Queries,
+    text: str,
+    flow: Optional[int] = None,
+    thread: ThreadRef = None,
+    limit: int = 20,
+    max_seconds: Optional[float] = None,
+    ignore_case: bool = True,
+) -> dict:
     """Entries whose value preview contains ``text``: call arguments, return values, exceptions,
     expression values and bindings, in timeline order, each with its thread, ``idx``, where the
     value was (``arg``, ``return``, ``raise``, ``expr``, ``bind NAME``), the function and a
@@ -602,8 +735,10 @@ def search(q: Queries, text: str, flow: Optional[int] = None, thread: ThreadRef 
     entry was searched); Ctrl-C stops it too and returns what was found."""
     limit = _count("limit", limit)
     if not isinstance(text, str) or not text.strip():
-        raise AgentError(f"search text {text!r} is empty or blank: it would match every value; pass a word or "
-                         "number the value you look for contains (e.g. 'JP' or '-3')")
+        raise AgentError(
+            f"search text {text!r} is empty or blank: it would match every value; pass a word or "
+            "number the value you look for contains (e.g. 'JP' or '-3')"
+        )
     c = _Ctx(q)
     needle = text.lower() if ignore_case else text
     fids = [c.flow(flow)] if flow is not None else sorted(c.flows())
@@ -637,9 +772,12 @@ def search(q: Queries, text: str, flow: Optional[int] = None, thread: ThreadRef 
                         scanned += 1
                         t = e["type"]
                         ref, where = {
-                            "fn-call": ("fn_args_ref", "args"), "fn-resume": ("fn_args_ref", "args"),
-                            "fn-return": ("result_ref", "return"), "fn-unwind": ("throwable_ref", "raise"),
-                            "expr": ("result_ref", "expr"), "bind": ("value_ref", "bind"),
+                            "fn-call": ("fn_args_ref", "args"),
+                            "fn-resume": ("fn_args_ref", "args"),
+                            "fn-return": ("result_ref", "return"),
+                            "fn-unwind": ("throwable_ref", "raise"),
+                            "expr": ("result_ref", "expr"),
+                            "bind": ("value_ref", "bind"),
                         }.get(t, (None, None))
                         if ref is None:
                             continue
@@ -650,9 +788,15 @@ def search(q: Queries, text: str, flow: Optional[int] = None, thread: ThreadRef 
                             where = f"bind {e['symbol']}"
                         elif t == "expr":
                             where = f"expr {c.source_text(e['form_id'], e.get('coord')) or '?'}"
-                        hits.append({**c.where(fid, tid), "idx": e["idx"], "in": where,
-                                     "fn": c.fn(e) if t in ("fn-call", "fn-resume") else c.frame_fn(e),
-                                     "value": _around(full, needle, ignore_case, width=160)})
+                        hits.append(
+                            {
+                                **c.where(fid, tid),
+                                "idx": e["idx"],
+                                "in": where,
+                                "fn": c.fn(e) if t in ("fn-call", "fn-resume") else c.frame_fn(e),
+                                "value": _around(full, needle, ignore_case, width=160),
+                            }
+                        )
                         used += len(str(hits[-1])) + 2
                         if len(hits) >= limit or (_context.ANSWER_BUDGET is not None and used > _context.ANSWER_BUDGET):
                             complete = False
@@ -666,8 +810,10 @@ def search(q: Queries, text: str, flow: Optional[int] = None, thread: ThreadRef 
     if not complete and not interrupted and hits:
         last = hits[-1]
         why = "the answer's size cap" if len(hits) < limit else f"limit={limit}"
-        out["more"] = (f"stopped at {why}: more hits may follow idx {last['idx']} of thread "
-                       f"{last['thread_name']}; raise limit, narrow the text or pass a thread")
+        out["more"] = (
+            f"stopped at {why}: more hits may follow idx {last['idx']} of thread "
+            f"{last['thread_name']}; raise limit, narrow the text or pass a thread"
+        )
     if interrupted:
         out["interrupted"] = True
     return out
@@ -680,7 +826,7 @@ def _around(full: str, needle: str, ignore_case: bool, width: int = MAX_CHARS) -
     hay = full.lower() if ignore_case else full
     at = hay.find(needle)
     start = max(0, min(at - width // 3, len(full) - width))
-    body = full[start:start + width]
+    body = full[start : start + width]
     return ("..." if start else "") + body + ("..." if start + width < len(full) else "")
 
 

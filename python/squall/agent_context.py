@@ -71,8 +71,9 @@ def _cut(text: str, max_chars: int) -> str:
     return text[:max_chars] + f"...<{len(text) - max_chars} more chars>"
 
 
-def preview(value: Any, print_level: int = PRINT_LEVEL, print_length: int = PRINT_LENGTH,
-            max_chars: int = MAX_CHARS) -> str:
+def preview(
+    value: Any, print_level: int = PRINT_LEVEL, print_length: int = PRINT_LENGTH, max_chars: int = MAX_CHARS
+) -> str:
     """A value printed within bounds (``val_pprint``'s printer), long text cut. Never raises."""
     try:
         text = _values.pformat(value, print_level=print_level, print_length=print_length)
@@ -135,8 +136,10 @@ class _Ctx:
         flows = self.flows()
         if not flows:
             cut = self.b.info().get("cut_short") if hasattr(self.b, "info") else None
-            raise AgentError("the recording is empty: no flow has any entry"
-                             + (f" (the file is cut short before any: {cut})" if cut else ""))
+            raise AgentError(
+                "the recording is empty: no flow has any entry"
+                + (f" (the file is cut short before any: {cut})" if cut else "")
+            )
         if flow is None:
             return 0 if 0 in flows else min(flows)
         if flow not in flows:
@@ -170,7 +173,8 @@ class _Ctx:
         if not 0 <= idx < n:
             raise AgentError(
                 f"idx {idx} is out of range: thread {tid} ({self.thread_name(fid, tid)}) of flow {fid} "
-                f"has entries 0..{n - 1}; idxs are per thread (pass the thread the idx came from)")
+                f"has entries 0..{n - 1}; idxs are per thread (pass the thread the idx came from)"
+            )
         return self.b.entry(fid, tid, idx)
 
     def deref(self, ref: Optional[int]) -> Any:
@@ -262,8 +266,11 @@ def _entry_line(c: _Ctx, fid: int, tid: int, e: dict, bounds: dict) -> dict:
     if t in ("fn-call", "fn-resume"):
         row["fn"] = c.fn(e)
         args = c.args(e, **bounds)
-        row["text"] = (f"{'resume' if t == 'fn-resume' else 'call'} {c.fn(e)}("
-                       + ", ".join(f"{k}={v}" for k, v in args.items()) + ")")
+        row["text"] = (
+            f"{'resume' if t == 'fn-resume' else 'call'} {c.fn(e)}("
+            + ", ".join(f"{k}={v}" for k, v in args.items())
+            + ")"
+        )
         return row
     row["fn"] = c.frame_fn(e)
     line = c.line_of(fid, tid, e)

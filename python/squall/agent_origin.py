@@ -35,7 +35,6 @@ def _code(c: _Ctx, step: dict) -> Optional[str]:
     return None if form_id is None else c.source_text(form_id, coord, max_chars=80)
 
 
-
 def origin(q: Queries, idx: int, flow: Optional[int] = None, thread: ThreadRef = None, max_steps: int = 24) -> dict:
     """Where the value of entry ``idx`` came from, breadth first: the expression, binding or call
     result that produced it, then what produced those, back to their sources (arguments passed
@@ -57,10 +56,17 @@ def origin(q: Queries, idx: int, flow: Optional[int] = None, thread: ThreadRef =
         raise _engine_error(err) from None
     steps: List[dict] = []
     for s in found["steps"]:
-        row: Dict[str, Any] = {"step": s["step"], "from_step": s["from_step"], "depth": s["depth"],
-                               "via": s["via"] + (f" {s['via_name']}" if s.get("via_name") else ""),
-                               "thread_name": c.thread_name(fid, s["thread_id"]), "idx": s["idx"],
-                               "kind": s["kind"], "fn": s["fn"], "line": s["line"]}
+        row: Dict[str, Any] = {
+            "step": s["step"],
+            "from_step": s["from_step"],
+            "depth": s["depth"],
+            "via": s["via"] + (f" {s['via_name']}" if s.get("via_name") else ""),
+            "thread_name": c.thread_name(fid, s["thread_id"]),
+            "idx": s["idx"],
+            "kind": s["kind"],
+            "fn": s["fn"],
+            "line": s["line"],
+        }
         if s["thread_id"] != tid:
             row["thread_id"] = s["thread_id"]
         if s.get("param"):
@@ -80,8 +86,12 @@ def origin(q: Queries, idx: int, flow: Optional[int] = None, thread: ThreadRef =
     out["left_out"] = found["left_out"] + cut
     if out["left_out"]:
         last = shown[-1]["step"] if shown else 0
-        out["more"] = (f"{out['left_out']} source(s) not listed: ask `origin` again with a larger max_steps, or of "
-                       f"a listed step's idx (e.g. {shown[-1]['idx']} from step {last})" if shown else "")
+        out["more"] = (
+            f"{out['left_out']} source(s) not listed: ask `origin` again with a larger max_steps, or of "
+            f"a listed step's idx (e.g. {shown[-1]['idx']} from step {last})"
+            if shown
+            else ""
+        )
     return out
 
 
@@ -101,9 +111,16 @@ def _event(c: _Ctx, fid: int, tid: int, idx: Optional[int]) -> Optional[dict]:
     return row
 
 
-def diff(q: Queries, a_idx: Optional[int] = None, b_idx: Optional[int] = None, flow: Optional[int] = None,
-         thread: ThreadRef = None, b_flow: Optional[int] = None, b_thread: ThreadRef = None,
-         other: Optional[Queries] = None) -> dict:
+def diff(
+    q: Queries,
+    a_idx: Optional[int] = None,
+    b_idx: Optional[int] = None,
+    flow: Optional[int] = None,
+    thread: ThreadRef = None,
+    b_flow: Optional[int] = None,
+    b_thread: ThreadRef = None,
+    other: Optional[Queries] = None,
+) -> dict:
     """Two calls compared (``a_idx`` and ``b_idx``: fn-call idxs; ``b_thread``/``b_flow``/
     ``other`` (another recording) place the second, by default where the first is), or, without
     idxs, two timelines (two flows, threads or recordings of the same program) compared by
@@ -114,8 +131,10 @@ def diff(q: Queries, a_idx: Optional[int] = None, b_idx: Optional[int] = None, f
     entry with its line and text, and ``first_path`` (the first different line, when the first
     divergence is a value)."""
     if (a_idx is None) != (b_idx is None):
-        raise AgentError("diff needs two call idxs (a_idx and b_idx) to compare two calls, or neither to compare "
-                         "two timelines (flows, threads or recordings)")
+        raise AgentError(
+            "diff needs two call idxs (a_idx and b_idx) to compare two calls, or neither to compare "
+            "two timelines (flows, threads or recordings)"
+        )
     c = _Ctx(q)
     fid = c.flow(flow)
     tid = c.thread(fid, thread)
@@ -126,8 +145,10 @@ def diff(q: Queries, a_idx: Optional[int] = None, b_idx: Optional[int] = None, f
         if i is not None:
             e = ctx.entry(f, t, i)
             if e["type"] not in ("fn-call", "fn-resume"):
-                raise AgentError(f"{side}_idx {i} is a {e['type']}, not a call: pass the idx of an fn-call "
-                                 f"(its `call_idx`/`idx` in `calls`), e.g. its frame's call {e.get('fn_call_idx')}")
+                raise AgentError(
+                    f"{side}_idx {i} is a {e['type']}, not a call: pass the idx of an fn-call "
+                    f"(its `call_idx`/`idx` in `calls`), e.g. its frame's call {e.get('fn_call_idx')}"
+                )
     try:
         d = _engine.diff(fid, tid, a_idx, b_idx, bfid, btid, recording=_recording(c), b_recording=_recording(cb))
     except (ValueError, KeyError) as err:
@@ -141,8 +162,10 @@ def diff(q: Queries, a_idx: Optional[int] = None, b_idx: Optional[int] = None, f
                 out["verdict"] = "the two timelines made the same root calls with the same arguments and outcomes"
             else:
                 out["same"] = False
-                out["verdict"] = (f"the root calls differ from the {d['at'] + 1}th on (another function, or one "
-                                  "side has more): compare them with `calls`")
+                out["verdict"] = (
+                    f"the root calls differ from the {d['at'] + 1}th on (another function, or one "
+                    "side has more): compare them with `calls`"
+                )
                 out["at"] = d["at"]
             return out
         out["at"] = d["at"]
@@ -160,8 +183,9 @@ def diff(q: Queries, a_idx: Optional[int] = None, b_idx: Optional[int] = None, f
             out[key] = None
             continue
         out[key] = {"kind": f["kind"], "a": _event(c, fid, tid, f["a_idx"]), "b": _event(cb, bfid, btid, f["b_idx"])}
-    out["same"] = (calls["first"] is None and calls["outcome_equal"] and all(calls["args_equal"])
-                   and len(calls["path"]) == 1)
+    out["same"] = (
+        calls["first"] is None and calls["outcome_equal"] and all(calls["args_equal"]) and len(calls["path"]) == 1
+    )
     out["verdict"] = _verdict(out)
     return out
 
@@ -185,4 +209,3 @@ def _verdict(d: dict) -> str:
 
     kind = "take different paths" if first["kind"] == "path" else "first compute a different value"
     return f"the calls {kind}{where}: a at {at(a)}; b at {at(b)}"
-

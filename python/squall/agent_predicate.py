@@ -20,13 +20,24 @@ from typing import Any, Callable, Dict, FrozenSet
 __all__ = ["Predicate", "PredicateError", "compile_predicate"]
 
 _CMP: Dict[type, Callable[[Any, Any], bool]] = {
-    ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
-    ast.Gt: operator.gt, ast.GtE: operator.ge, ast.In: lambda a, b: a in b,
-    ast.NotIn: lambda a, b: a not in b, ast.Is: operator.is_, ast.IsNot: operator.is_not,
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+    ast.In: lambda a, b: a in b,
+    ast.NotIn: lambda a, b: a not in b,
+    ast.Is: operator.is_,
+    ast.IsNot: operator.is_not,
 }
 _BIN: Dict[type, Callable[[Any, Any], Any]] = {
-    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
-    ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
 }
 
 
@@ -75,8 +86,9 @@ def compile_predicate(text: str) -> Predicate:
             return bool(_eval(tree.body, names))
         except _Unknown as e:
             known = ", ".join(sorted(names)) or "none"
-            raise PredicateError(f"{text!r} names {e.args[0]!r}, which this call does not have; "
-                                 f"its names are {known}") from None
+            raise PredicateError(
+                f"{text!r} names {e.args[0]!r}, which this call does not have; its names are {known}"
+            ) from None
         except Exception:  # noqa: BLE001 - a comparison of unlike values is simply false
             return False
 
@@ -88,14 +100,34 @@ class _Unknown(Exception):
 
 
 def _check(node: ast.AST, text: str) -> None:
-    allowed = (ast.Expression, ast.Constant, ast.Name, ast.Load, ast.Compare, ast.BoolOp, ast.And, ast.Or,
-               ast.UnaryOp, ast.Not, ast.USub, ast.BinOp, ast.Attribute, ast.Subscript, ast.Call, ast.Tuple,
-               ast.List, *_CMP, *_BIN)
+    allowed = (
+        ast.Expression,
+        ast.Constant,
+        ast.Name,
+        ast.Load,
+        ast.Compare,
+        ast.BoolOp,
+        ast.And,
+        ast.Or,
+        ast.UnaryOp,
+        ast.Not,
+        ast.USub,
+        ast.BinOp,
+        ast.Attribute,
+        ast.Subscript,
+        ast.Call,
+        ast.Tuple,
+        ast.List,
+        *_CMP,
+        *_BIN,
+    )
     for n in ast.walk(node):
         if not isinstance(n, allowed):
-            raise PredicateError(f"{text!r} uses {type(n).__name__}, which predicates do not have; "
-                                 "use comparisons, and/or/not, arithmetic, attributes, constant items and "
-                                 "len/abs/str/type_name")
+            raise PredicateError(
+                f"{text!r} uses {type(n).__name__}, which predicates do not have; "
+                "use comparisons, and/or/not, arithmetic, attributes, constant items and "
+                "len/abs/str/type_name"
+            )
         if isinstance(n, ast.Attribute) and n.attr.startswith("_"):
             raise PredicateError(f"{text!r} reads attribute {n.attr!r}: names starting with '_' are not allowed")
         if isinstance(n, ast.Subscript):

@@ -313,16 +313,19 @@ def _remember_runtime(report: Any, instrumented: bool) -> None:
                 module = name
         config.remember(
             config.Explanation(
-                module, instrumented,
+                module,
+                instrumented,
                 "its code was %s while the program ran (squall.api.%s)"
                 % ("instrumented" if instrumented else "uninstrumented", report.action),
-                None, "runtime",
+                None,
+                "runtime",
             )
         )
 
 
-def local_connect(host: str = "127.0.0.1", port: int = 0, open_browser: bool = False,
-                  token: Optional[str] = None) -> str:
+def local_connect(
+    host: str = "127.0.0.1", port: int = 0, open_browser: bool = False, token: Optional[str] = None
+) -> str:
     """Starts the web UI over this process's live recording (for example inside a web server
     being debugged) and returns its URL, which carries the access token: ``token``, else
     ``$SQUALL_UI_TOKEN``, else a random one. **Anyone holding the token can run code in this

@@ -79,7 +79,9 @@ def cmd_info(opts: Any) -> int:
     for fid, threads in info["threads"].items():
         out.append(f"flow {fid}: {len(threads)} thread(s)")
         for t in threads:
-            out.append(f"  thread {t['thread_id']:<10} {t['thread_name']:<24} {t['entries']:>10} entries {t['calls']:>9} calls")
+            out.append(
+                f"  thread {t['thread_id']:<10} {t['thread_name']:<24} {t['entries']:>10} entries {t['calls']:>9} calls"
+            )
     print("\n".join(out))
     return 0
 

@@ -112,7 +112,6 @@ class Timeline(Sequence):
         return f"<squall timeline flow={self.flow_id} thread={self.thread_id} entries={self._len}>"
 
 
-
 class Queries:
     """Every query, over one backend: the live recording in this process (the module-level
     functions of ``squall.indexes``) or a recording file (``squall.load(path)``). Both answer
@@ -126,9 +125,7 @@ class Queries:
         if value_ref is None:
             return None
         if not isinstance(value_ref, int) or isinstance(value_ref, bool):
-            raise TypeError(
-                f"deref_val_id expects a value ref (an int from an entry's `*_ref` key), got {value_ref!r}"
-            )
+            raise TypeError(f"deref_val_id expects a value ref (an int from an entry's `*_ref` key), got {value_ref!r}")
         return self._b.deref(value_ref)
 
     def val_pprint(
@@ -230,7 +227,8 @@ class Queries:
         self._warn_if_nothing_recorded()
         return list(self._b.fn_call_stats(flow_id, thread_id))
 
-    def find_fn_call_entry(self, 
+    def find_fn_call_entry(
+        self,
         flow_id: int = 0,
         thread_id: Optional[int] = None,
         fn_ns: Optional[str] = None,
@@ -324,7 +322,8 @@ class Queries:
             )
         return out["chunks"]
 
-    def find_expr_entry(self, 
+    def find_expr_entry(
+        self,
         flow_id: int = 0,
         thread_id: Optional[int] = None,
         identity_val: Any = _UNSET,
@@ -347,7 +346,11 @@ class Queries:
             # from a deref) by its obj_id.
             from squall import _engine
 
-            want = getattr(identity_val, "obj_id", None) if hasattr(identity_val, "obj_id") else _engine.object_id(identity_val)
+            want = (
+                getattr(identity_val, "obj_id", None)
+                if hasattr(identity_val, "obj_id")
+                else _engine.object_id(identity_val)
+            )
             if want:
                 tests.append(lambda v: getattr(v, "obj_id", None) == want)
             else:
@@ -374,7 +377,7 @@ class Queries:
         from_idx: Optional[int] = None,
         backward: bool = False,
     ) -> Optional[dict]:
-        """"Goto file:line": the first entry recorded at ``line`` of ``file`` (a call of a function
+        """ "Goto file:line": the first entry recorded at ``line`` of ``file`` (a call of a function
         defined there, or an expression, binding, write or return at that line), or None; it
         carries ``thread_id``. From ``from_idx`` on (inclusive), or back from it with
         ``backward``: the next / previous time the line ran. Without ``thread_id`` the flow's
@@ -475,7 +478,6 @@ def _type_name(exc: Any) -> Optional[str]:
         return type(exc).__qualname__
     name = getattr(exc, "type_name", None)
     return name.rsplit(".", 1)[-1] if isinstance(name, str) else type(exc).__qualname__
-
 
 
 def _safe_eq(a: Any, b: Any) -> bool:

@@ -165,11 +165,18 @@ class Frequencies(TypedDict):
     frequencies: List[FnCount]
 
 
-Hit = TypedDict("Hit", {
-    "flow_id": int, "thread_id": int, "thread_name": Optional[str], "idx": int,
-    "in": str,  # where the value was: args, return, raise, bind NAME, expr SOURCE
-    "fn": str, "value": str,
-})
+Hit = TypedDict(
+    "Hit",
+    {
+        "flow_id": int,
+        "thread_id": int,
+        "thread_name": Optional[str],
+        "idx": int,
+        "in": str,  # where the value was: args, return, raise, bind NAME, expr SOURCE
+        "fn": str,
+        "value": str,
+    },
+)
 
 
 class Search(TypedDict):

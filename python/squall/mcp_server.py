@@ -154,12 +154,16 @@ def build_server(rec: Any) -> Any:
                         raise tool_error(str(e)) from None
                     except Exception as e:  # noqa: BLE001 - a squall bug: the agent gets the reason, stderr the trace
                         traceback.print_exc(file=sys.stderr)
-                        raise tool_error(f"squall failed to answer `{fn.__name__}` ({type(e).__name__}: {e}); "
-                                         "this is a bug in squall: please report it") from None
+                        raise tool_error(
+                            f"squall failed to answer `{fn.__name__}` ({type(e).__name__}: {e}); "
+                            "this is a bug in squall: please report it"
+                        ) from None
                 # The answer as structured content (checked against the tool's output schema),
                 # and the same JSON as text for clients that read text only.
-                return CallToolResult(content=[TextContent(type="text", text=_json_text(result))],
-                                      structured_content=json.loads(_json_text(result)))
+                return CallToolResult(
+                    content=[TextContent(type="text", text=_json_text(result))],
+                    structured_content=json.loads(_json_text(result)),
+                )
 
             # The SDK reads the parameters' and the answer's types from the signature: the
             # answer's schema rides on the CallToolResult (`Annotated[CallToolResult, Schema]`).
@@ -185,8 +189,15 @@ def build_server(rec: Any) -> Any:
         return agent.summary(rec)
 
     @tool(schema.Calls)
-    def calls(fn: Text, ns: Optional[str] = None, thread: Thread = None, flow: Optional[Count] = None,
-              where: Optional[str] = None, limit: Count = 10, offset: Count = 0) -> dict:
+    def calls(
+        fn: Text,
+        ns: Optional[str] = None,
+        thread: Thread = None,
+        flow: Optional[Count] = None,
+        where: Optional[str] = None,
+        limit: Count = 10,
+        offset: Count = 0,
+    ) -> dict:
         """Returns the recorded calls of a function in order, each with thread, idx, argument
         previews by parameter name, and `returned`, `yielded` or `raised` (with the exit
         `ret_idx`). `fn`: a name (`process_invoice`), `Class.method` or `module.qualname`; `ns`
@@ -205,8 +216,15 @@ def build_server(rec: Any) -> Any:
         return agent.call(rec, idx, flow=flow, thread=thread, max_children=max_children)
 
     @tool(schema.Frames)
-    def frames(fn: Text, ns: Optional[str] = None, thread: Thread = None, flow: Optional[Count] = None,
-               where: Optional[str] = None, limit: Count = 5, offset: Count = 0) -> dict:
+    def frames(
+        fn: Text,
+        ns: Optional[str] = None,
+        thread: Thread = None,
+        flow: Optional[Count] = None,
+        where: Optional[str] = None,
+        limit: Count = 5,
+        offset: Count = 0,
+    ) -> dict:
         """Returns the frames of a function's calls with their locals: for each call (found as
         `calls` finds them, `where` included) its thread, idx, args, outcome and `locals` (every
         local variable's preview as the frame ended). At most `limit` frames from `offset`."""
@@ -226,9 +244,15 @@ def build_server(rec: Any) -> Any:
     others = OtherRecordings()
 
     @tool(schema.Diff)
-    def diff(a_idx: Optional[Count] = None, b_idx: Optional[Count] = None, thread: Thread = None,
-             b_thread: Thread = None, flow: Optional[Count] = None, b_flow: Optional[Count] = None,
-             other: Optional[Text] = None) -> dict:
+    def diff(
+        a_idx: Optional[Count] = None,
+        b_idx: Optional[Count] = None,
+        thread: Thread = None,
+        b_thread: Thread = None,
+        flow: Optional[Count] = None,
+        b_flow: Optional[Count] = None,
+        other: Optional[Text] = None,
+    ) -> dict:
         """Returns two calls compared (`a_idx`, `b_idx`: fn-call idxs, the second in `b_thread`
         if given, or in the recording file at path `other`: another recording of the same
         program), or without idxs two threads/flows/recordings compared by their root calls:
@@ -238,8 +262,7 @@ def build_server(rec: Any) -> Any:
         "value": same place, another value), each side's entry with line and text, and a
         one-line `verdict`."""
         second = None if other is None else others.get(other)
-        return agent.diff(rec, a_idx, b_idx, flow=flow, thread=thread, b_flow=b_flow, b_thread=b_thread,
-                          other=second)
+        return agent.diff(rec, a_idx, b_idx, flow=flow, thread=thread, b_flow=b_flow, b_thread=b_thread, other=second)
 
     @tool(schema.Exceptions)
     def exceptions(thread: Thread = None, flow: Optional[Count] = None, limit: Count = 20) -> dict:
@@ -249,8 +272,14 @@ def build_server(rec: Any) -> Any:
         return agent.exceptions(rec, flow=flow, thread=thread, limit=limit)
 
     @tool(schema.Writes)
-    def writes(name: Optional[str] = None, type_name: Optional[str] = None, obj_id: Optional[Count] = None,
-               thread: Thread = None, flow: Optional[Count] = None, limit: Count = 20) -> dict:
+    def writes(
+        name: Optional[str] = None,
+        type_name: Optional[str] = None,
+        obj_id: Optional[Count] = None,
+        thread: Thread = None,
+        flow: Optional[Count] = None,
+        limit: Count = 20,
+    ) -> dict:
         """Returns where an attribute or item was changed (writes in instrumented code), in the
         order they happened across all threads (oldest first): by attribute `name` (or key;
         digits for an int key), of objects of recorded `type_name` (e.g. "Item") and/or the
@@ -285,8 +314,9 @@ def build_server(rec: Any) -> Any:
         return agent.bindings(rec, idx, flow=flow, thread=thread)
 
     @tool(schema.Window)
-    def window(idx: Idx, thread: Thread = None, flow: Optional[Count] = None, before: Count = 10,
-               after: Count = 10) -> dict:
+    def window(
+        idx: Idx, thread: Thread = None, flow: Optional[Count] = None, before: Count = 10, after: Count = 10
+    ) -> dict:
         """Returns the timeline around an idx, one line per entry (calls with args, returns with
         values, expressions with their source text and value, bindings, writes, unwinds): at
         most 200 entries either side and what fits the size cap, nearest first; `capped` says
@@ -329,8 +359,9 @@ def main(path: str) -> int:
     try:
         import mcp  # noqa: F401
     except ImportError:
-        print("squall mcp: the MCP SDK is not installed: pip install 'squall[mcp]' (or pip install mcp)",
-              file=sys.stderr)
+        print(
+            "squall mcp: the MCP SDK is not installed: pip install 'squall[mcp]' (or pip install mcp)", file=sys.stderr
+        )
         return 1
     server = build_server(rec)
     try:
@@ -381,8 +412,11 @@ def check_message(line: bytes) -> Optional[dict]:
     client waiting for an answer that never comes."""
 
     def error(code: int, message: str, msg_id: Any = None) -> dict:
-        return {"jsonrpc": "2.0", "id": msg_id if _valid_id(msg_id) else None,
-                "error": {"code": code, "message": message}}
+        return {
+            "jsonrpc": "2.0",
+            "id": msg_id if _valid_id(msg_id) else None,
+            "error": {"code": code, "message": message},
+        }
 
     try:
         text = line.decode("utf-8")
@@ -393,8 +427,10 @@ def check_message(line: bytes) -> Optional[dict]:
     except ValueError as e:
         return error(PARSE_ERROR, f"Parse error: not JSON ({e}): {text.strip()[:80]!r}")
     if isinstance(msg, list):
-        return error(INVALID_REQUEST, "Invalid Request: batches (JSON arrays) are not supported by MCP; "
-                                      "send one message per line")
+        return error(
+            INVALID_REQUEST,
+            "Invalid Request: batches (JSON arrays) are not supported by MCP; send one message per line",
+        )
     if not isinstance(msg, dict):
         return error(INVALID_REQUEST, f"Invalid Request: a message is a JSON object, not {text.strip()[:80]!r}")
     msg_id = msg.get("id")
@@ -403,16 +439,23 @@ def check_message(line: bytes) -> Optional[dict]:
     if msg.get("jsonrpc") != "2.0":
         return error(INVALID_REQUEST, 'Invalid Request: "jsonrpc" must be "2.0"', msg_id)
     if _has_lone_surrogate(msg):
-        return error(INVALID_REQUEST, "Invalid Request: the message holds a lone surrogate escape (like \\ud800): "
-                                      "not Unicode text; send characters outside the BMP as surrogate pairs", msg_id)
+        return error(
+            INVALID_REQUEST,
+            "Invalid Request: the message holds a lone surrogate escape (like \\ud800): "
+            "not Unicode text; send characters outside the BMP as surrogate pairs",
+            msg_id,
+        )
     if "method" in msg:
         if not isinstance(msg["method"], str):
             return error(INVALID_REQUEST, f"Invalid Request: method must be a string, not {msg['method']!r}", msg_id)
         if "params" in msg and not isinstance(msg["params"], dict):
             return error(INVALID_REQUEST, f"Invalid Request: params must be an object, not {msg['params']!r}", msg_id)
     elif "id" not in msg or ("result" in msg) == ("error" in msg):
-        return error(INVALID_REQUEST, "Invalid Request: neither a request (method) nor a response (id and one of "
-                                      "result or error)", msg_id)
+        return error(
+            INVALID_REQUEST,
+            "Invalid Request: neither a request (method) nor a response (id and one of result or error)",
+            msg_id,
+        )
     sdk_error = _sdk_rejects(text)
     if sdk_error:
         return error(INVALID_REQUEST, f"Invalid Request: {sdk_error}", msg_id)

@@ -30,12 +30,24 @@ KEEP_CHOICES = ("failed", "all", "none")
 
 def pytest_addoption(parser: Any) -> None:
     group = parser.getgroup("squall", "squall: record tests with the omniscient debugger")
-    group.addoption("--squall", action="store_true", default=False,
-                    help="record each test with squall; keep the recordings of failing tests")
-    group.addoption("--squall-keep", choices=KEEP_CHOICES, default="failed",
-                    help="which recordings to keep: failed (default), all, none")
-    group.addoption("--squall-dir", default=os.path.join(".squall", "tests"), metavar="DIR",
-                    help="where recordings are written (default .squall/tests)")
+    group.addoption(
+        "--squall",
+        action="store_true",
+        default=False,
+        help="record each test with squall; keep the recordings of failing tests",
+    )
+    group.addoption(
+        "--squall-keep",
+        choices=KEEP_CHOICES,
+        default="failed",
+        help="which recordings to keep: failed (default), all, none",
+    )
+    group.addoption(
+        "--squall-dir",
+        default=os.path.join(".squall", "tests"),
+        metavar="DIR",
+        help="where recordings are written (default .squall/tests)",
+    )
 
 
 def _install_hook() -> None:
@@ -135,8 +147,13 @@ class _Recorder:
         was_on = api.is_recording()
         api.stop_recording()
         try:
-            text = account(state, call.excinfo.value if call.excinfo is not None else None,
-                           self.keep, item.name, self.config.invocation_params.dir)
+            text = account(
+                state,
+                call.excinfo.value if call.excinfo is not None else None,
+                self.keep,
+                item.name,
+                self.config.invocation_params.dir,
+            )
         except Exception as e:  # noqa: BLE001 - never break the test run over a report
             text = f"(squall could not describe the recording: {type(e).__name__}: {e})"
         finally:
@@ -154,12 +171,16 @@ class _Recorder:
             return
         tr = terminalreporter
         tr.section("squall")
-        tr.write_line(f"{len(self.kept)} recording(s) kept in {_short(self.dir, self.config.invocation_params.dir)}"
-                      f" ({len(failed)} of failing tests)")
+        tr.write_line(
+            f"{len(self.kept)} recording(s) kept in {_short(self.dir, self.config.invocation_params.dir)}"
+            f" ({len(failed)} of failing tests)"
+        )
         for nodeid, path in failed:
             tr.write_line(f"  {nodeid}: {_short(path, self.config.invocation_params.dir)}")
         if failed:
-            tr.write_line(f"  explore: squall query {_short(failed[0][1], self.config.invocation_params.dir)} exceptions")
+            tr.write_line(
+                f"  explore: squall query {_short(failed[0][1], self.config.invocation_params.dir)} exceptions"
+            )
 
     def pytest_unconfigure(self, config: Any) -> None:
         from squall import api
@@ -204,15 +225,27 @@ def account(state: _TestState, exc: Optional[BaseException], keep: str, test_nam
     if found is not None:
         chain = agent.unwind_chain(q, found["flow_id"], found["thread_id"], found["idx"], _ctx=c)
         raised = agent._exc_text(exc)
-        lines.append(f"where it went wrong (innermost first, thread {c.thread_name(found['flow_id'], found['thread_id'])}):")
+        lines.append(
+            f"where it went wrong (innermost first, thread {c.thread_name(found['flow_id'], found['thread_id'])}):"
+        )
         for fr in chain:
             args = ", ".join(f"{k}={v}" for k, v in fr["args"].items())
-            at = f"{os.path.basename(fr['file'] or '?')}:{fr['line']}" if fr["line"] is not None else os.path.basename(fr["file"] or "?")
+            at = (
+                f"{os.path.basename(fr['file'] or '?')}:{fr['line']}"
+                if fr["line"] is not None
+                else os.path.basename(fr["file"] or "?")
+            )
             lines.append(f"  {fr['fn']}({args}) raised {raised}   [{at}, idx {fr['idx']}]")
         lines.append(f"  in {test_name}")
         if state.path:
-            lines.append(f"explore: squall query {_short(state.path, cwd)} call {chain[-1]['idx']}"
-                         + (f" --thread {found['thread_id']}" if c.thread_name(state.flow_id, found['thread_id']) != "MainThread" else ""))
+            lines.append(
+                f"explore: squall query {_short(state.path, cwd)} call {chain[-1]['idx']}"
+                + (
+                    f" --thread {found['thread_id']}"
+                    if c.thread_name(state.flow_id, found["thread_id"]) != "MainThread"
+                    else ""
+                )
+            )
         return "\n".join(lines)
     # The test itself failed (an assert on a result): show what the code under test returned.
     lines.append(f"no recorded call raised the failure: {test_name} itself failed on what these calls returned:")
@@ -221,8 +254,10 @@ def account(state: _TestState, exc: Optional[BaseException], keep: str, test_nam
         tops = q.callstack_node_childs(q.callstack_root_node(state.flow_id, tid))
         for e in tops[-8:]:
             brief = c.call_brief(state.flow_id, tid, e, print_level=2, print_length=5)
-            outcome = next((f"-> {brief[k]}" for k in ("returned", "yielded", "awaited") if k in brief),
-                           f"raised {brief['raised']}" if "raised" in brief else "-> <no exit>")
+            outcome = next(
+                (f"-> {brief[k]}" for k in ("returned", "yielded", "awaited") if k in brief),
+                f"raised {brief['raised']}" if "raised" in brief else "-> <no exit>",
+            )
             args = ", ".join(f"{k}={v}" for k, v in brief["args"].items())
             lines.append(f"  {brief['fn']}({args}) {outcome}   [idx {brief['idx']}]")
             shown += 1

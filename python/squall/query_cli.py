@@ -13,16 +13,34 @@ from squall import outputs_cli
 
 PROG = "squall"
 
-SUBCOMMANDS = ("summary", "calls", "call", "exceptions", "frequencies", "stack", "window", "bindings", "history",
-               "source", "search", "writes", "outputs", "origin", "diff", "frames")
+SUBCOMMANDS = (
+    "summary",
+    "calls",
+    "call",
+    "exceptions",
+    "frequencies",
+    "stack",
+    "window",
+    "bindings",
+    "history",
+    "source",
+    "search",
+    "writes",
+    "outputs",
+    "origin",
+    "diff",
+    "frames",
+)
 
 
 def add_parser(sub: Any) -> None:
     """Adds ``query`` and its subcommands to the ``squall`` parser's subparsers."""
     q = sub.add_parser(
-        "query", help="answer questions about a recording (for agents and scripts)",
+        "query",
+        help="answer questions about a recording (for agents and scripts)",
         description="Query a recording: compact, bounded answers; --json for JSON. Entry idxs are per "
-                    "thread: pass --thread (id or name) with an idx from another thread.")
+        "thread: pass --thread (id or name) with an idx from another thread.",
+    )
     q.add_argument("recording", help="a .sqrec file written by `squall run`")
     qs = q.add_subparsers(dest="query", metavar="QUERY")
     qs.required = True
@@ -33,12 +51,18 @@ def add_parser(sub: Any) -> None:
             p.add_argument("idx", type=int, help="an entry idx (from another answer)")
         p.add_argument("--flow", type=int, default=None, help="flow id (default: 0, or the first flow)")
         if thread:
-            p.add_argument("--thread", default=None,
-                           help="thread id or name (default: MainThread, or the flow's first thread)")
+            p.add_argument(
+                "--thread", default=None, help="thread id or name (default: MainThread, or the flow's first thread)"
+            )
         p.add_argument("--json", action="store_true", help="print JSON (data only)")
-        p.add_argument("--max-bytes", type=int, default=None, metavar="N",
-                       help="lists in the answer take at most about N bytes of JSON, saying what they left out "
-                            "(default 6000: answers under 8 KB; 0: no cap, --limit alone bounds them)")
+        p.add_argument(
+            "--max-bytes",
+            type=int,
+            default=None,
+            metavar="N",
+            help="lists in the answer take at most about N bytes of JSON, saying what they left out "
+            "(default 6000: answers under 8 KB; 0: no cap, --limit alone bounds them)",
+        )
         return p
 
     new("summary", "program, flows, threads, counts, most called functions, exceptions", thread=False)
@@ -47,9 +71,12 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--ns", default=None, help="only functions of this module (or package)")
     p.add_argument("--limit", type=int, default=20, help="at most N calls (default 20)")
     p.add_argument("--offset", type=int, default=0, help="skip the first N calls")
-    p.add_argument("--where", default=None,
-                   help="only calls this predicate holds for, over the parameters, ret and raised "
-                        "(e.g. 'weight == 10', 'ret > 50', 'raised is not None')")
+    p.add_argument(
+        "--where",
+        default=None,
+        help="only calls this predicate holds for, over the parameters, ret and raised "
+        "(e.g. 'weight == 10', 'ret > 50', 'raised is not None')",
+    )
     p = new("frames", "the frames of a function's calls with their locals as each frame ended")
     p.add_argument("fn", help="function: name, Class.method, or module.qualname")
     p.add_argument("--ns", default=None, help="only functions of this module (or package)")
@@ -58,8 +85,10 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--offset", type=int, default=0, help="skip the first N frames")
     p = new("origin", "where the value of an entry came from, step by step back to its sources", idx=True)
     p.add_argument("--max-steps", type=int, default=24, help="at most N steps (default 24)")
-    p = new("diff", "two calls (A B: call idxs) or, without idxs, two threads/flows/recordings compared: "
-                    "where they first diverge")
+    p = new(
+        "diff",
+        "two calls (A B: call idxs) or, without idxs, two threads/flows/recordings compared: where they first diverge",
+    )
     p.add_argument("a_idx", type=int, nargs="?", default=None, help="the first call's idx")
     p.add_argument("b_idx", type=int, nargs="?", default=None, help="the second call's idx")
     p.add_argument("--b-thread", default=None, help="the second call's thread (default: --thread)")
@@ -76,8 +105,11 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--before", type=int, default=10)
     p.add_argument("--after", type=int, default=10)
     new("bindings", "the locals of the frame at an idx, as they were then", idx=True)
-    p = new("history", "every recorded state of one object (the N of #N in a preview), oldest first, with "
-                       "the idx that recorded it (all threads unless --thread)")
+    p = new(
+        "history",
+        "every recorded state of one object (the N of #N in a preview), oldest first, with "
+        "the idx that recorded it (all threads unless --thread)",
+    )
     p.add_argument("obj_id", type=int, help="the object's recorded identity: 12 for list#12")
     p.add_argument("--limit", type=int, default=50, help="at most N states (default 50: the first N-1 and the last)")
     p = new("source", "the source lines of what an idx recorded", idx=True)
@@ -102,11 +134,13 @@ def answer(rec: Any, opts: Any) -> Dict[str, Any]:
     if kind == "summary":
         return agent.summary(rec)
     if kind == "calls":
-        return agent.calls(rec, opts.fn, ns=opts.ns, flow=flow, thread=thread, limit=opts.limit, offset=opts.offset,
-                           where=opts.where)
+        return agent.calls(
+            rec, opts.fn, ns=opts.ns, flow=flow, thread=thread, limit=opts.limit, offset=opts.offset, where=opts.where
+        )
     if kind == "frames":
-        return agent.frames(rec, opts.fn, ns=opts.ns, flow=flow, thread=thread, limit=opts.limit, offset=opts.offset,
-                            where=opts.where)
+        return agent.frames(
+            rec, opts.fn, ns=opts.ns, flow=flow, thread=thread, limit=opts.limit, offset=opts.offset, where=opts.where
+        )
     if kind == "origin":
         return agent.origin(rec, opts.idx, flow=flow, thread=thread, max_steps=opts.max_steps)
     if kind == "diff":
@@ -117,8 +151,16 @@ def answer(rec: Any, opts: Any) -> Dict[str, Any]:
             other = load(opts.other)
             if other is None:
                 raise agent.AgentError(f"cannot load the other recording {opts.other!r} (the reason is above)")
-        return agent.diff(rec, opts.a_idx, opts.b_idx, flow=flow, thread=thread, b_flow=opts.b_flow,
-                          b_thread=opts.b_thread, other=other)
+        return agent.diff(
+            rec,
+            opts.a_idx,
+            opts.b_idx,
+            flow=flow,
+            thread=thread,
+            b_flow=opts.b_flow,
+            b_thread=opts.b_thread,
+            other=other,
+        )
     if kind == "call":
         return agent.call(rec, opts.idx, flow=flow, thread=thread, max_children=opts.children)
     if kind == "exceptions":
@@ -136,11 +178,13 @@ def answer(rec: Any, opts: Any) -> Dict[str, Any]:
     if kind == "source":
         return agent.source(rec, opts.idx, flow=flow, thread=thread, context=opts.context)
     if kind == "search":
-        return agent.search(rec, opts.text, flow=flow, thread=thread, limit=opts.limit,
-                            ignore_case=not opts.case_sensitive)
+        return agent.search(
+            rec, opts.text, flow=flow, thread=thread, limit=opts.limit, ignore_case=not opts.case_sensitive
+        )
     if kind == "writes":
-        return agent.writes(rec, opts.name, type_name=opts.type_name, obj_id=opts.obj, flow=flow, thread=thread,
-                            limit=opts.limit)
+        return agent.writes(
+            rec, opts.name, type_name=opts.type_name, obj_id=opts.obj, flow=flow, thread=thread, limit=opts.limit
+        )
     if kind == "outputs":
         return outputs_cli.answer(rec, opts)
     raise ValueError(f"unknown query {kind!r}")
@@ -208,8 +252,10 @@ def _where(d: dict) -> str:
 def _summary(d: dict) -> List[str]:
     out = []
     if "recording" in d:
-        out.append(f"recording {d['recording']}  program {d['program']}  "
-                   f"{'completed' if d['completed'] else 'CUT SHORT: ' + str(d.get('cut_short'))}")
+        out.append(
+            f"recording {d['recording']}  program {d['program']}  "
+            f"{'completed' if d['completed'] else 'CUT SHORT: ' + str(d.get('cut_short'))}"
+        )
     out.append(f"entries {d['entries']}  calls {d['calls']}  functions {d['functions']}")
     for f in d["flows"]:
         out.append(f"flow {f['flow_id']}:")
@@ -251,8 +297,10 @@ def _origin(d: dict) -> List[str]:
         code = f"  `{s['code']}`" if s.get("code") else ""
         thread = f" [{s['thread_name']}]" if s.get("thread_id") else ""
         obj = f" #{s['obj_id']}" if s.get("obj_id") else ""
-        out.append(f"{indent}step {s['step']}{frm}: {s['via']}{obj}  idx {s['idx']}{thread} {s['kind']} at {at}"
-                   f"{code} = {s['value']}")
+        out.append(
+            f"{indent}step {s['step']}{frm}: {s['via']}{obj}  idx {s['idx']}{thread} {s['kind']} at {at}"
+            f"{code} = {s['value']}"
+        )
         if s.get("leaf"):
             out.append(f"{indent}    (end: {s['leaf']})")
     if d.get("more"):
@@ -267,8 +315,11 @@ def _diff(d: dict) -> List[str]:
         if "fn" in x:
             out.append(f"{side}: idx {x['idx']} thread {_thread(x)}  {_call(x)}")
     if d.get("args_equal"):
-        out.append("args equal: " + ", ".join(f"{k}={'yes' if v else 'NO'}" for k, v in d["args_equal"].items())
-                   + f"; outcome equal: {'yes' if d['outcome_equal'] else 'NO'}")
+        out.append(
+            "args equal: "
+            + ", ".join(f"{k}={'yes' if v else 'NO'}" for k, v in d["args_equal"].items())
+            + f"; outcome equal: {'yes' if d['outcome_equal'] else 'NO'}"
+        )
     if d.get("path") and len(d["path"]) > 1:
         out.append("path: " + " -> ".join(f"{p['fn']} (a {p['a_idx']} / b {p['b_idx']})" for p in d["path"]))
     for key in ("first", "first_path"):
@@ -277,8 +328,9 @@ def _diff(d: dict) -> List[str]:
             out.append(f"{key} ({f['kind']}):")
             for side in ("a", "b"):
                 e = f[side]
-                out.append(f"  {side}: " + ("<frame ended>" if e is None else
-                                             f"idx {e['idx']} L{e.get('line')}  {e['text']}"))
+                out.append(
+                    f"  {side}: " + ("<frame ended>" if e is None else f"idx {e['idx']} L{e.get('line')}  {e['text']}")
+                )
     return out
 
 
@@ -338,7 +390,9 @@ def _bindings(d: dict) -> List[str]:
         state = f"  (as of idx {b['state_idx']})" if b.get("state_idx") is not None else ""
         if b.get("writes_applied"):
             n = b["writes_applied"]
-            state = f"  (as of idx {b['state_idx']}: {n} write{'s' if n > 1 else ''} applied to its last recorded state)"
+            state = (
+                f"  (as of idx {b['state_idx']}: {n} write{'s' if n > 1 else ''} applied to its last recorded state)"
+            )
         out.append(f"  {b['symbol']} = {b['value']}{at}{state}")
     return out
 
@@ -386,11 +440,22 @@ def _writes(d: dict) -> List[str]:
 
 
 _RENDER: Dict[str, Callable[[dict], List[str]]] = {
-    "summary": _summary, "calls": _calls, "call": _one_call, "exceptions": _exceptions,
-    "frequencies": _frequencies, "stack": _stack, "window": _window, "bindings": _bindings,
+    "summary": _summary,
+    "calls": _calls,
+    "call": _one_call,
+    "exceptions": _exceptions,
+    "frequencies": _frequencies,
+    "stack": _stack,
+    "window": _window,
+    "bindings": _bindings,
     "history": _history,
-    "source": _source, "search": _search, "writes": _writes, "outputs": outputs_cli.render,
-    "origin": _origin, "diff": _diff, "frames": _frames,
+    "source": _source,
+    "search": _search,
+    "writes": _writes,
+    "outputs": outputs_cli.render,
+    "origin": _origin,
+    "diff": _diff,
+    "frames": _frames,
 }
 
 

@@ -70,8 +70,10 @@ def _render(
         w(f"recording NOT saved completely: {save_error}")
         w("  `squall info FILE` says what the file holds and where it ends")
     else:
-        w("The recording lives in this process's memory and ends with it (not saved: --no-save); "
-          "run with -i to query it (indexes, values) before it is gone.")
+        w(
+            "The recording lives in this process's memory and ends with it (not saved: --no-save); "
+            "run with -i to query it (indexes, values) before it is gone."
+        )
 
     flows = _try(indexes.all_flows, None)
     if flows is None:
@@ -88,8 +90,10 @@ def _render(
         for t in infos:
             entries = t.get("entries", 0) or 0
             total_entries += entries
-            w(f"  thread {t.get('thread_id')} {t.get('thread_name') or '?'!s:<20} "
-              f"{entries:>9} entries {t.get('calls', 0) or 0:>8} calls")
+            w(
+                f"  thread {t.get('thread_id')} {t.get('thread_name') or '?'!s:<20} "
+                f"{entries:>9} entries {t.get('calls', 0) or 0:>8} calls"
+            )
     if isinstance(stats, dict) and "entries" in stats:
         total_entries = stats["entries"]
     line = f"total entries: {total_entries}"
@@ -123,9 +127,11 @@ def _render(
         for e in excs[:MAX_EXCEPTIONS]:
             state = _caught_state(e, escaped)
             msg = _short(e.get("message", ""))
-            w(f"  {e.get('exc_type')}: {msg}  in {_qualified(e.get('fn_ns'), e.get('fn_name'))}"
-              f"  [{state}; flow {e.get('flow_id')} thread {e.get('thread_id')} "
-              f"idx {e.get('idx')}]")
+            w(
+                f"  {e.get('exc_type')}: {msg}  in {_qualified(e.get('fn_ns'), e.get('fn_name'))}"
+                f"  [{state}; flow {e.get('flow_id')} thread {e.get('thread_id')} "
+                f"idx {e.get('idx')}]"
+            )
         if len(excs) > MAX_EXCEPTIONS:
             w(f"  ... and {len(excs) - MAX_EXCEPTIONS} more (indexes.exceptions())")
     elif excs is not None:

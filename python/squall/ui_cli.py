@@ -41,10 +41,13 @@ def warn_if_remote(host: str, port_url: str, live: bool, prog: str = "squall") -
     """A bind other machines can reach is the user's explicit choice: say what it exposes."""
     if is_loopback(host):
         return
-    grant = ("run any code in this program" if live else "read this recording and the source files it names")
-    print(f"{prog}: warning: the UI listens on {host} ({port_url}), reachable from other machines: anyone who can "
-          f"reach it and has the token can {grant}. Traffic is plain HTTP. See docs/security.md.",
-          file=sys.stderr, flush=True)
+    grant = "run any code in this program" if live else "read this recording and the source files it names"
+    print(
+        f"{prog}: warning: the UI listens on {host} ({port_url}), reachable from other machines: anyone who can "
+        f"reach it and has the token can {grant}. Traffic is plain HTTP. See docs/security.md.",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def base_of(url: str) -> str:
@@ -91,25 +94,37 @@ def announce_live(url: str, own_token: bool, label: str = "squall UI (live)") ->
         where = url_file(url)
     except OSError as e:
         return f"{label}: {base_of(url)} (the URL with its token could not be written to a file: {e})"
-    return (f"{label}: {base_of(url)} (the URL with its access token is in {where}, readable only by you; "
-            "the token lets its holder run code in this program)")
+    return (
+        f"{label}: {base_of(url)} (the URL with its access token is in {where}, readable only by you; "
+        "the token lets its holder run code in this program)"
+    )
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("open", help="browse a recording in the web UI",
-                       description="Serve the web UI over a recording file on 127.0.0.1 and print "
-                                   "its URL (with an access token); serve until Ctrl-C.")
+    p = sub.add_parser(
+        "open",
+        help="browse a recording in the web UI",
+        description="Serve the web UI over a recording file on 127.0.0.1 and print "
+        "its URL (with an access token); serve until Ctrl-C.",
+    )
     p.add_argument("recording", help="a .sqrec file written by `squall run`")
     p.add_argument("--no-browser", action="store_true", help="only print the URL")
-    p.add_argument("--port", type=int, default=0, metavar="N",
-                   help="port to listen on (default: any free port)")
-    p.add_argument("--host", default="127.0.0.1", metavar="ADDR",
-                   help="address to listen on (default 127.0.0.1). Anything else (0.0.0.0: every interface) "
-                        "lets other machines reach the UI: anyone with the token can then read the recording "
-                        "(a warning is printed; docs/security.md)")
-    p.add_argument("--token", default=None, metavar="TOKEN",
-                   help="use this access token instead of a random one (at least 16 URL-safe characters; "
-                        f"default: ${TOKEN_ENV} if set)")
+    p.add_argument("--port", type=int, default=0, metavar="N", help="port to listen on (default: any free port)")
+    p.add_argument(
+        "--host",
+        default="127.0.0.1",
+        metavar="ADDR",
+        help="address to listen on (default 127.0.0.1). Anything else (0.0.0.0: every interface) "
+        "lets other machines reach the UI: anyone with the token can then read the recording "
+        "(a warning is printed; docs/security.md)",
+    )
+    p.add_argument(
+        "--token",
+        default=None,
+        metavar="TOKEN",
+        help="use this access token instead of a random one (at least 16 URL-safe characters; "
+        f"default: ${TOKEN_ENV} if set)",
+    )
 
 
 def _cut_short(url: str):
@@ -143,8 +158,11 @@ def cmd_open(opts) -> int:
     print(f"squall UI: {base_of(url) + '?token=<your token>' if token else url}", flush=True)
     cut = _cut_short(url)
     if cut:
-        print(f"squall open: the recording `{opts.recording}` is cut short: {cut}; the UI shows what comes before",
-              file=sys.stderr, flush=True)
+        print(
+            f"squall open: the recording `{opts.recording}` is cut short: {cut}; the UI shows what comes before",
+            file=sys.stderr,
+            flush=True,
+        )
     print("(Ctrl-C stops it)", file=sys.stderr, flush=True)
     if not opts.no_browser:
         try:

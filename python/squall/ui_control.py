@@ -16,8 +16,20 @@ from typing import Any, Callable, Dict, List
 from squall import api, config
 
 # The order modules are listed in: the user's code first.
-_CATEGORY_RANK = {"main": 0, "user": 0, "include": 0, "runtime": 0, "pre-imported": 1, "skip": 1,
-                  "skip_regex": 1, "failed": 1, "site-packages": 2, "stdlib": 3, "no-source": 4, "squall": 5}
+_CATEGORY_RANK = {
+    "main": 0,
+    "user": 0,
+    "include": 0,
+    "runtime": 0,
+    "pre-imported": 1,
+    "skip": 1,
+    "skip_regex": 1,
+    "failed": 1,
+    "site-packages": 2,
+    "stdlib": 3,
+    "no-source": 4,
+    "squall": 5,
+}
 
 
 def _status(_arg: Any) -> Dict[str, Any]:
@@ -57,13 +69,15 @@ def _modules(_arg: Any) -> Dict[str, Any]:
             e = config.explain(name)
         except Exception as ex:  # a module explain cannot judge: still listed
             e = config.Explanation(name, False, "cannot tell: %s" % ex, getattr(mod, "__file__", None), "failed")
-        out.append({
-            "name": name,
-            "file": getattr(mod, "__file__", None),
-            "instrumented": bool(e.instrumented),
-            "category": e.category,
-            "reason": str(e),
-        })
+        out.append(
+            {
+                "name": name,
+                "file": getattr(mod, "__file__", None),
+                "instrumented": bool(e.instrumented),
+                "category": e.category,
+                "reason": str(e),
+            }
+        )
     out.sort(key=lambda m: (_CATEGORY_RANK.get(m["category"], 1), m["name"]))
     return {"modules": out}
 
@@ -75,9 +89,15 @@ def _functions(arg: Any) -> Dict[str, Any]:
     mod = sys.modules.get(name)
     if not isinstance(mod, types.ModuleType):
         raise ValueError("no loaded module `%s`" % name)
-    fns = [{"qualname": qn, "target": "%s.%s" % (name, qn), "line": f.__code__.co_firstlineno,
-            "instrumented": _is_instrumented(f)}
-           for qn, f in live._functions_of(mod)]
+    fns = [
+        {
+            "qualname": qn,
+            "target": "%s.%s" % (name, qn),
+            "line": f.__code__.co_firstlineno,
+            "instrumented": _is_instrumented(f),
+        }
+        for qn, f in live._functions_of(mod)
+    ]
     fns.sort(key=lambda f: (f["line"], f["qualname"]))
     return {"module": name, "reason": str(config.explain(name)), "functions": fns}
 
@@ -85,7 +105,7 @@ def _functions(arg: Any) -> Dict[str, Any]:
 def _target(arg: Any, key: str = "target") -> str:
     t = arg.get(key) if isinstance(arg, dict) else arg
     if not isinstance(t, str) or not t.strip():
-        raise ValueError("give the %s as {\"%s\": \"dotted.name\"}" % (key, key))
+        raise ValueError('give the %s as {"%s": "dotted.name"}' % (key, key))
     return t.strip()
 
 
@@ -98,8 +118,13 @@ def _report(fn: Callable[[Any], Any], arg: Any) -> Dict[str, Any]:
         r = fn(target)
     except (ValueError, SyntaxError, LookupError, TypeError, AttributeError) as e:
         raise ValueError("%s `%s`: %s" % (fn.__name__, target, e)) from None
-    return {"target": r.target, "action": r.action, "swapped": list(r.swapped),
-            "reload_needed": list(r.reload_needed), "text": str(r)}
+    return {
+        "target": r.target,
+        "action": r.action,
+        "swapped": list(r.swapped),
+        "reload_needed": list(r.reload_needed),
+        "text": str(r),
+    }
 
 
 _REF_KEYS = ("result_ref", "value_ref")
@@ -151,7 +176,7 @@ def _predicate(arg: Any) -> Dict[str, Any]:
     from squall.values import safe_repr
 
     if not isinstance(arg, dict) or not isinstance(arg.get("expr"), str) or not arg["expr"].strip():
-        raise ValueError("`predicate` needs {\"expr\": \"<a Python expression over v>\"}")
+        raise ValueError('`predicate` needs {"expr": "<a Python expression over v>"}')
     try:
         code = compile(arg["expr"].strip(), "<predicate>", "eval")
     except SyntaxError as e:
@@ -163,8 +188,9 @@ def _predicate(arg: Any) -> Dict[str, Any]:
     except (TypeError, ValueError):
         raise ValueError("`timeout` is a number of seconds, not %r" % (arg.get("timeout"),)) from None
     if not 0 < seconds <= MAX_PREDICATE_SECONDS:
-        raise ValueError("`timeout` must be more than 0 and at most %g seconds, not %r"
-                         % (MAX_PREDICATE_SECONDS, arg.get("timeout")))
+        raise ValueError(
+            "`timeout` must be more than 0 and at most %g seconds, not %r" % (MAX_PREDICATE_SECONDS, arg.get("timeout"))
+        )
     deadline = time.monotonic() + seconds
     _cancel.clear()
     start = arg.get("start") or [0, 0]
@@ -217,16 +243,33 @@ def _predicate(arg: Any) -> Dict[str, Any]:
                 finally:
                     sys.settrace(previous)
                 if ok:
-                    matches.append({"flow": fid, "thread": tid, "idx": e["idx"], "type": e["type"],
-                                    "symbol": e.get("symbol"), "preview": preview})
+                    matches.append(
+                        {
+                            "flow": fid,
+                            "thread": tid,
+                            "idx": e["idx"],
+                            "type": e["type"],
+                            "symbol": e.get("symbol"),
+                            "preview": preview,
+                        }
+                    )
             i += len(batch) or 1
         if nxt is not None:
             break
     if errors and errors == scanned and stopped is None:
         raise ValueError("the predicate failed on every value (%d): %s" % (errors, first_error))
-    return {"expr": arg["expr"], "matches": matches, "scanned": scanned, "errors": errors,
-            "first_error": first_error, "done": nxt is None, "next": nxt, "stopped": stopped,
-            "slow_at": slow_at, "timeout": seconds}
+    return {
+        "expr": arg["expr"],
+        "matches": matches,
+        "scanned": scanned,
+        "errors": errors,
+        "first_error": first_error,
+        "done": nxt is None,
+        "next": nxt,
+        "stopped": stopped,
+        "slow_at": slow_at,
+        "timeout": seconds,
+    }
 
 
 ACTIONS: Dict[str, Callable[[Any], Dict[str, Any]]] = {

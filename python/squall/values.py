@@ -217,9 +217,7 @@ def deref_val_id(value_ref: Optional[int]) -> Any:
     if value_ref is None:
         return None
     if not isinstance(value_ref, int) or isinstance(value_ref, bool):
-        raise TypeError(
-            f"deref_val_id expects a value ref (an int from an entry's `*_ref` key), got {value_ref!r}"
-        )
+        raise TypeError(f"deref_val_id expects a value ref (an int from an entry's `*_ref` key), got {value_ref!r}")
     return _engine.live().deref(value_ref)
 
 
@@ -274,7 +272,9 @@ def val_pprint(
     return pprint_ref(_engine.live(), value_ref, print_level, print_length)
 
 
-def pprint_ref(recording: Any, value_ref: Optional[int], print_level: Optional[int], print_length: Optional[int]) -> str:
+def pprint_ref(
+    recording: Any, value_ref: Optional[int], print_level: Optional[int], print_length: Optional[int]
+) -> str:
     """``val_pprint`` of a ref of ``recording`` (an ``_engine.Recording``), its arguments checked."""
     if value_ref is None:
         return "None"
@@ -286,9 +286,7 @@ def pprint_ref(recording: Any, value_ref: Optional[int], print_level: Optional[i
     return recording.val_pprint(value_ref, print_level, print_length)
 
 
-def pformat(
-    value: Any, print_level: Optional[int] = None, print_length: Optional[int] = None, width: int = 100
-) -> str:
+def pformat(value: Any, print_level: Optional[int] = None, print_length: Optional[int] = None, width: int = 100) -> str:
     """Formats a live value with the same bounds as :func:`val_pprint`."""
     return _Printer(print_level, print_length).fmt(value, 0, set())
 

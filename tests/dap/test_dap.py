@@ -54,8 +54,9 @@ def recordings(tmp_path_factory):
     paths = {}
     for name, program in PROGRAMS.items():
         path = out / f"{name}.sqrec"
-        r = subprocess.run(SQUALL + ["run", "-q", "-o", str(path), str(program)], cwd=ROOT,
-                           capture_output=True, text=True, timeout=120)
+        r = subprocess.run(
+            SQUALL + ["run", "-q", "-o", str(path), str(program)], cwd=ROOT, capture_output=True, text=True, timeout=120
+        )
         assert path.exists(), r.stderr
         paths[name] = str(path)
     return paths
@@ -64,7 +65,13 @@ def recordings(tmp_path_factory):
 def test_dap_with_debug_client(recordings):
     _need_node()
     env = dict(os.environ, SQUALL_BIN=_squall_bin(), SQUALL_RECORDINGS=json.dumps(recordings))
-    r = subprocess.run(["node", "--test", "--test-reporter=spec", "dap.test.js"], cwd=HERE, env=env,
-                       capture_output=True, text=True, timeout=600)
+    r = subprocess.run(
+        ["node", "--test", "--test-reporter=spec", "dap.test.js"],
+        cwd=HERE,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stdout[-20000:] + r.stderr[-5000:]
     assert "# fail 0" in r.stdout or "fail 0" in r.stdout, r.stdout

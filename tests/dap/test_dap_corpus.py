@@ -62,8 +62,12 @@ def _inspect(s: Session, tid: int) -> None:
 @pytest.mark.parametrize("program", PROGRAMS, ids=[p.stem for p in PROGRAMS])
 def test_every_request_answers_over_the_corpus(program, tmp_path):
     out = tmp_path / "run.sqrec"
-    subprocess.run([sys.executable, "-m", "squall", "run", "-q", "-o", str(out), str(program)], cwd=tmp_path,
-                   capture_output=True, timeout=120)
+    subprocess.run(
+        [sys.executable, "-m", "squall", "run", "-q", "-o", str(out), str(program)],
+        cwd=tmp_path,
+        capture_output=True,
+        timeout=120,
+    )
     assert out.exists()
     rec = squall.load(str(out))
     if not rec.all_flows():

@@ -29,8 +29,14 @@ def test_channel_reads_frames_and_numbers_what_it_sends():
     first, rest = raw.split(b"\r\n\r\n", 1)
     n = int(first.split(b":")[1])
     msg = json.loads(rest[:n])
-    assert msg == {"type": "response", "request_seq": 1, "command": "threads", "success": True,
-                   "body": {"threads": []}, "seq": 1}
+    assert msg == {
+        "type": "response",
+        "request_seq": 1,
+        "command": "threads",
+        "success": True,
+        "body": {"threads": []},
+        "seq": 1,
+    }
     second = json.loads(rest[n:].split(b"\r\n\r\n", 1)[1])
     assert second["success"] is False and second["message"] == "no recording at `x`" and second["seq"] == 2
 

@@ -19,9 +19,17 @@ EXT = Path(__file__).resolve().parents[2] / "editors" / "vscode"
 
 
 def test_extension_packages_with_the_squall_debug_type(tmp_path):
-    missing = [m for m, ok in (("node and npm", shutil.which("npm")),
-                               ("editors/vscode/node_modules/@vscode/vsce (npm ci in editors/vscode)",
-                                (EXT / "node_modules" / "@vscode" / "vsce").is_dir())) if not ok]
+    missing = [
+        m
+        for m, ok in (
+            ("node and npm", shutil.which("npm")),
+            (
+                "editors/vscode/node_modules/@vscode/vsce (npm ci in editors/vscode)",
+                (EXT / "node_modules" / "@vscode" / "vsce").is_dir(),
+            ),
+        )
+        if not ok
+    ]
     if missing:
         if os.environ.get("CI"):
             pytest.fail("packaging the VS Code extension needs " + ", ".join(missing))

@@ -43,8 +43,13 @@ def _need_browser():
 @pytest.fixture(scope="module")
 def recording(tmp_path_factory):
     out = tmp_path_factory.mktemp("e2e") / "invoices.sqrec"
-    r = subprocess.run(SQUALL + ["run", "-q", "-o", str(out), "examples/invoices/main.py"],
-                       cwd=ROOT, capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        SQUALL + ["run", "-q", "-o", str(out), "examples/invoices/main.py"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr
     assert out.exists()
     return out
@@ -52,8 +57,13 @@ def recording(tmp_path_factory):
 
 @pytest.fixture()
 def server(recording):
-    p = subprocess.Popen(SQUALL + ["open", "--no-browser", "--port", "0", str(recording)],
-                         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        SQUALL + ["open", "--no-browser", "--port", "0", str(recording)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         line = p.stdout.readline()
         assert line.startswith("squall UI: http://127.0.0.1:"), (line, p.stderr.read() if p.poll() is not None else "")
@@ -106,7 +116,11 @@ def test_changes_list_an_objects_states_and_the_writes_to_it(server):
     assert kinds[-1] == "write" and set(kinds[:-1]) == {"state"}, kinds
     write = body["changes"][-1]
     assert (write["name"], write["attr"], write["where"]["fn"], write["where"]["line"]) == (
-        "total", True, "billing.processing.process_invoice", 36)
+        "total",
+        True,
+        "billing.processing.process_invoice",
+        36,
+    )
     result = call["ret"]["value"]["preview"]  # {'number': ..., 'net': N, 'tax': T, 'total': ... (cut)
     net, tax = (float(re.search(rf"'{k}': ([0-9.]+)", result).group(1)) for k in ("net", "tax"))
     assert float(write["new"]["preview"]) == round(net + tax, 2), (write, result)
@@ -116,7 +130,9 @@ def test_changes_list_an_objects_states_and_the_writes_to_it(server):
 
 
 def test_open_missing_file():
-    r = subprocess.run(SQUALL + ["open", "--no-browser", "/nonexistent/x.sqrec"], capture_output=True, text=True, timeout=30)
+    r = subprocess.run(
+        SQUALL + ["open", "--no-browser", "/nonexistent/x.sqrec"], capture_output=True, text=True, timeout=30
+    )
     assert r.returncode == 2
     assert "no such file" in r.stderr
 
@@ -125,26 +141,39 @@ def test_ui_in_headless_chromium(server, tmp_path):
     _need_browser()
     # SQUALL_UPDATE_SCREENSHOTS=1 refreshes the committed ones in docs/screenshots.
     shots = ROOT / "docs" / "screenshots" if os.environ.get("SQUALL_UPDATE_SCREENSHOTS") else tmp_path / "shots"
-    r = subprocess.run(["node", str(E2E / "ui_e2e.js"), server, str(shots)],
-                       cwd=E2E, capture_output=True, text=True, timeout=240)
+    r = subprocess.run(
+        ["node", str(E2E / "ui_e2e.js"), server, str(shots)], cwd=E2E, capture_output=True, text=True, timeout=240
+    )
     print(r.stdout)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "E2E PASSED" in r.stdout
-    for name in ["stepper-start", "stepper-stepped", "exception-raised", "value-inspector", "call-tree", "threads",
-                 "code-click", "printers", "call-tree-pane", "value-history", "stepper-1024", "stepper-2560",
-                 "stepper-light-1024"]:
+    for name in [
+        "stepper-start",
+        "stepper-stepped",
+        "exception-raised",
+        "value-inspector",
+        "call-tree",
+        "threads",
+        "code-click",
+        "printers",
+        "call-tree-pane",
+        "value-history",
+        "stepper-1024",
+        "stepper-2560",
+        "stepper-light-1024",
+    ]:
         assert (shots / f"{name}.png").stat().st_size > 1000
 
 
-LIVE_APP = '''import squall
+LIVE_APP = """import squall
 
 def handle(n):
     m = n * 2
     squall.bookmark("handling")
     return m
-'''
+"""
 
-LIVE_PROGRAM = '''import sys
+LIVE_PROGRAM = """import sys
 import squall
 import shop                      # loaded before recording: not instrumented
 squall.api.start_recording(install_hook=False)
@@ -156,24 +185,33 @@ ns["handle"](1)
 print(squall.api.local_connect(), flush=True)
 for line in sys.stdin:
     ns["handle"](int(line))
-'''
+"""
 
 
 def test_live_ui_in_headless_chromium(tmp_path):
     """The UI over a running program: live controls, layout with them, a code bookmark, the
     modules browser instrumenting a module (tests/e2e/ui_live_e2e.js)."""
     _need_browser()
-    (tmp_path / "shop.py").write_text("def price(n):\n    return n * 3\n\nclass Cart:\n    def total(self, n):\n        return price(n) + 1\n")
+    (tmp_path / "shop.py").write_text(
+        "def price(n):\n    return n * 3\n\nclass Cart:\n    def total(self, n):\n        return price(n) + 1\n"
+    )
     (tmp_path / "app.py").write_text(LIVE_APP)
     (tmp_path / "server.py").write_text(LIVE_PROGRAM)
     shots = ROOT / "docs" / "screenshots" if os.environ.get("SQUALL_UPDATE_SCREENSHOTS") else tmp_path / "shots"
-    proc = subprocess.Popen([sys.executable, "server.py", str(tmp_path / "app.py")], cwd=tmp_path, stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "server.py", str(tmp_path / "app.py")],
+        cwd=tmp_path,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         url = proc.stdout.readline().strip()
         assert url.startswith("http://"), proc.stderr.read() if proc.poll() is not None else url
-        r = subprocess.run(["node", str(E2E / "ui_live_e2e.js"), url, str(shots)],
-                           cwd=E2E, capture_output=True, text=True, timeout=240)
+        r = subprocess.run(
+            ["node", str(E2E / "ui_live_e2e.js"), url, str(shots)], cwd=E2E, capture_output=True, text=True, timeout=240
+        )
         print(r.stdout)
         assert r.returncode == 0, r.stdout + r.stderr
         assert "E2E LIVE PASSED" in r.stdout

@@ -80,8 +80,16 @@ def _key(source: bytes, path: str, module_name: str, mode: str) -> str:
     from squall._version import __version__
 
     h = hashlib.sha256()
-    for part in (_FORMAT, importlib.util.MAGIC_NUMBER, __version__.encode(), _instrumenter_fingerprint(), mode.encode(),
-                 module_name.encode(), os.path.abspath(path).encode(), source):
+    for part in (
+        _FORMAT,
+        importlib.util.MAGIC_NUMBER,
+        __version__.encode(),
+        _instrumenter_fingerprint(),
+        mode.encode(),
+        module_name.encode(),
+        os.path.abspath(path).encode(),
+        source,
+    ):
         h.update(len(part).to_bytes(8, "little"))
         h.update(part)
     return h.hexdigest()

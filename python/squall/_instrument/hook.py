@@ -56,13 +56,13 @@ def _note_source(path: str, source: Any, engine: Any) -> None:
             if ("hash", path) in _warned:
                 return
             _warned.add(("hash", path))
-        sys.stderr.write("squall: could not store the hash of %s (%s: %s); its source will show as unverified\n"
-                         % (path, type(e).__name__, e))
+        sys.stderr.write(
+            "squall: could not store the hash of %s (%s: %s); its source will show as unverified\n"
+            % (path, type(e).__name__, e)
+        )
 
 
-def _instrumented_code(
-    source: Any, path: str, module_name: str, engine: Any = None, mode: Optional[str] = None
-):
+def _instrumented_code(source: Any, path: str, module_name: str, engine: Any = None, mode: Optional[str] = None):
     """The instrumented code (entry point placeholders in: see ``rewrite.bind_entry_constants``),
     or None if rewriting failed for a reason other than a SyntaxError
     of the user's source (which propagates, as it would without squall)."""
@@ -77,9 +77,11 @@ def _instrumented_code(
         _warn_once(module_name, e)
         _config.remember(
             _config.Explanation(
-                module_name, False,
+                module_name,
+                False,
                 "squall failed to instrument it (%s: %s); it runs unrecorded" % (type(e).__name__, e),
-                path, "failed",
+                path,
+                "failed",
             )
         )
         return None
@@ -100,7 +102,10 @@ class InstrumentingLoader(importlib.machinery.SourceFileLoader):
             from . import cache
 
             code = cache.cached_or_instrument(
-                source, path, name, self.mode or "full",
+                source,
+                path,
+                name,
+                self.mode or "full",
                 lambda: _instrumented_code(source, path, name, self.engine, self.mode),
             )
         else:
@@ -250,9 +255,7 @@ _config._hook_installed = is_installed
 # --- the script itself -------------------------------------------------------------------------
 
 
-def compile_main(
-    source: Any, path: str, cfg: Optional[_config.Config] = None, engine: Any = None
-) -> types.CodeType:
+def compile_main(source: Any, path: str, cfg: Optional[_config.Config] = None, engine: Any = None) -> types.CodeType:
     """Code for the ``__main__`` script at ``path``: instrumented if the config allows, else a
     plain compile. SyntaxErrors of the source propagate as usual."""
     cfg = cfg or _config.current()

@@ -128,8 +128,11 @@ def _resolve(target: Union[str, types.ModuleType, types.FunctionType]) -> Tuple[
     if isinstance(target, str):
         if target in sys.modules:
             # a module and, for a package, its loaded submodules: a prefix
-            under = [m for name, m in sorted(sys.modules.items())
-                     if m is not None and (name == target or name.startswith(target + "."))]
+            under = [
+                m
+                for name, m in sorted(sys.modules.items())
+                if m is not None and (name == target or name.startswith(target + "."))
+            ]
             return under, None
         # "pkg.mod.func" or "pkg.mod.Class.method": the longest loaded module prefix
         parts = target.split(".")
@@ -225,7 +228,11 @@ def _report_live_closures(module_name: str, replaced: List[types.CodeType], repo
 
 def _change(target: Any, instrumented: bool) -> SwapReport:
     modules, qualname = _resolve(target)
-    label = target if isinstance(target, str) else getattr(target, "__qualname__", getattr(target, "__name__", repr(target)))
+    label = (
+        target
+        if isinstance(target, str)
+        else getattr(target, "__qualname__", getattr(target, "__name__", repr(target)))
+    )
     report = SwapReport(str(label), "instrument" if instrumented else "uninstrument")
     for module in modules:
         if module.__name__ == "squall" or module.__name__.startswith("squall."):

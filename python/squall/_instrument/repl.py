@@ -50,7 +50,9 @@ def interact(banner: Optional[str] = None, local: Optional[dict] = None, engine:
     """Runs an instrumented REPL (like ``python -i``), recording functions typed at the prompt."""
     if banner is None:
         banner = "squall %s on Python %s — functions you define here are recorded.\n" % (
-            _version(), sys.version.split()[0])
+            _version(),
+            sys.version.split()[0],
+        )
     InstrumentedConsole(local, engine=engine).interact(banner=banner, exitmsg="")
 
 

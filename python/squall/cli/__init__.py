@@ -59,4 +59,3 @@ def main(argv: list[str] | None = None) -> int:
         return dap.main()
     parser.print_help(sys.stderr)
     return 2
-

@@ -75,7 +75,11 @@ def _start_saving(api, opts, script_path: str | None, program_argv: list[str] | 
     if path is None:
         import time
 
-        stem = os.path.splitext(os.path.basename(script_path))[0] if script_path else (getattr(opts, "module", None) or "repl")
+        stem = (
+            os.path.splitext(os.path.basename(script_path))[0]
+            if script_path
+            else (getattr(opts, "module", None) or "repl")
+        )
         path = os.path.join(".squall", f"{stem}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.sqrec")
     try:
         api.save_to(path, program=program, argv=program_argv)
@@ -100,8 +104,9 @@ def _serve_ui_until_interrupted(opts, saved: str | None) -> None:
         shown = ui_cli.base_of(url) + "?token=<your token>" if own else url
         print(f"squall UI: {shown}  (Ctrl-C stops it)", file=sys.stderr, flush=True)
     else:
-        print(ui_cli.announce_live(url, own is not None, "squall UI") + "  (Ctrl-C stops it)", file=sys.stderr,
-              flush=True)
+        print(
+            ui_cli.announce_live(url, own is not None, "squall UI") + "  (Ctrl-C stops it)", file=sys.stderr, flush=True
+        )
     if not opts.no_browser:
         try:
             import webbrowser
@@ -138,13 +143,12 @@ def _finish_saving(outcome) -> str | None:
         error = str(e)
     except Exception as e:  # never change the program's outcome
         error = f"could not finish the recording file ({type(e).__name__}: {e})"
-    error = error[len(f"{PROG}: "):] if error.startswith(f"{PROG}: ") else error
+    error = error[len(f"{PROG}: ") :] if error.startswith(f"{PROG}: ") else error
     if outcome is not None:
         outcome.save_error = error
     else:
         _warn(error)
     return None
-
 
 
 def _stop_recording() -> None:
@@ -166,8 +170,9 @@ def _print_summary(opts, outcome: _Outcome | None = None, saved_to: str | None =
     try:
         from squall.summary import render_summary
 
-        text = render_summary(uncaught=outcome.uncaught if outcome is not None else None, saved_to=saved_to,
-                              save_error=save_error)
+        text = render_summary(
+            uncaught=outcome.uncaught if outcome is not None else None, saved_to=saved_to, save_error=save_error
+        )
     except KeyboardInterrupt:  # Ctrl-C while summarizing a big recording: the program is over
         text = f"{PROG}: summary interrupted (Ctrl-C)" + (f"; the recording is saved to {saved_to}" if saved_to else "")
     except Exception as e:  # the summary must never change the program's outcome

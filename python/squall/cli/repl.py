@@ -19,8 +19,12 @@ def _console_namespace() -> dict:
             pass
     import importlib
 
-    for short, full in (("squall", "squall"), ("api", "squall.api"),
-                        ("indexes", "squall.indexes"), ("values", "squall.values")):
+    for short, full in (
+        ("squall", "squall"),
+        ("api", "squall.api"),
+        ("indexes", "squall.indexes"),
+        ("values", "squall.values"),
+    ):
         try:
             ns[short] = importlib.import_module(full)
         except Exception:
@@ -61,8 +65,12 @@ def cmd_repl(opts) -> int:
     main = _fresh_main({"__name__": "__main__", "__doc__": None, "__builtins__": builtins})
     main.__dict__.update(ns)
     sys.modules["__main__"] = main
-    _interact(main.__dict__, banner=(
-        f"squall {_version()} on Python {sys.version.split()[0]}: recording is on.\n"
-        "Query it with indexes.all_flows(), indexes.fn_call_stats(0), indexes.exceptions(); "
-        "values.deref_val_id(ref)."))
+    _interact(
+        main.__dict__,
+        banner=(
+            f"squall {_version()} on Python {sys.version.split()[0]}: recording is on.\n"
+            "Query it with indexes.all_flows(), indexes.fn_call_stats(0), indexes.exceptions(); "
+            "values.deref_val_id(ref)."
+        ),
+    )
     return 0

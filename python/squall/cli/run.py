@@ -14,8 +14,11 @@ from .runner import _exit_like_sigint, _Outcome, _own_headroom, _run_module, _ru
 def cmd_run(opts, prog_argv: list[str]) -> int:
     if opts.module is None:
         if not prog_argv:
-            print(f"usage: {PROG} run [options] (script.py | -m module) [args ...]\n"
-                  f"{PROG} run: error: a script or -m MODULE is required", file=sys.stderr)
+            print(
+                f"usage: {PROG} run [options] (script.py | -m module) [args ...]\n"
+                f"{PROG} run: error: a script or -m MODULE is required",
+                file=sys.stderr,
+            )
             return 2
         target, prog_args = prog_argv[0], prog_argv[1:]
     else:
@@ -23,8 +26,9 @@ def cmd_run(opts, prog_argv: list[str]) -> int:
 
     if target is not None and not os.path.exists(target):
         # Fail before touching anything, exactly as python does.
-        print(f"{PROG}: can't open file {os.path.abspath(target)!r}: "
-              f"[Errno 2] No such file or directory", file=sys.stderr)
+        print(
+            f"{PROG}: can't open file {os.path.abspath(target)!r}: [Errno 2] No such file or directory", file=sys.stderr
+        )
         return 2
 
     program_argv = [target] + prog_args if target is not None else ["-m", opts.module] + prog_args
@@ -47,9 +51,13 @@ def cmd_run(opts, prog_argv: list[str]) -> int:
             ns = merged
         saved = _finish_saving(outcome)
         _print_summary(opts, outcome, saved)
-        _interact(ns, banner=(
-            f"{PROG}: the recording is in this process. Try indexes.all_flows(), "
-            "indexes.fn_call_stats(0), indexes.exceptions()."))
+        _interact(
+            ns,
+            banner=(
+                f"{PROG}: the recording is in this process. Try indexes.all_flows(), "
+                "indexes.fn_call_stats(0), indexes.exceptions()."
+            ),
+        )
         return outcome.exit_code
 
     _wait_for_threads()

@@ -35,7 +35,6 @@ def _compile_main(hook, source, path: str, raw: Optional[bytes] = None):
     return compile(source, path, "exec", dont_inherit=True)
 
 
-
 class _Outcome:
     def __init__(self) -> None:
         self.exit_code = 0
@@ -196,14 +195,14 @@ def _undecodable(raw: bytes, abspath: str):
         raise SyntaxError(
             f"Non-UTF-8 code starting with '\\x{raw[e.start]:02x}' in file {abspath} on line "
             f"{line}, but no encoding declared; see https://peps.python.org/pep-0263/ for "
-            "details") from None
+            "details"
+        ) from None
     import re
 
     for line in raw.splitlines()[:2]:
         m = re.match(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", line)
         if m:
-            raise SyntaxError(
-                f"encoding problem: {m.group(1).decode('ascii', 'replace')}") from None
+            raise SyntaxError(f"encoding problem: {m.group(1).decode('ascii', 'replace')}") from None
     return raw
 
 
@@ -213,8 +212,7 @@ def _run_script(path: str, prog_args: list[str], hook, outcome: _Outcome) -> Non
         with open(path, "rb") as f:
             raw = f.read()
     except OSError as e:
-        print(f"{PROG}: can't open file {abspath!r}: [Errno {e.errno}] {e.strerror}",
-              file=sys.stderr)
+        print(f"{PROG}: can't open file {abspath!r}: [Errno {e.errno}] {e.strerror}", file=sys.stderr)
         outcome.exit_code = 2
         return
     if os.path.isdir(path):  # pragma: no cover - open() of a dir raises on POSIX
@@ -228,11 +226,19 @@ def _run_script(path: str, prog_args: list[str], hook, outcome: _Outcome) -> Non
     from importlib.util import decode_source
 
     loader = SourceFileLoader("__main__", abspath)
-    main = _fresh_main({
-        "__name__": "__main__", "__doc__": None, "__package__": None, "__loader__": loader,
-        "__spec__": None, "__annotations__": {}, "__builtins__": builtins,
-        "__file__": abspath, "__cached__": None,
-    })
+    main = _fresh_main(
+        {
+            "__name__": "__main__",
+            "__doc__": None,
+            "__package__": None,
+            "__loader__": loader,
+            "__spec__": None,
+            "__annotations__": {},
+            "__builtins__": builtins,
+            "__file__": abspath,
+            "__cached__": None,
+        }
+    )
     sys.modules["__main__"] = main
     try:
         try:
@@ -291,12 +297,19 @@ def _run_module(mod_name: str, prog_args: list[str], hook, outcome: _Outcome) ->
             return
 
     cached = spec.cached if spec.has_location else None
-    main = _fresh_main({
-        "__name__": "__main__", "__doc__": None, "__package__": spec.parent,
-        "__loader__": spec.loader, "__spec__": spec, "__annotations__": {},
-        "__builtins__": builtins, "__file__": origin if spec.has_location else None,
-        "__cached__": cached,
-    })
+    main = _fresh_main(
+        {
+            "__name__": "__main__",
+            "__doc__": None,
+            "__package__": spec.parent,
+            "__loader__": spec.loader,
+            "__spec__": spec,
+            "__annotations__": {},
+            "__builtins__": builtins,
+            "__file__": origin if spec.has_location else None,
+            "__cached__": cached,
+        }
+    )
     if not spec.has_location:
         del main.__dict__["__file__"]
     sys.modules["__main__"] = main

@@ -176,10 +176,12 @@ def explain(module: str, cfg: Optional[Config] = None) -> Explanation:
         would = cfg.decide(module, origin)
         if would.instrumented and module != "__main__":
             return Explanation(
-                module, False,
+                module,
+                False,
                 "it was imported before squall's import hook was installed, so it ran unrecorded; "
                 "reload it (importlib.reload) or start the program under `squall run` to record it",
-                origin, "pre-imported",
+                origin,
+                "pre-imported",
             )
         would.imported = True
         return would

@@ -66,4 +66,3 @@ def _runtime_decision(name: str) -> Optional[Tuple[str, bool]]:
     with _decisions_lock:
         pre = _prefix_match(name, sorted(_runtime, key=len, reverse=True))
         return None if pre is None else (pre, _runtime[pre])
-

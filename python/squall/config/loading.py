@@ -40,8 +40,7 @@ def _as_list(value: Any, where: str, key: str) -> List[str]:
     if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
         return [v.strip() for v in value if v.strip()]
     raise ConfigError(
-        "squall: bad %s %r in %s; expected a list of module prefixes like [\"app\", \"lib.x\"]"
-        % (key, value, where)
+        'squall: bad %s %r in %s; expected a list of module prefixes like ["app", "lib.x"]' % (key, value, where)
     )
 
 
@@ -63,8 +62,7 @@ def _as_overrides(value: Any, where: str, key: str) -> Dict[str, str]:
     if isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
         return {k.strip(): v.strip() for k, v in value.items()}
     raise ConfigError(
-        "squall: bad %s %r in %s; expected a table of prefix = mode like {\"heavy.pkg\" = \"calls\"}"
-        % (key, value, where)
+        'squall: bad %s %r in %s; expected a table of prefix = mode like {"heavy.pkg" = "calls"}' % (key, value, where)
     )
 
 
@@ -86,9 +84,7 @@ def _read_pyproject(path: str) -> Dict[str, Any]:
         elif k == "mode_overrides":
             out[k] = _as_overrides(value, where, key)
         else:
-            raise ConfigError(
-                "squall: unknown setting %r in %s; known: %s" % (key, where, ", ".join(SETTINGS))
-            )
+            raise ConfigError("squall: unknown setting %r in %s; known: %s" % (key, where, ", ".join(SETTINGS)))
     return out
 
 
@@ -101,7 +97,11 @@ def load(
     """Builds the effective config from defaults, pyproject, env and CLI flags."""
     env = os.environ if env is None else env
     values: Dict[str, Any] = {
-        "include": [], "skip": [], "skip_regex": None, "mode": "full", "mode_overrides": {},
+        "include": [],
+        "skip": [],
+        "skip_regex": None,
+        "mode": "full",
+        "mode_overrides": {},
     }
     sources = {k: "default" for k in SETTINGS}
 

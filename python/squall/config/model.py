@@ -60,64 +60,80 @@ class Config:
             return Explanation(name, False, "its file %s is part of squall" % origin, origin, "squall")
         if not origin or not str(origin).endswith(".py"):
             what = "a builtin or frozen module" if not origin else "not a .py source (%s)" % origin
-            return Explanation(name, False, "it is %s; only Python source can be instrumented" % what,
-                               origin, "no-source")
+            return Explanation(
+                name, False, "it is %s; only Python source can be instrumented" % what, origin, "no-source"
+            )
         runtime = _runtime_decision(name)
         if runtime is not None:
             prefix, on = runtime
             return Explanation(
-                name, on,
-                "squall.api.%sinstrument(%r) was called while the program ran"
-                % ("" if on else "un", prefix),
-                origin, "runtime",
+                name,
+                on,
+                "squall.api.%sinstrument(%r) was called while the program ran" % ("" if on else "un", prefix),
+                origin,
+                "runtime",
             )
         pre = _prefix_match(name, self.skip)
         if pre is not None:
             return Explanation(
-                name, False,
+                name,
+                False,
                 "it is under the skip prefix `%s` (from %s)" % (pre, self.sources["skip"]),
-                origin, "skip",
+                origin,
+                "skip",
             )
         if self._regex is not None and self._regex.search(name):
             return Explanation(
-                name, False,
+                name,
+                False,
                 "it matches skip_regex `%s` (from %s)" % (self.skip_regex, self.sources["skip_regex"]),
-                origin, "skip_regex",
+                origin,
+                "skip_regex",
             )
         if self.include:
             pre = _prefix_match(name, self.include)
             if pre is not None:
                 return Explanation(
-                    name, True,
+                    name,
+                    True,
                     "it is under the include prefix `%s` (from %s)" % (pre, self.sources["include"]),
-                    origin, "include",
+                    origin,
+                    "include",
                 )
             if name == "__main__":
                 return Explanation(name, True, "it is the script being run (%s)" % origin, origin, "main")
             return Explanation(
-                name, False,
+                name,
+                False,
                 "it is not under the include prefixes %s (from %s); add it to include to record it"
                 % (", ".join("`%s`" % p for p in self.include), self.sources["include"]),
-                origin, "include",
+                origin,
+                "include",
             )
         if name == "__main__":
             return Explanation(name, True, "it is the script being run (%s)" % origin, origin, "main")
         if kind == "site-packages":
             return Explanation(
-                name, False,
+                name,
+                False,
                 "its file %s is in site-packages; %s" % (origin, self._hint(name)),
-                origin, "site-packages",
+                origin,
+                "site-packages",
             )
         if kind == "stdlib":
             return Explanation(
-                name, False,
+                name,
+                False,
                 "its file %s is in the standard library; %s" % (origin, self._hint(name)),
-                origin, "stdlib",
+                origin,
+                "stdlib",
             )
         return Explanation(
-            name, True,
+            name,
+            True,
             "its file %s is your code (outside the standard library and site-packages)" % origin,
-            origin, "user",
+            origin,
+            "user",
         )
 
     def should_instrument(self, module_name: str, origin: Optional[str]) -> bool:
@@ -142,4 +158,3 @@ def _compile_regex(rx: Optional[str], source: str):
         return re.compile(rx)
     except re.error as e:
         raise ConfigError("squall: bad skip_regex %r from %s: %s" % (rx, source, e)) from None
-

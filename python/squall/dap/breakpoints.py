@@ -41,8 +41,9 @@ class Bp:
         if self.hit_text:
             m = _HIT.match(self.hit_text)
             if m is None:
-                self.error = (f"hit count `{self.hit_text}` is not understood: write N (the Nth hit), "
-                              ">= N, > N, <= N, < N or % N")
+                self.error = (
+                    f"hit count `{self.hit_text}` is not understood: write N (the Nth hit), >= N, > N, <= N, < N or % N"
+                )
             else:
                 self.hit = (m.group(1) or "==", int(m.group(2)))
         if self.condition:
@@ -57,8 +58,14 @@ class Bp:
         if self.hit is None:
             return True
         op, n = self.hit
-        return {"==": ordinal == n, ">=": ordinal >= n, ">": ordinal > n, "<=": ordinal <= n,
-                "<": ordinal < n, "%": n > 0 and ordinal % n == 0}[op]
+        return {
+            "==": ordinal == n,
+            ">=": ordinal >= n,
+            ">": ordinal > n,
+            "<=": ordinal <= n,
+            "<": ordinal < n,
+            "%": n > 0 and ordinal % n == 0,
+        }[op]
 
 
 class LineBp(Bp):
@@ -113,8 +120,9 @@ class Breakpoints:
 
     # --- searching -------------------------------------------------------------------------------
 
-    def _line_hits(self, nav: Nav, bp: LineBp, cur: int, cur_start: int, forward: bool,
-                   include_current: bool) -> Iterator[int]:
+    def _line_hits(
+        self, nav: Nav, bp: LineBp, cur: int, cur_start: int, forward: bool, include_current: bool
+    ) -> Iterator[int]:
         rec, t = self.s.rec, nav.t
         j = cur if include_current else (cur + 1 if forward else cur_start - 1)
         while 0 <= j <= nav.last:
@@ -171,8 +179,9 @@ class Breakpoints:
         for bps in self.lines.values():
             for bp in bps:
                 if bp.error is None:
-                    gens.append(tagged(self._line_hits(nav, bp, cur, cur_start, forward, include_current),
-                                       "breakpoint", bp))
+                    gens.append(
+                        tagged(self._line_hits(nav, bp, cur, cur_start, forward, include_current), "breakpoint", bp)
+                    )
         for fbp in self.fns:
             if fbp.error is None and fbp.targets:
                 gens.append(tagged(self._fn_hits(nav, fbp, cur, forward, include_current), "function breakpoint", fbp))
@@ -207,8 +216,10 @@ class Breakpoints:
                 if self._holds_quietly(t, bp, i):
                     hits.append(i)
                 if time.monotonic() > deadline:
-                    raise DapError(f"counting this breakpoint's hits took over {SEARCH_SECONDS:.0f} s "
-                                   f"({len(hits)} so far): drop its hit count or narrow its condition")
+                    raise DapError(
+                        f"counting this breakpoint's hits took over {SEARCH_SECONDS:.0f} s "
+                        f"({len(hits)} so far): drop its hit count or narrow its condition"
+                    )
             bp.all_hits[t.dap_id] = hits
         return bisect.bisect_right(hits, idx)
 
@@ -233,8 +244,9 @@ class Breakpoints:
         assert bp.log is not None
         text = re.sub(r"\{([^{}]+)\}", value, bp.log)
         file, line = nav.loc(nav.entry(idx))
-        self.s.ch.event("output", {"category": "console", "output": text + "\n", "source": source_of(file),
-                                   "line": line})
+        self.s.ch.event(
+            "output", {"category": "console", "output": text + "\n", "source": source_of(file), "line": line}
+        )
 
     def run_to_hit(self, t: Thread, forward: bool, include_current: bool = False) -> None:
         """Moves ``t`` to the next (previous) hit and reports the stop; to the end (start) of its
@@ -280,8 +292,12 @@ class Breakpoints:
                 return True
             if time.monotonic() > deadline:
                 t.idx = idx
-                self.s.stopped(t, "pause", f"searched {SEARCH_SECONDS:.0f} s for a hit without finding one: "
-                               "stopped on the way (continue searches on)")
+                self.s.stopped(
+                    t,
+                    "pause",
+                    f"searched {SEARCH_SECONDS:.0f} s for a hit without finding one: "
+                    "stopped on the way (continue searches on)",
+                )
                 return True
         return False
 
@@ -327,22 +343,25 @@ def _line_ran(s: Session, path: str, line: int) -> bool:
 def set_function_breakpoints(s: Session, args: Dict[str, Any]) -> Dict[str, Any]:
     s.need_recording()
     bps: Breakpoints = s.breakpoints
-    known = {(c["fn_ns"], c["fn_name"]) for fid in {t.flow_id for t in s.threads.values()}
-             for c in s.rec.fn_call_stats(fid)}
+    known = {
+        (c["fn_ns"], c["fn_name"]) for fid in {t.flow_id for t in s.threads.values()} for c in s.rec.fn_call_stats(fid)
+    }
     made: List[FnBp] = []
     out = []
     for spec in args.get("breakpoints") or []:
         name = str(spec.get("name", "")).strip()
-        targets = sorted((ns, fn) for ns, fn in known
-                         if name in (fn, f"{ns}.{fn}", f"{ns}:{fn}") or fn.endswith("." + name))
+        targets = sorted(
+            (ns, fn) for ns, fn in known if name in (fn, f"{ns}.{fn}", f"{ns}:{fn}") or fn.endswith("." + name)
+        )
         bp = FnBp(bps.new_id(), dict(spec, name=name), targets)
         made.append(bp)
         item: Dict[str, Any] = {"id": bp.id, "verified": bp.error is None and bool(targets)}
         if bp.error is not None:
             item["message"] = bp.error
         elif not targets:
-            item["message"] = (f"no recorded call of `{name}`: name a function as `name`, `Class.method` or "
-                               "`module.qualname`")
+            item["message"] = (
+                f"no recorded call of `{name}`: name a function as `name`, `Class.method` or `module.qualname`"
+            )
         out.append(item)
     bps.fns = made
     return {"breakpoints": out}

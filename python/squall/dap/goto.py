@@ -29,8 +29,12 @@ def goto_targets(s: Session, args: Dict[str, Any]) -> Dict[str, Any]:
     while nxt is not None and nxt <= cur_start:
         nxt = find(_after_run(nav, nxt), False)
     prev = find(cur_start - 1, True) if cur_start > 0 else None
-    wanted = [("next run", nxt), ("previous run", prev), ("first run", find(0, False)),
-              ("last run", find(nav.last, True))]
+    wanted = [
+        ("next run", nxt),
+        ("previous run", prev),
+        ("first run", find(0, False)),
+        ("last run", find(nav.last, True)),
+    ]
     targets: List[Dict[str, Any]] = []
     seen = set()
     for label, idx in wanted:

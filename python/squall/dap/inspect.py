@@ -99,12 +99,22 @@ def stack_trace(s: Session, args: Dict[str, Any]) -> Dict[str, Any]:
 @request("scopes")
 def scopes(s: Session, args: Dict[str, Any]) -> Dict[str, Any]:
     f = frame(s, args.get("frameId"))
-    out = [{"name": "Locals", "presentationHint": "locals", "variablesReference": s.handle(("locals", f)),
-            "expensive": False}]
+    out = [
+        {
+            "name": "Locals",
+            "presentationHint": "locals",
+            "variablesReference": s.handle(("locals", f)),
+            "expensive": False,
+        }
+    ]
     if f.top:
         e = Nav(s, f.t).entry(f.idx)
-        label = {"expr": "Value of this expression", "fn-return": "Return value", "fn-unwind": "Exception",
-                 "bind": "Bound value"}.get(e["type"])
+        label = {
+            "expr": "Value of this expression",
+            "fn-return": "Return value",
+            "fn-unwind": "Exception",
+            "bind": "Bound value",
+        }.get(e["type"])
         if label is not None:
             out.append({"name": label, "variablesReference": s.handle(("entry", e)), "expensive": False})
     return {"scopes": out}
@@ -155,8 +165,11 @@ def _children(v: Any) -> Optional[Tuple[str, int, Callable[[int, int], List[Tupl
         return None
     if isinstance(v, dict):
         items = list(v.items())
-        return "named", len(items), lambda a, n: [(agent.preview(k, 1, 4, 80), val, f"[{k!r}]")
-                                                   for k, val in items[a:a + n]]
+        return (
+            "named",
+            len(items),
+            lambda a, n: [(agent.preview(k, 1, 4, 80), val, f"[{k!r}]") for k, val in items[a : a + n]],
+        )
     if isinstance(v, (list, tuple)):
         seq = v
         return "indexed", len(seq), lambda a, n: [(f"[{i}]", seq[i], f"[{i}]") for i in range(a, min(a + n, len(seq)))]
@@ -167,13 +180,17 @@ def _children(v: Any) -> Optional[Tuple[str, int, Callable[[int, int], List[Tupl
         attrs = list(v.attrs.items())
         if not attrs:
             return None
-        return "named", len(attrs), lambda a, n: [(str(k), val, f".{k}") for k, val in attrs[a:a + n]]
+        return "named", len(attrs), lambda a, n: [(str(k), val, f".{k}") for k, val in attrs[a : a + n]]
     return None
 
 
 def variable(s: Session, name: str, v: Any, evaluate_name: Optional[str] = None) -> Dict[str, Any]:
-    out: Dict[str, Any] = {"name": name, "value": agent.preview(v, 2, 10, PREVIEW_CHARS),
-                           "type": _type_name(v), "variablesReference": 0}
+    out: Dict[str, Any] = {
+        "name": name,
+        "value": agent.preview(v, 2, 10, PREVIEW_CHARS),
+        "type": _type_name(v),
+        "variablesReference": 0,
+    }
     if evaluate_name:
         out["evaluateName"] = evaluate_name
     kids = _children(v)
@@ -191,7 +208,7 @@ def variables(s: Session, args: Dict[str, Any]) -> Dict[str, Any]:
     count = int(args.get("count") or 0)
     if h[0] == "locals":
         pairs = frame_locals(s, h[1])
-        pairs = pairs[start:start + count] if count > 0 else pairs[start:]
+        pairs = pairs[start : start + count] if count > 0 else pairs[start:]
         return {"variables": [variable(s, n, v, n) for n, v in pairs]}
     if h[0] == "entry":
         return {"variables": [variable(s, n, v) for n, v in entry_value(s, h[1])]}
@@ -201,8 +218,12 @@ def variables(s: Session, args: Dict[str, Any]) -> Dict[str, Any]:
         return {"variables": []}
     _, total, page = kids
     n = count if count > 0 else total
-    return {"variables": [variable(s, name, val, (evaluate_name + suffix) if evaluate_name and suffix else None)
-                          for name, val, suffix in page(start, n)]}
+    return {
+        "variables": [
+            variable(s, name, val, (evaluate_name + suffix) if evaluate_name and suffix else None)
+            for name, val, suffix in page(start, n)
+        ]
+    }
 
 
 # --- evaluate ----------------------------------------------------------------------------------
@@ -234,8 +255,12 @@ def evaluate(s: Session, args: Dict[str, Any]) -> Dict[str, Any]:
         f = frames_at(s, t, 0, 1)[0][0]
     v = evaluate_at(s, f, expression)
     out = variable(s, expression, v, expression)
-    return {"result": out["value"], "type": out["type"], "variablesReference": out["variablesReference"],
-            **{k: out[k] for k in ("indexedVariables", "namedVariables") if k in out}}
+    return {
+        "result": out["value"],
+        "type": out["type"],
+        "variablesReference": out["variablesReference"],
+        **{k: out[k] for k in ("indexedVariables", "namedVariables") if k in out},
+    }
 
 
 # --- exceptions ------------------------------------------------------------------------------
@@ -246,7 +271,9 @@ def exception_info(s: Session, args: Dict[str, Any]) -> Dict[str, Any]:
     t = s.thread(args)
     exc = s.breakpoints.exception_at(t, t.idx)
     if exc is None:
-        raise DapError(f"no exception at entry {t.idx} of thread {t.name!r}: step to one (an exception breakpoint stops there)")
+        raise DapError(
+            f"no exception at entry {t.idx} of thread {t.name!r}: step to one (an exception breakpoint stops there)"
+        )
     value = s.rec.deref_val_id(exc["throwable_ref"])
     nav = Nav(s, t)
     stack = []
@@ -268,4 +295,3 @@ def exception_info(s: Session, args: Dict[str, Any]) -> Dict[str, Any]:
             "stackTrace": "\n".join(reversed(stack)),
         },
     }
-

@@ -13,10 +13,17 @@ from typing import Any, Dict, List, Optional
 from squall.dap.session import DapError, Session, deferred, request
 
 EXCEPTION_FILTERS = [
-    {"filter": "raised", "label": "Raised Exceptions",
-     "description": "Stop where an exception left a recorded frame, caught or not"},
-    {"filter": "uncaught", "label": "Uncaught Exceptions", "default": True,
-     "description": "Stop where an exception no recorded caller handled left its innermost frame"},
+    {
+        "filter": "raised",
+        "label": "Raised Exceptions",
+        "description": "Stop where an exception left a recorded frame, caught or not",
+    },
+    {
+        "filter": "uncaught",
+        "label": "Uncaught Exceptions",
+        "default": True,
+        "description": "Stop where an exception no recorded caller handled left its innermost frame",
+    },
 ]
 
 
@@ -86,7 +93,7 @@ def launch(s: Session, args: Dict[str, Any]) -> Any:
     if not os.path.isdir(cwd):
         raise DapError(f'"cwd" `{cwd}` is not a directory')
     if program and not os.path.isfile(os.path.join(cwd, program)):
-        raise DapError(f"no program at `{os.path.join(cwd, program)}`: check \"program\" (relative to \"cwd\")")
+        raise DapError(f'no program at `{os.path.join(cwd, program)}`: check "program" (relative to "cwd")')
     out = args.get("recordingPath")
     if out:
         out = os.path.join(cwd, out)
@@ -102,8 +109,9 @@ def launch(s: Session, args: Dict[str, Any]) -> Any:
     env = dict(os.environ)
     env.update({k: str(v) for k, v in (args.get("env") or {}).items()})
     try:
-        child = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        child = subprocess.Popen(
+            cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
     except OSError as e:
         raise DapError(f"cannot start `{python}` to record the program: {e}") from None
     s.child = child
@@ -113,8 +121,10 @@ def launch(s: Session, args: Dict[str, Any]) -> Any:
     kept = "" if args.get("recordingPath") else " (removed when the session ends: set recordingPath to keep it)"
     s.output(f"squall: recording {what} to {out}{kept}\n", "console")
     tails: Dict[str, List[str]] = {"stdout": [], "stderr": []}
-    pumps = [threading.Thread(target=_pump, args=(s, child.stdout, name, tails[name]), daemon=True)
-             for name in ("stdout", "stderr")]
+    pumps = [
+        threading.Thread(target=_pump, args=(s, child.stdout, name, tails[name]), daemon=True)
+        for name in ("stdout", "stderr")
+    ]
     for p in pumps:
         p.start()
 
@@ -131,12 +141,12 @@ def launch(s: Session, args: Dict[str, Any]) -> Any:
             try:
                 if not os.path.exists(out):
                     tail = "".join(tails["stderr"][-20:]).strip()
-                    raise DapError(f"{what} exited with code {code} and left no recording"
-                                   + (f":\n{tail}" if tail else ""))
+                    raise DapError(
+                        f"{what} exited with code {code} and left no recording" + (f":\n{tail}" if tail else "")
+                    )
                 rec = _load(out)
                 if code != 0:
-                    s.output(f"squall: the program exited with code {code}; debugging what it recorded\n",
-                             "important")
+                    s.output(f"squall: the program exited with code {code}; debugging what it recorded\n", "important")
                 s.open(rec)
             except DapError as e:
                 s.ch.fail(request_msg, str(e))

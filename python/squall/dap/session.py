@@ -117,7 +117,9 @@ class Session:
                 return
             except Exception as e:  # noqa: BLE001 - an adapter bug must not end the session
                 self.log(traceback.format_exc())
-                self.ch.fail(req, f"squall dap failed on `{command}`: {type(e).__name__}: {e} (a bug: please report it)")
+                self.ch.fail(
+                    req, f"squall dap failed on `{command}`: {type(e).__name__}: {e} (a bug: please report it)"
+                )
                 return
             if body is not _DEFERRED:
                 self.ch.respond(req, body)

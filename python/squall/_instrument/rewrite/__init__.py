@@ -63,9 +63,22 @@ from .qualnames import _Qualnames
 # (`__import__("squall._instrument.rewrite", fromlist=["_"])._install_builtins()`), code caches
 # included: they stay reachable here.
 __all__ = [
-    "instrument_source", "compile_instrumented", "instrument_tree", "instrumented_source_text",
-    "ENTRY_NAMES", "EXC_NAME", "MODES", "AUG_OPS", "BoundSite", "bind_entry_constants", "compile_tree",
-    "_install_builtins", "_entry_points", "_prologue", "_Ctx", "_LOOP_ITER",
+    "instrument_source",
+    "compile_instrumented",
+    "instrument_tree",
+    "instrumented_source_text",
+    "ENTRY_NAMES",
+    "EXC_NAME",
+    "MODES",
+    "AUG_OPS",
+    "BoundSite",
+    "bind_entry_constants",
+    "compile_tree",
+    "_install_builtins",
+    "_entry_points",
+    "_prologue",
+    "_Ctx",
+    "_LOOP_ITER",
 ]
 
 MODES = ("full", "calls")
@@ -75,7 +88,6 @@ _MODE_PASSES = {"calls": [_calls_pass], "full": [_calls_pass, _full_pass]}
 
 # The default mode's passes (kept for callers that look at it).
 _PASSES = _MODE_PASSES["full"]
-
 
 
 def instrument_tree(
@@ -122,7 +134,10 @@ def _configured_mode(module_name: str) -> str:
 
 
 def instrument_source(
-    source: Union[str, bytes], filename: str, module_name: str, engine: Any = None,
+    source: Union[str, bytes],
+    filename: str,
+    module_name: str,
+    engine: Any = None,
     mode: Optional[str] = None,
 ) -> ast.Module:
     """Parses ``source`` (raising SyntaxError exactly as ``compile`` would) and returns the
@@ -132,7 +147,10 @@ def instrument_source(
 
 
 def compile_instrumented(
-    source: Union[str, bytes], filename: str, module_name: str, engine: Any = None,
+    source: Union[str, bytes],
+    filename: str,
+    module_name: str,
+    engine: Any = None,
     mode: Optional[str] = None,
 ) -> types.CodeType:
     """``instrument_source`` then ``compile``: the code object to exec as the module."""
@@ -141,8 +159,11 @@ def compile_instrumented(
 
 
 def instrumented_source_text(
-    source: Union[str, bytes], filename: str = "<string>", module_name: str = "__main__",
-    engine: Any = None, mode: Optional[str] = None,
+    source: Union[str, bytes],
+    filename: str = "<string>",
+    module_name: str = "__main__",
+    engine: Any = None,
+    mode: Optional[str] = None,
 ) -> Optional[str]:
     """The rewritten source as text (for debugging the rewriter). A call of a bound entry point
     (a constant in the code) shows as a call of ``_sq_<entry>_<id>``."""

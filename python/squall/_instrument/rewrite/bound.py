@@ -21,8 +21,17 @@ from .nodes import _const, _name
 # can keep: the code cache stores code with placeholders); ``bind_entry_constants`` puts the
 # callables in after ``compile``. Only for the real engine (explicit engines get plain calls).
 _BOUND_ENTRIES = (
-    "call", "ret", "expr", "bind",
-    "wattr", "witem", "wdelattr", "wdelitem", "waugattr", "waugitem", "wsetattr",
+    "call",
+    "ret",
+    "expr",
+    "bind",
+    "wattr",
+    "witem",
+    "wdelattr",
+    "wdelitem",
+    "waugattr",
+    "waugitem",
+    "wsetattr",
 )
 _PLACEHOLDER_TAG = "\x00squall-entry"
 _bound = threading.local()

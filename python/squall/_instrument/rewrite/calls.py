@@ -13,8 +13,7 @@ from .scopes import _has_own_yield
 class _Span:
     """A source range to register a site for (``ctx.register_site`` reads these four)."""
 
-    def __init__(self, lineno: int, col_offset: int, end_lineno: Optional[int],
-                 end_col_offset: Optional[int]):
+    def __init__(self, lineno: int, col_offset: int, end_lineno: Optional[int], end_col_offset: Optional[int]):
         self.lineno, self.col_offset = lineno, col_offset
         self.end_lineno, self.end_col_offset = end_lineno, end_col_offset
 
@@ -22,8 +21,7 @@ class _Span:
 class _Sites(ast.NodeTransformer):
     """Rewrites the return/yield/await sites of ONE function (not of nested scopes)."""
 
-    def __init__(self, ctx: _Ctx, form_id: int, resumable: bool, async_gen: bool,
-                 is_async: bool = False):
+    def __init__(self, ctx: _Ctx, form_id: int, resumable: bool, async_gen: bool, is_async: bool = False):
         self.ctx = ctx
         self.form_id = form_id
         self.resumable = resumable
@@ -96,8 +94,9 @@ class _Sites(ast.NodeTransformer):
 
     # implicit awaits: the async iterable / context manager is wrapped by the engine
     def _implicit(self, entry: str, obj: ast.expr, start: ast.AST, end: ast.AST) -> ast.Call:
-        span = _Span(start.lineno, start.col_offset,
-                     getattr(end, "end_lineno", None), getattr(end, "end_col_offset", None))
+        span = _Span(
+            start.lineno, start.col_offset, getattr(end, "end_lineno", None), getattr(end, "end_col_offset", None)
+        )
         site = self.ctx.register_site(self.form_id, self.ctx.SITE_AWAIT, span)
         return _entry_call(entry, [_const(site, obj), _const(self.form_id, obj), obj], obj)
 
@@ -173,8 +172,7 @@ class _Calls(ast.NodeTransformer):
         form = ctx.register_form(qual, node.lineno, params, kind)
         node._sq_form = form
 
-        sites = _Sites(ctx, form, resumable=is_async or gen, async_gen=is_async and gen,
-                       is_async=is_async)
+        sites = _Sites(ctx, form, resumable=is_async or gen, async_gen=is_async and gen, is_async=is_async)
         body = node.body
         doc: List[ast.stmt] = []
         if body and _is_docstring(body[0]):
@@ -196,17 +194,11 @@ class _Calls(ast.NodeTransformer):
                 body.append(ast.copy_location(ast.Return(value=ret), last))
 
         call = ast.copy_location(
-            ast.Expr(
-                value=_entry_call(
-                    "call", [_const(form, first)] + [_name(p, first) for p in params], first
-                )
-            ),
+            ast.Expr(value=_entry_call("call", [_const(form, first)] + [_name(p, first) for p in params], first)),
             first,
         )
         unwind = ast.copy_location(
-            ast.Expr(
-                value=_entry_call("unwind", [_const(form, first), _name(EXC_NAME, first)], first)
-            ),
+            ast.Expr(value=_entry_call("unwind", [_const(form, first), _name(EXC_NAME, first)], first)),
             first,
         )
         handler = ast.copy_location(
@@ -218,9 +210,7 @@ class _Calls(ast.NodeTransformer):
             first,
         )
         handler._sq_inserted = True  # type: ignore[attr-defined]
-        try_ = ast.copy_location(
-            ast.Try(body=body, handlers=[handler], orelse=[], finalbody=[]), first
-        )
+        try_ = ast.copy_location(ast.Try(body=body, handlers=[handler], orelse=[], finalbody=[]), first)
         node.body = doc + [call, try_]
         return node
 

@@ -38,12 +38,14 @@ class _Ctx:
             setattr(self, k, getattr(engine, k, d))
 
     def register_form(self, qualname: str, line: int, params: List[str], kind: int) -> int:
-        return int(
-            self.engine.register_form(self.module_name, qualname, self.filename, line, params, kind)
-        )
+        return int(self.engine.register_form(self.module_name, qualname, self.filename, line, params, kind))
 
     def register_site(
-        self, form_id: int, kind: int, node: ast.AST, symbol: Optional[str] = None,
+        self,
+        form_id: int,
+        kind: int,
+        node: ast.AST,
+        symbol: Optional[str] = None,
         reads: Optional[tuple] = None,
     ) -> int:
         line = node.lineno
@@ -56,9 +58,7 @@ class _Ctx:
             return int(self.engine.register_site(form_id, kind, line, col, end_line, end_col, symbol, reads))
         if symbol is None:
             return int(self.engine.register_site(form_id, kind, line, col, end_line, end_col))
-        return int(
-            self.engine.register_site(form_id, kind, line, col, end_line, end_col, symbol=symbol)
-        )
+        return int(self.engine.register_site(form_id, kind, line, col, end_line, end_col, symbol=symbol))
 
 
 def _reads(value: Optional[ast.AST]) -> Optional[tuple]:

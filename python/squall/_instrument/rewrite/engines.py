@@ -34,13 +34,34 @@ def _loop_unwrapped(_site: Any, obj: Any) -> Any:
 # The in-place operators of augmented writes, in the operator codes the engine's `waug*` entry
 # points take (write_entry.rs `inplace`).
 AUG_OPS = (
-    ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow,
-    ast.LShift, ast.RShift, ast.BitAnd, ast.BitOr, ast.BitXor, ast.MatMult,
+    ast.Add,
+    ast.Sub,
+    ast.Mult,
+    ast.Div,
+    ast.FloorDiv,
+    ast.Mod,
+    ast.Pow,
+    ast.LShift,
+    ast.RShift,
+    ast.BitAnd,
+    ast.BitOr,
+    ast.BitXor,
+    ast.MatMult,
 )
 _AUG_FNS = (
-    operator.iadd, operator.isub, operator.imul, operator.itruediv, operator.ifloordiv,
-    operator.imod, operator.ipow, operator.ilshift, operator.irshift, operator.iand,
-    operator.ior, operator.ixor, operator.imatmul,
+    operator.iadd,
+    operator.isub,
+    operator.imul,
+    operator.itruediv,
+    operator.ifloordiv,
+    operator.imod,
+    operator.ipow,
+    operator.ilshift,
+    operator.irshift,
+    operator.iand,
+    operator.ior,
+    operator.ixor,
+    operator.imatmul,
 )
 
 

@@ -63,4 +63,3 @@ def _full_pass(tree: ast.AST, ctx: _Ctx) -> None:
     ctx.setattr_rebound = _rebinds(tree, "setattr")  # type: ignore[attr-defined]
     f = _Full(ctx, _known_functions(tree))
     tree.body = f.stmts(tree.body)  # type: ignore[attr-defined]
-

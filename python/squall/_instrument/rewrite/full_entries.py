@@ -50,10 +50,7 @@ class _FullEntries:
     def _fusable(self, t: Any) -> bool:
         """``t`` is a single name whose binding can be recorded by the call that produces its
         value (``x = _sq_bind(SITE, v)``, ``for x in _sq_for(SITE, it)``)."""
-        return (
-            _FUSE_BINDS and self._on() and isinstance(t, ast.Name)
-            and not t.id.startswith("_sq_")
-        )
+        return _FUSE_BINDS and self._on() and isinstance(t, ast.Name) and not t.id.startswith("_sq_")
 
     def _loop_iter(self, target: ast.Name, it: ast.expr, loop: ast.AST) -> ast.Call:
         """``_sq_for(SITE, it)`` for the loop (a ``for`` statement or a comprehension) ``loop``.
@@ -148,4 +145,3 @@ class _FullEntries:
             return fn()
         finally:
             self.form, self.locals, self.lazy = saved
-

@@ -79,9 +79,13 @@ class _FullExprs(_FullEntries):
                 k.value = self.e(k.value, wrap=k.arg is None)
             return node, False
         if (
-            isinstance(f, ast.Name) and f.id == "setattr" and f.id not in self.locals
-            and not self.ctx.setattr_rebound and self._on()
-            and len(node.args) == 3 and not node.keywords
+            isinstance(f, ast.Name)
+            and f.id == "setattr"
+            and f.id not in self.locals
+            and not self.ctx.setattr_rebound
+            and self._on()
+            and len(node.args) == 3
+            and not node.keywords
             and not any(isinstance(a, ast.Starred) for a in node.args)
         ):
             # `setattr(o, n, v)` -> `_sq_wsetattr(S, o, n, v)`: same operands, same order, the
@@ -174,7 +178,8 @@ class _FullExprs(_FullEntries):
             elif self._on():
                 calls = [
                     self._bind_call(n, n.id, _name(n.id, n))
-                    for n in _target_names(g.target, []) if not n.id.startswith("_sq_")
+                    for n in _target_names(g.target, [])
+                    if not n.id.startswith("_sq_")
                 ]
                 if calls:
                     # `if (_sq_bind(S1, k), _sq_bind(S2, v))`: a non-empty tuple is true
@@ -227,4 +232,3 @@ class _FullExprs(_FullEntries):
         elif isinstance(t, (ast.Tuple, ast.List)):
             t.elts = [self._target(x) for x in t.elts]
         return t
-

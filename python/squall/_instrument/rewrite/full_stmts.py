@@ -217,7 +217,8 @@ class _FullStmts(_FullEntries):
     def s_Import(self, node: Any) -> Any:
         names = [
             ast.copy_location(ast.Name(id=a.asname or a.name.split(".")[0], ctx=ast.Store()), node)
-            for a in node.names if a.name != "*"
+            for a in node.names
+            if a.name != "*"
         ]
         return [node] + self._binds(names)
 
@@ -229,4 +230,3 @@ class _FullStmts(_FullEntries):
             c.guard = self.e(c.guard)
             c.body = self._binds(_pattern_names(c.pattern, [])) + self.stmts(c.body)
         return node
-

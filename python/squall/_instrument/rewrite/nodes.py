@@ -12,13 +12,8 @@ def _const(v: Any, at: ast.AST) -> ast.Constant:
     return ast.copy_location(ast.Constant(value=v), at)
 
 
-
 def _is_docstring(stmt: ast.stmt) -> bool:
-    return (
-        isinstance(stmt, ast.Expr)
-        and isinstance(stmt.value, ast.Constant)
-        and isinstance(stmt.value.value, str)
-    )
+    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str)
 
 
 def _param_names(args: ast.arguments) -> List[str]:

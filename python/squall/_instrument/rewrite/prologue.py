@@ -39,9 +39,7 @@ def _prologue(ctx: _Ctx, explicit_engine: bool, at: ast.AST) -> ast.stmt:
         )
     else:  # tests and embedders: module globals bound to that engine's entry points
         key = _engine_key(ctx.engine)
-        target = ast.Tuple(
-            elts=[ast.Name(id=v, ctx=ast.Store()) for v in ENTRY_NAMES.values()], ctx=ast.Store()
-        )
+        target = ast.Tuple(elts=[ast.Name(id=v, ctx=ast.Store()) for v in ENTRY_NAMES.values()], ctx=ast.Store())
         value = ast.Call(
             func=ast.Attribute(value=imp_self, attr="_entry_points", ctx=ast.Load()),
             args=[ast.Constant(value=key)],
@@ -57,9 +55,7 @@ def _prologue_index(body: List[ast.stmt]) -> int:
     if body and _is_docstring(body[0]):
         i = 1
     while (
-        i < len(body)
-        and isinstance(body[i], ast.ImportFrom)
-        and body[i].module == "__future__"  # type: ignore[attr-defined]
+        i < len(body) and isinstance(body[i], ast.ImportFrom) and body[i].module == "__future__"  # type: ignore[attr-defined]
     ):
         i += 1
     return i

@@ -98,4 +98,3 @@ class _Qualnames(ast.NodeVisitor):
 
     def visit_GeneratorExp(self, node: Any) -> None:
         self._comprehension(node, "<genexpr>")
-
