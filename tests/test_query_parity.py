@@ -1,8 +1,9 @@
 """The UI's API and the Python API give the same answers: every corpus program
 (``tests/programs/*.py`` and the bundled example) is recorded to a file, which is opened with
 ``squall.load`` and served by the UI server (``_engine.serve_file``); exceptions, bookmarks,
-calls per function, stepping (next-over, prev-over, next-out, prev-out), power stepping, loops
-and goto file:line are asked of both and compared. Both call the same core queries
+calls per function, stepping (next-over, prev-over, next-out, prev-out), power stepping, loops,
+goto file:line, every recorded value printed with print level/length and the multi-thread order
+(every flow's entries merged across threads, paged) are asked of both and compared. Both call the same core queries
 (``crates/squall_trace``): this test catches a front end that answers on its own.
 """
 
@@ -175,3 +176,43 @@ def test_goto_line_is_the_same(recorded):
             for h in rec.line_hits(file, line, flow_id=fid)
         ]
         assert from_ui == from_py, (file, line)
+
+
+# print level / print length pairs the value printing is compared at (the UI's default first).
+BOUNDS = [(3, 20), (1, 1), (0, 5), (2, 0), (50, 10_000)]
+# The entry-level part of a Python value ref: what the UI calls `v` (crates/squall_python/src/query.rs).
+LOCAL = 0xFFFF_FFFF
+
+
+def test_value_printing_is_the_same(recorded):
+    rec, ui, tls = recorded
+    seen = 0
+    for tl, (fid, tid) in enumerate(tls):
+        refs = {
+            e[k]
+            for e in rec.get_referenced_maps_timeline(fid, tid)
+            for k in ("result_ref", "value_ref", "throwable_ref")
+            if e.get(k) is not None
+        }
+        for ref in sorted(refs):
+            for level, length in BOUNDS:
+                want = ui.get("value", tl=tl, v=ref & LOCAL, level=level, length=length)["repr"]
+                assert rec.val_pprint(ref, print_level=level, print_length=length) == want, (tl, ref, level, length)
+            seen += 1
+    assert seen > 0
+
+
+def test_multi_thread_order_is_the_same(recorded):
+    rec, ui, tls = recorded
+    for fid in sorted(rec.all_flows()):
+        total = ui.get("order", flow=fid, limit=1)["total"]
+        assert total == sum(rec.timeline_count(fid, tid) for tid in rec.all_flows()[fid])
+        for page in (1000, 7):
+            from_ui, from_py = [], []
+            for start in range(0, min(total, 3 * page), page):
+                from_ui += [
+                    (tls[x["tl"]], x["idx"]) for x in ui.get("order", flow=fid, start=start, limit=page)["items"]
+                ]
+                from_py += [((fid, e["thread_id"]), e["idx"]) for e in rec.total_order_timeline(fid, start, page)]
+            assert from_ui == from_py, (fid, page)
+            assert len(from_py) == min(total, 3 * page)

@@ -9,7 +9,8 @@ One line per recorded call, indented two spaces per nesting level::
     __main__.main() -> await <coroutine ...>   a coroutine segment ending at an `await`
     __main__.work() -> <no exit recorded>      a call still running (or never left)
 
-Values are printed with :func:`squall.values.pformat` (what ``val_pprint`` uses) within
+Values are printed with :func:`squall.values.pformat` (a printer of the values ``deref_val_id``
+gives; ``val_pprint`` prints with the core's printer instead) within
 ``print_level`` / ``print_length``; a snapshot the recorder cut keeps its marker visible even when
 ``print_length`` hides the items before it. An exception the recorder did not keep (a lambda's:
 lambdas have no statements to catch it in) shows as ``!! <exception not recorded>``.

@@ -132,9 +132,9 @@ class Queries:
         self, value_ref: Optional[int], print_level: Optional[int] = None, print_length: Optional[int] = None
     ) -> str:
         """The recorded value printed within bounds (see ``squall.values.val_pprint``)."""
-        from squall.values import pformat
+        from squall.values import pprint_ref
 
-        return pformat(self.deref_val_id(value_ref), print_level=print_level, print_length=print_length)
+        return pprint_ref(self._b, value_ref, print_level, print_length)
 
     def _warn_if_nothing_recorded(self) -> None:
         if not self._b.is_recording() and not self._b.all_flows():
@@ -212,6 +212,14 @@ class Queries:
             e["fn_call_idx"] = i
             out.append(e)
         return out
+
+    def total_order_timeline(self, flow_id: int = 0, start: int = 0, limit: int = 1000) -> List[dict]:
+        """Every thread's entries of a flow in the order they were recorded (FlowStorm's
+        total-order timeline), from the ``start``-th, at most ``limit``; each entry also carries
+        ``thread_id`` and ``thread_name``. The recorder marks each switch between threads, so the
+        order is exact (the GIL lets one thread record at a time). The page is the core's
+        (``crates/squall_trace/src/order.rs``), the one the UI's multi-thread timeline shows."""
+        return list(self._b.total_order_timeline(flow_id, start, limit))
 
     def fn_call_stats(self, flow_id: int = 0, thread_id: Optional[int] = None) -> List[dict]:
         """Calls per function (``fn_ns``, ``fn_name``, ``form_id``, ``cnt``), most called first, for one
@@ -452,6 +460,7 @@ power_step = _live.power_step
 loop_iterations = _live.loop_iterations
 writes = _live.writes
 outputs = _live.outputs
+total_order_timeline = _live.total_order_timeline
 
 
 def _same_exception(a: Any, b: Any) -> bool:
@@ -476,11 +485,3 @@ def _safe_eq(a: Any, b: Any) -> bool:
         return bool(a == b)
     except Exception:  # noqa: BLE001 - a user's __eq__ may raise anything
         return False
-
-
-def total_order_timeline(flow_id: int = 0, start: int = 0, limit: int = 1000) -> List[dict]:
-    """Every thread's entries of a flow in the order they were recorded (FlowStorm's
-    total-order timeline), from the ``start``-th, at most ``limit``; each entry also carries
-    ``thread_id`` and ``thread_name``. The recorder marks each switch between threads, so the
-    order is exact (the GIL lets one thread record at a time)."""
-    return list(_live._b.total_order_timeline(flow_id, start, limit))

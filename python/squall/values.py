@@ -265,8 +265,25 @@ def val_pprint(
 ) -> str:
     """The recorded value printed within bounds, like Clojure's ``*print-level*`` and
     ``*print-length*``: containers nested deeper than ``print_level`` print as ``...``, and only the
-    first ``print_length`` items of each container are printed, followed by ``...``."""
-    return pformat(deref_val_id(value_ref), print_level=print_level, print_length=print_length, width=width)
+    first ``print_length`` items of each container are printed, followed by ``...``. Objects print
+    their recorded fields within the same bounds. Printed by the core's printer
+    (``crates/squall_trace/src/printer.rs``), the one the UI's value inspector uses. ``width``
+    is accepted for FlowStorm's signature and not used (one line)."""
+    return pprint_ref(_engine.live(), value_ref, print_level, print_length)
+
+
+def pprint_ref(
+    recording: Any, value_ref: Optional[int], print_level: Optional[int], print_length: Optional[int]
+) -> str:
+    """``val_pprint`` of a ref of ``recording`` (an ``_engine.Recording``), its arguments checked."""
+    if value_ref is None:
+        return "None"
+    if not isinstance(value_ref, int) or isinstance(value_ref, bool):
+        raise TypeError(f"val_pprint expects a value ref (an int from an entry's `*_ref` key), got {value_ref!r}")
+    for name, bound in (("print_level", print_level), ("print_length", print_length)):
+        if bound is not None and (not isinstance(bound, int) or isinstance(bound, bool) or bound < 0):
+            raise ValueError(f"val_pprint: {name} must be None (no bound) or an int >= 0, got {bound!r}")
+    return recording.val_pprint(value_ref, print_level, print_length)
 
 
 def pformat(value: Any, print_level: Optional[int] = None, print_length: Optional[int] = None, width: int = 100) -> str:

@@ -11,7 +11,6 @@ use squall_store::{Recording, StoreError, MISSING_VALUE};
 use squall_trace::{ExpandBudget, Forms, Snap, ValRef, ValueStore};
 
 use crate::query::{deref_value, q, Backend, TlView};
-use crate::snap::to_python;
 
 /// A recording file, loaded: the file backend of the queries.
 pub struct FileData {
@@ -89,18 +88,17 @@ impl Backend for FileData {
         self.rec.timelines.get(number as usize).map(|t| &t.values)
     }
 
-    fn slot_value(&self, py: Python<'_>, view: &TlView<'_>, slot: u32) -> PyResult<Py<PyAny>> {
+    fn slot_snap(&self, view: &TlView<'_>, slot: u32) -> PyResult<Snap> {
         let t = &self.rec.timelines[view.number as usize];
         if t.values.entry_ref(ValRef(slot)).0 as usize >= t.values.len() {
             // A file cut short before the value was saved: shown as missing, as the web UI does.
-            let missing = Snap::Opaque {
+            return Ok(Snap::Opaque {
                 type_name: MISSING_VALUE.into(),
                 id: 0,
                 repr: "<value not saved: the recording was cut short before it was written>".into(),
-            };
-            return to_python(py, &missing);
+            });
         }
-        to_python(py, &t.values.to_snap(ValRef(slot), ExpandBudget::FULL))
+        Ok(t.values.to_snap(ValRef(slot), ExpandBudget::FULL))
     }
 
     fn store(&self, view: &TlView<'_>) -> Option<&ValueStore> {
@@ -356,6 +354,13 @@ impl PyRecording {
     }
     fn deref(&self, py: Python<'_>, value_ref: u64) -> PyResult<Py<PyAny>> {
         deref_value(py, self.b(), value_ref)
+    }
+    /// The value a ref names printed by the core's bounded printer (`squall_trace::printer::pprint`,
+    /// what the UI's `/api/value` shows); `None`: no bound.
+    #[pyo3(signature = (value_ref, print_level=None, print_length=None))]
+    fn val_pprint(&self, value_ref: u64, print_level: Option<usize>, print_length: Option<usize>) -> PyResult<String> {
+        let snap = crate::printed::snap_of_ref(self.b(), value_ref)?;
+        Ok(squall_trace::printer::pprint(&snap, print_level.unwrap_or(usize::MAX), print_length.unwrap_or(usize::MAX)))
     }
     /// The value ref of each argument named by an args ref (None: not recorded).
     fn arg_refs(&self, args_ref: u64) -> PyResult<Vec<Option<u64>>> {

@@ -4,8 +4,9 @@
 //! lives, finds the same id by its address. The map holds addresses only (no reference, no
 //! weakref: the program sees nothing of it). An address reused by a later object must not give
 //! that object the dead one's id: `deaths.rs` hooks the deallocation of the types the recorder
-//! gives identities to and forgets the address there; objects of types it cannot hook get no
-//! identity. An address found with another type than before is a new object too.
+//! gives identities to and forgets the address there (`addr_filter.rs` tells it which addresses
+//! may hold one); objects of types it cannot hook get no identity. This map knows nothing of
+//! the hooks (`deaths.rs` is above it). An address found with another type than before is a new object too.
 
 use pyo3::ffi;
 use squall_trace::ObjId;
@@ -106,7 +107,7 @@ impl Identities {
                 self.next += 1;
                 if !found {
                     // Counted before the identity exists (the filter may be high, never low).
-                    crate::deaths::watch(addr);
+                    crate::addr_filter::watch(addr);
                 }
                 self.by_addr.insert(addr, (id, tp));
                 self.near[near_slot(addr)] = (addr, tp, id);
@@ -116,13 +117,19 @@ impl Identities {
         self.remember(addr, tp, id)
     }
 
-    /// `o`'s identity if objects of its type report their deaths (`deaths::watched`), else 0
-    /// (none): an identity found by address could then be a freed object's.
+    /// `o`'s identity if objects of its type report their deaths (`watched(type)`: the caller
+    /// passes `deaths::watched`, which this map does not know of; it is called with the type of
+    /// the live object `o`, GIL held), else 0 (none): an identity
+    /// found by address could then be a freed object's.
     ///
     /// # Safety
     /// GIL held; `o` a valid object.
     #[inline]
-    pub unsafe fn of_watched(&mut self, o: *mut ffi::PyObject) -> ObjId {
+    pub unsafe fn of_watched(
+        &mut self,
+        o: *mut ffi::PyObject,
+        watched: impl FnOnce(*mut ffi::PyTypeObject) -> bool,
+    ) -> ObjId {
         // SAFETY: this fn's contract: `o` is a live object, so its type is readable.
         let tp = unsafe { ffi::Py_TYPE(o) };
         let addr = o as usize;
@@ -134,8 +141,7 @@ impl Identities {
         if let Some(id) = self.mapped(addr, tp as usize) {
             return self.remember(addr, tp as usize, id);
         }
-        // SAFETY: this fn's contract (GIL held) and `tp` is the type of the live object `o`.
-        if !unsafe { crate::deaths::watched(tp) } {
+        if !watched(tp) {
             return 0;
         }
         self.of_slow(addr, tp as usize)
@@ -157,7 +163,7 @@ impl Identities {
     /// The object at `addr` is being freed: a later object there is another one.
     pub fn forget(&mut self, addr: usize) {
         if self.by_addr.remove(&addr).is_some() {
-            crate::deaths::unwatch(addr);
+            crate::addr_filter::unwatch(addr);
         }
         if let Some(e) = self.near.get_mut(near_slot(addr)) {
             if e.0 == addr {
@@ -184,6 +190,6 @@ impl Identities {
         self.last = [(0, 0, 0); LAST];
         self.near = Vec::new();
         self.by_addr = AddrMap::with_hasher(foldhash::fast::FixedState::with_seed(0x5ca11));
-        crate::deaths::unwatch_all();
+        crate::addr_filter::unwatch_all();
     }
 }

@@ -1,5 +1,6 @@
 //! `squall._engine`: the CPython recorder and thin bindings over `squall_trace`'s queries.
 
+mod addr_filter;
 mod agent_queries;
 mod arg_refs;
 mod awaiting;
@@ -14,6 +15,7 @@ mod identity;
 mod ints;
 mod loop_iter;
 mod outputs;
+mod printed;
 mod query;
 mod query_threads;
 mod record;

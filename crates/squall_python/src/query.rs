@@ -27,8 +27,8 @@ pub trait Backend {
     /// Flows in order, each with its timelines in creation order.
     fn flows(&self) -> Vec<(u32, Vec<TlView<'_>>)>;
     fn by_number(&self, number: u32) -> Result<TlView<'_>, PyErr>;
-    /// The Python object for value-table slot `slot` of timeline `view`.
-    fn slot_value(&self, py: Python<'_>, view: &TlView<'_>, slot: u32) -> PyResult<Py<PyAny>>;
+    /// Value-table slot `slot` of timeline `view`, whole, as recorded.
+    fn slot_snap(&self, view: &TlView<'_>, slot: u32) -> PyResult<squall_trace::Snap>;
     /// The value store of timeline `view`.
     fn store(&self, view: &TlView<'_>) -> Option<&ValueStore>;
     /// The value store of timeline `number` (queries that read recorded states: writes).
@@ -60,7 +60,7 @@ fn after_write_ref(rec: &TlView<'_>, write_idx: u32) -> u64 {
 
 /// The target of write entry `idx` as of that write: its newest state stored before the write,
 /// with the writes to it since (up to this one) applied. `None`: no state of it was recorded.
-fn after_write(store: &ValueStore, tl: &Timeline, forms: &Forms, idx: u32) -> Option<squall_trace::Snap> {
+pub(crate) fn after_write(store: &ValueStore, tl: &Timeline, forms: &Forms, idx: u32) -> Option<squall_trace::Snap> {
     let (obj, _, store_len) = tl.write_record(idx as usize)?;
     squall_trace::sync_writes(tl, forms, store);
     let state = store.state_before(obj, store_len)?;
@@ -209,7 +209,7 @@ fn decode<B: Backend + ?Sized>(py: Python<'_>, b: &B, rec: &TlView<'_>, v: ValRe
         Decoded::Int(i) => i.into_pyobject(py)?.into_any().unbind(),
         Decoded::None | Decoded::Absent => py.None(),
         Decoded::Bool(x) => x.into_pyobject(py)?.to_owned().into_any().unbind(),
-        Decoded::Slot(i) => b.slot_value(py, rec, i)?,
+        Decoded::Slot(i) => crate::snap::to_python(py, &b.slot_snap(rec, i)?)?,
     })
 }
 
@@ -236,7 +236,7 @@ impl Backend for Engine {
         self.recs.get(number as usize).and_then(|r| r.as_deref()).map(|r| &r.values)
     }
 
-    fn slot_value(&self, py: Python<'_>, view: &TlView<'_>, slot: u32) -> PyResult<Py<PyAny>> {
+    fn slot_snap(&self, view: &TlView<'_>, slot: u32) -> PyResult<squall_trace::Snap> {
         let rec = self
             .recs
             .get(view.number as usize)
@@ -246,7 +246,7 @@ impl Backend for Engine {
             return Err(PyKeyError::new_err(format!("value slot {slot} is not recorded")));
         }
         squall_trace::sync_writes(&rec.tl, &self.forms, &rec.values);
-        crate::snap::to_python(py, &rec.values.to_snap(ValRef(slot), squall_trace::ExpandBudget::FULL))
+        Ok(rec.values.to_snap(ValRef(slot), squall_trace::ExpandBudget::FULL))
     }
 
     fn store(&self, view: &TlView<'_>) -> Option<&ValueStore> {
@@ -748,23 +748,15 @@ pub mod q {
     ) -> PyResult<Vec<Bound<'py, PyDict>>> {
         let views = b.flows().into_iter().find(|(f, _)| *f == flow_id).map(|(_, v)| v).unwrap_or_default();
         let tls: Vec<&squall_trace::Timeline> = views.iter().map(|v| v.tl).collect();
-        let mut out = Vec::new();
-        let mut pos = 0usize; // merged position of the segment's first entry
-        for seg in squall_trace::total_order(&tls) {
-            let n = (seg.to - seg.from) as usize;
-            if pos + n > start {
-                let first = seg.from as usize + start.saturating_sub(pos);
-                for i in first..seg.to as usize {
-                    if out.len() >= limit {
-                        return Ok(out);
-                    }
-                    let d = entry_dict(py, b, &views[seg.timeline], i)?;
-                    d.set_item("thread_id", views[seg.timeline].thread_id)?;
-                    d.set_item("thread_name", views[seg.timeline].name)?;
-                    out.push(d);
-                }
-            }
-            pos += n;
+        let query = squall_trace::order::OrderQuery { start: Some(start), limit, ..Default::default() };
+        let page = squall_trace::order::order_page(&tls, &query);
+        let mut out = Vec::with_capacity(page.items.len());
+        for item in &page.items {
+            let view = &views[item.timeline];
+            let d = entry_dict(py, b, view, item.idx as usize)?;
+            d.set_item("thread_id", view.thread_id)?;
+            d.set_item("thread_name", view.name)?;
+            out.push(d);
         }
         Ok(out)
     }

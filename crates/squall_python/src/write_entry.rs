@@ -98,7 +98,7 @@ unsafe fn write_fast(
         let Some((form, _)) = eng.forms.site_owner(site_id) else { return Fast::Slow(None) };
         let Some(rec) = current_rec_cached() else { return Fast::Slow(None) };
         let Some(frame) = rec.tl.innermost_frame_of(form, &eng.limits) else { return Fast::Slow(None) };
-        let id = IDS.get().of_watched(obj);
+        let id = IDS.get().of_watched(obj, |tp| crate::deaths::watched(tp));
         let key_ref = if key.is_null() {
             ValRef::ABSENT
         } else {
@@ -151,7 +151,7 @@ unsafe fn record_write_slow(
             return;
         };
         let Some(rec) = current_rec() else { return };
-        let id = IDS.get().of_watched(obj);
+        let id = IDS.get().of_watched(obj, |tp| crate::deaths::watched(tp));
         let key_ref = match key_ref {
             Some(k) => k,
             None if key.is_null() => ValRef::ABSENT,

@@ -8,6 +8,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Value};
+use squall_trace::order::{order_page, OrderQuery};
 use squall_trace::{display_name, Drift, Entry, Forms, Kind, TraceError, ValRef};
 
 use crate::source::View;
@@ -672,10 +673,6 @@ fn flag(q: &Q, name: &str) -> Result<bool, ApiError> {
     }
 }
 
-fn is_fn_entry(e: &Entry) -> bool {
-    matches!(e.kind(), Kind::Call | Kind::Resume | Kind::Return | Kind::Unwind)
-}
-
 /// The multi-thread timeline: the entries of one flow's threads merged in the order they were
 /// recorded (`squall_trace::total_order` over the timelines' thread-switch marks; recordings
 /// without marks come as whole timelines one after another, `"marks": false`). Paged by `start`
@@ -705,73 +702,30 @@ pub fn order(view: &dyn View, q: &Q) -> ApiResult {
         None => None,
     };
     let timelines: Vec<&squall_trace::Timeline> = mine.iter().map(|&i| tls[i].timeline).collect();
-    let segs = squall_trace::total_order(&timelines);
     let marks = timelines.iter().any(|t| !t.switches().is_empty());
-    let count = |s: &squall_trace::Segment| -> usize {
-        if only_fns {
-            let t = timelines[s.timeline];
-            (s.from..s.to).filter(|&i| t.get(i as usize).is_some_and(is_fn_entry)).count()
-        } else {
-            (s.to - s.from) as usize
-        }
+    let start = match q.get("start").map(String::as_str) {
+        None | Some("") if at.is_some() => None,
+        _ => Some(opt(q, "start", 0)?),
     };
-    // Pass 1: the total, and where `at` is.
-    let mut total = 0usize;
-    let mut at_pos = None;
-    for s in &segs {
-        if let Some((tl, idx)) = at {
-            if at_pos.is_none() && mine[s.timeline] == tl && (s.from..s.to).contains(&idx) {
-                let t = timelines[s.timeline];
-                let before = if only_fns {
-                    (s.from..idx).filter(|&i| t.get(i as usize).is_some_and(is_fn_entry)).count()
-                } else {
-                    (idx - s.from) as usize
-                };
-                at_pos = Some(total + before);
-            }
+    // `at`'s timeline is in this flow (checked above): its index among the flow's timelines.
+    let at = at.map(|(tl, idx)| (mine.iter().position(|&i| i == tl).unwrap_or(usize::MAX), idx));
+    let page = order_page(&timelines, &OrderQuery { only_fns, start, limit, at });
+    let mut items = Vec::with_capacity(page.items.len());
+    for item in &page.items {
+        let tl = mine[item.timeline];
+        let mut d = entry_json(view, tl, item.idx)?;
+        if d.get("fn").is_none() {
+            let form = d["form_id"].as_u64().unwrap_or(0) as u32;
+            d["fn"] = json!(display_name(view.forms(), form));
         }
-        total += count(s);
+        d["pos"] = json!(item.pos);
+        d["tl"] = json!(tl);
+        d["thread_id"] = json!(tls[tl].thread_id);
+        d["thread"] = json!(tls[tl].name);
+        d["switch"] = json!(item.switch);
+        items.push(d);
     }
-    let start: usize = match (q.get("start").map(String::as_str), at_pos) {
-        (None | Some(""), Some(p)) => p.saturating_sub(limit / 2),
-        _ => opt(q, "start", 0)?,
-    };
-    // Pass 2: the page.
-    let mut items = Vec::new();
-    let mut pos = 0usize;
-    let mut prev_tl = None;
-    'outer: for s in &segs {
-        let n = count(s);
-        if pos + n <= start {
-            pos += n;
-            continue;
-        }
-        let t = timelines[s.timeline];
-        let tl = mine[s.timeline];
-        for i in s.from..s.to {
-            if only_fns && !t.get(i as usize).is_some_and(is_fn_entry) {
-                continue;
-            }
-            if pos >= start {
-                if items.len() >= limit {
-                    break 'outer;
-                }
-                let mut d = entry_json(view, tl, i)?;
-                if d.get("fn").is_none() {
-                    let form = d["form_id"].as_u64().unwrap_or(0) as u32;
-                    d["fn"] = json!(display_name(view.forms(), form));
-                }
-                d["pos"] = json!(pos);
-                d["tl"] = json!(tl);
-                d["thread_id"] = json!(tls[tl].thread_id);
-                d["thread"] = json!(tls[tl].name);
-                d["switch"] = json!(prev_tl.is_some_and(|p| p != tl));
-                prev_tl = Some(tl);
-                items.push(d);
-            }
-            pos += 1;
-        }
-    }
+    let (total, start, at_pos) = (page.total, page.start, page.at);
     let threads: Vec<Value> = mine
         .iter()
         .map(|&i| json!({"tl": i, "thread_id": tls[i].thread_id, "name": tls[i].name, "len": tls[i].timeline.len()}))

@@ -1,10 +1,8 @@
 //! Values as JSON: short previews, and lazy expansion (one level, paged) with FlowStorm's print
 //! level / print length.
 
-use std::fmt::Write;
-
 use serde_json::{json, Value};
-use squall_trace::{Decoded, SeqKind, Snap, ValRef};
+use squall_trace::{Decoded, Snap, ValRef};
 
 use crate::source::View;
 
@@ -136,7 +134,7 @@ pub fn expand(snap: &Snap, path: &[usize], o: &ExpandOpts) -> Result<Value, Stri
     if earlier {
         text.push_str("(earlier) ");
     }
-    pprint(&mut text, s, o.print_level, o.print_length, 0, 200_000);
+    text.push_str(&squall_store::pprint(s, o.print_level, o.print_length));
     let truncated = (children_count(s) as u64) < total_len(s).unwrap_or(0)
         && !matches!(s, Snap::Str(_) | Snap::Bytes(_) | Snap::Object { .. });
     Ok(json!({
@@ -153,117 +151,14 @@ pub fn expand(snap: &Snap, path: &[usize], o: &ExpandOpts) -> Result<Value, Stri
     }))
 }
 
-/// A Python-like pretty print limited like FlowStorm's `val-pprint`: containers deeper than
-/// `level` print as `...`, at most `length` items per container, then `...`.
-pub fn pprint(out: &mut String, s: &Snap, level: usize, length: usize, depth: usize, budget: usize) {
-    if out.len() > budget {
-        return;
-    }
-    let deep = depth >= level;
-    match s {
-        Snap::Seq { kind, type_name, items, len, .. } => {
-            let (open, close) = match kind {
-                SeqKind::List if type_name == "list" => ("[".to_string(), "]".to_string()),
-                SeqKind::Tuple if type_name == "tuple" => ("(".into(), ")".into()),
-                SeqKind::Set if type_name == "set" => ("{".into(), "}".into()),
-                _ => (format!("{type_name}(["), "])".into()),
-            };
-            out.push_str(&open);
-            if deep && *len > 0 {
-                out.push_str("...");
-            } else {
-                for (i, it) in items.iter().take(length).enumerate() {
-                    if i > 0 {
-                        out.push_str(", ");
-                    }
-                    pprint(out, it, level, length, depth + 1, budget);
-                }
-                if items.len() > length || (items.len() as u64) < *len {
-                    out.push_str(if items.is_empty() { "..." } else { ", ..." });
-                }
-            }
-            if *kind == SeqKind::Tuple && type_name == "tuple" && *len == 1 && !deep {
-                out.push(',');
-            }
-            out.push_str(&close);
-        }
-        Snap::Map { type_name, entries, len, .. } => {
-            let plain = type_name == "dict";
-            if !plain {
-                let _ = write!(out, "{type_name}(");
-            }
-            out.push('{');
-            if deep && *len > 0 {
-                out.push_str("...");
-            } else {
-                for (i, (k, v)) in entries.iter().take(length).enumerate() {
-                    if i > 0 {
-                        out.push_str(", ");
-                    }
-                    pprint(out, k, level, length, depth + 1, budget);
-                    out.push_str(": ");
-                    pprint(out, v, level, length, depth + 1, budget);
-                }
-                if entries.len() > length || (entries.len() as u64) < *len {
-                    out.push_str(if entries.is_empty() { "..." } else { ", ..." });
-                }
-            }
-            out.push('}');
-            if !plain {
-                out.push(')');
-            }
-        }
-        Snap::Object { type_name, attrs, repr, id } => {
-            if deep || attrs.is_empty() {
-                out.push_str(repr);
-            } else {
-                let short = type_name.rsplit('.').next().unwrap_or(type_name);
-                if *id != 0 {
-                    let _ = write!(out, "{short}#{id}(");
-                } else {
-                    let _ = write!(out, "{short}(");
-                }
-                for (i, (k, v)) in attrs.iter().take(length).enumerate() {
-                    if i > 0 {
-                        out.push_str(", ");
-                    }
-                    out.push_str(k);
-                    out.push('=');
-                    pprint(out, v, level, length, depth + 1, budget);
-                }
-                if attrs.len() > length {
-                    out.push_str(", ...");
-                }
-                out.push(')');
-            }
-        }
-        Snap::Earlier { value, .. } => {
-            out.push_str("(earlier) ");
-            pprint(out, value, level, length, depth, budget);
-        }
-        other => out.push_str(&squall_store::preview(other, budget.saturating_sub(out.len()).max(16))),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use squall_trace::SeqKind;
 
     fn list(items: Vec<Snap>) -> Snap {
         let len = items.len() as u64;
         Snap::Seq { kind: SeqKind::List, type_name: "list".into(), id: 0, items, len }
-    }
-
-    #[test]
-    fn print_level_and_length() {
-        let v =
-            list(vec![Snap::Int(1), list(vec![Snap::Int(2), list(vec![Snap::Int(3)])]), Snap::Int(4), Snap::Int(5)]);
-        let mut s = String::new();
-        pprint(&mut s, &v, 2, 3, 0, 1000);
-        assert_eq!(s, "[1, [2, [...]], 4, ...]");
-        let mut s = String::new();
-        pprint(&mut s, &v, 9, 9, 0, 1000);
-        assert_eq!(s, "[1, [2, [3]], 4, 5]");
     }
 
     #[test]

@@ -13,6 +13,7 @@ pub mod grow;
 pub mod history;
 mod limits;
 pub mod locate;
+pub mod order;
 pub mod origin;
 mod outputs;
 pub mod printer;

@@ -136,6 +136,110 @@ fn py_str(out: &mut String, s: &str, budget: usize) {
     out.push('\'');
 }
 
+/// The opening and closing text of a sequence: Python's literal for the builtin types, else
+/// `type_name(` around one. `one`: a one-item tuple shown whole (`(1,)`); `empty`: no item shown.
+fn seq_brackets(kind: SeqKind, type_name: &str, one: bool, empty: bool) -> (String, String) {
+    match kind {
+        SeqKind::List if type_name == "list" => ("[".to_string(), "]".to_string()),
+        SeqKind::Tuple if type_name == "tuple" => ("(".into(), if one { ",)".into() } else { ")".into() }),
+        SeqKind::Set if type_name == "set" && !empty => ("{".into(), "}".into()),
+        SeqKind::FrozenSet if type_name == "frozenset" => ("frozenset({".into(), "})".into()),
+        SeqKind::List => (format!("{type_name}(["), "])".into()),
+        SeqKind::Set | SeqKind::FrozenSet => (format!("{type_name}({{"), "})".into()),
+        SeqKind::Tuple => (format!("{type_name}(("), "))".into()),
+        // `deque` and the like: Python's own repr, `deque([1, 2])`.
+        SeqKind::Other => (format!("{type_name}(["), "])".into()),
+    }
+}
+
+/// Characters of a pretty print at most (longer ones end in `…`).
+const PPRINT_MAX: usize = 200_000;
+
+/// A Python-like print of `snap` bounded like FlowStorm's `val-pprint` (Clojure's
+/// `*print-level*` / `*print-length*`): a container nested `print_level` deep or deeper prints
+/// as `[...]`, at most `print_length` items of each container print, then `...`. Objects print
+/// their recorded fields likewise (`Item#3(name='a', ...)`); leaves print as [`preview`]. The
+/// one printer of bounded values: the Python API's `val_pprint` and the UI's `/api/value` both
+/// call it.
+pub fn pprint(snap: &Snap, print_level: usize, print_length: usize) -> String {
+    let mut out = String::new();
+    write_bounded(&mut out, snap, print_level, print_length, 0);
+    cut(out, PPRINT_MAX)
+}
+
+fn write_bounded(out: &mut String, s: &Snap, level: usize, length: usize, depth: usize) {
+    if out.len() > PPRINT_MAX {
+        return;
+    }
+    let deep = depth >= level;
+    match s {
+        Snap::Seq { kind, type_name, items, len, .. } => {
+            let shown = if deep { 0 } else { items.len().min(length) };
+            let whole_one = !deep && shown == 1 && *len == 1;
+            let (open, close) = seq_brackets(*kind, type_name, whole_one, shown == 0);
+            out.push_str(&open);
+            for (i, it) in items.iter().take(shown).enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                write_bounded(out, it, level, length, depth + 1);
+            }
+            if (shown as u64) < *len {
+                out.push_str(if shown == 0 { "..." } else { ", ..." });
+            }
+            out.push_str(&close);
+        }
+        Snap::Map { type_name, entries, len, .. } => {
+            let plain = type_name == "dict";
+            if !plain {
+                let _ = write!(out, "{type_name}(");
+            }
+            out.push('{');
+            let shown = if deep { 0 } else { entries.len().min(length) };
+            for (i, (k, v)) in entries.iter().take(shown).enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                write_bounded(out, k, level, length, depth + 1);
+                out.push_str(": ");
+                write_bounded(out, v, level, length, depth + 1);
+            }
+            if (shown as u64) < *len {
+                out.push_str(if shown == 0 { "..." } else { ", ..." });
+            }
+            out.push('}');
+            if !plain {
+                out.push(')');
+            }
+        }
+        Snap::Object { type_name, attrs, repr, id } => {
+            if deep || attrs.is_empty() {
+                out.push_str(repr);
+                return;
+            }
+            short_type(out, type_name, *id);
+            out.push('(');
+            for (i, (k, v)) in attrs.iter().take(length).enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                out.push_str(k);
+                out.push('=');
+                write_bounded(out, v, level, length, depth + 1);
+            }
+            if attrs.len() > length {
+                out.push_str(if length == 0 { "..." } else { ", ..." });
+            }
+            out.push(')');
+        }
+        Snap::Earlier { value, .. } => {
+            out.push_str("(earlier) ");
+            write_bounded(out, value, level, length, depth);
+        }
+        leaf => write_snap(out, leaf, PPRINT_MAX + 1),
+    }
+}
+
 fn write_snap(out: &mut String, s: &Snap, budget: usize) {
     if out.len() > budget {
         return;
@@ -176,17 +280,7 @@ fn write_snap(out: &mut String, s: &Snap, budget: usize) {
             out.push('\'');
         }
         Snap::Seq { kind, type_name, items, len, .. } => {
-            let (open, close) = match kind {
-                SeqKind::List if type_name == "list" => ("[".to_string(), "]".to_string()),
-                SeqKind::Tuple if type_name == "tuple" => {
-                    ("(".into(), if items.len() == 1 && *len == 1 { ",)".into() } else { ")".into() })
-                }
-                SeqKind::Set if type_name == "set" && !items.is_empty() => ("{".into(), "}".into()),
-                SeqKind::FrozenSet if type_name == "frozenset" => ("frozenset({".into(), "})".into()),
-                SeqKind::List => (format!("{type_name}(["), "])".into()),
-                SeqKind::Set | SeqKind::FrozenSet => (format!("{type_name}({{"), "})".into()),
-                _ => (format!("{type_name}(("), "))".into()),
-            };
+            let (open, close) = seq_brackets(*kind, type_name, items.len() == 1 && *len == 1, items.is_empty());
             out.push_str(&open);
             for (i, it) in items.iter().enumerate() {
                 if i > 0 {
@@ -285,5 +379,55 @@ mod tests {
         let text = preview(&Snap::Str("é".repeat(100)), 41);
         assert!(text.ends_with('…'), "{text}");
         assert!(text.len() <= 41 + '…'.len_utf8());
+    }
+
+    fn list(items: Vec<Snap>) -> Snap {
+        let len = items.len() as u64;
+        Snap::Seq { kind: SeqKind::List, type_name: "list".into(), id: 0, items, len }
+    }
+
+    #[test]
+    fn pprint_keeps_to_print_level_and_length() {
+        let v =
+            list(vec![Snap::Int(1), list(vec![Snap::Int(2), list(vec![Snap::Int(3)])]), Snap::Int(4), Snap::Int(5)]);
+        assert_eq!(pprint(&v, 2, 3), "[1, [2, [...]], 4, ...]");
+        assert_eq!(pprint(&v, 9, 9), "[1, [2, [3]], 4, 5]");
+        assert_eq!(pprint(&v, 0, 9), "[...]");
+        assert_eq!(pprint(&list(vec![]), 0, 9), "[]");
+    }
+
+    #[test]
+    fn pprint_prints_containers_as_preview_does() {
+        let one =
+            Snap::Seq { kind: SeqKind::Tuple, type_name: "tuple".into(), id: 0, items: vec![Snap::Int(1)], len: 1 };
+        assert_eq!(pprint(&one, 5, 5), preview(&one, 100));
+        assert_eq!(pprint(&one, 5, 0), "(...)");
+        let fs = Snap::Seq {
+            kind: SeqKind::FrozenSet,
+            type_name: "frozenset".into(),
+            id: 0,
+            items: vec![Snap::Int(1), Snap::Int(2)],
+            len: 2,
+        };
+        assert_eq!(pprint(&fs, 5, 5), "frozenset({1, 2})");
+        assert_eq!(pprint(&fs, 5, 1), "frozenset({1, ...})");
+        let dq = Snap::Seq {
+            kind: SeqKind::Other,
+            type_name: "deque".into(),
+            id: 0,
+            items: vec![Snap::Int(1), Snap::Int(2)],
+            len: 2,
+        };
+        assert_eq!(preview(&dq, 100), "deque([1, 2])");
+        assert_eq!(pprint(&dq, 5, 1), "deque([1, ...])");
+        let obj = Snap::Object {
+            type_name: "m.Item".into(),
+            id: 4,
+            repr: "Item#4(a=1, b=[2])".into(),
+            attrs: vec![("a".into(), Snap::Int(1)), ("b".into(), list(vec![Snap::Int(2)]))],
+        };
+        assert_eq!(pprint(&obj, 5, 5), "Item#4(a=1, b=[2])");
+        assert_eq!(pprint(&obj, 1, 1), "Item#4(a=1, ...)");
+        assert_eq!(pprint(&obj, 0, 5), "Item#4(a=1, b=[2])");
     }
 }
