@@ -471,43 +471,65 @@ def main():
 @pytest.mark.parametrize("mode", ["full", "calls"])
 def test_async_for_with_and_comprehension_awaits_are_suspensions(tmp_path, mode):
     # Each implicit await (`__anext__()`, `__aenter__()`, `__aexit__()`) ends a segment of co's
-    # frame at the statement (suspend: the awaitable's type) and the next segment starts with
-    # the awaited result (the item, the bound value, the suppress flag; the exception's type when
-    # the await raised: StopAsyncIteration ends a loop).
+    # frame at the statement (suspend: the awaitable's type). A recorded delegate (agen, CM's
+    # methods) runs inside co's re-opened segments (crates/squall_python/src/delegation.rs):
+    # each of its resumes re-opens co first, and what it awaited passes out through co. The
+    # awaited result (the item, the bound value, the suppress flag; the exception's type when
+    # the await raised: StopAsyncIteration ends a loop) is the expression value at the site.
     res, ent, lines = run(tmp_path, ASYNC_IMPLICIT, mode=mode)
     assert res == ("ok", [0, 1, "res", 0])
     co_form = next(e["form_id"] for e in ent if e.get("fn_name") == "co")
+    sites = {"async for x in agen(2)", "async with CM() as r", "y in agen(1)"}
     segs = []
     for e in ent:
         if e["type"] == "fn-return" and _engine.live().entry(0, _tid(), e["fn_call_idx"])["form_id"] == co_form:
-            segs.append(("suspend", text(lines, e["coord"]), _shown(_engine.live().deref(e["result_ref"]))))
+            shown = _shown(_engine.live().deref(e["result_ref"]))
+            shown = "<coroutine>" if str(shown).startswith("<coroutine#") else shown
+            segs.append(("suspend", text(lines, e["coord"]), shown))
         elif e["type"] == "fn-resume" and e["form_id"] == co_form:
             segs.append(("resume", _shown(_engine.live().deref(e["fn_args_ref"])[0])))
+        elif e["type"] == "expr" and e["form_id"] == co_form and text(lines, e["coord"]) in sites:
+            segs.append(("got", _shown(_engine.live().deref(e["result_ref"]))))
     asend, coro = _shown(_asend_type()), _shown(_coroutine_type())
     StopAsyncIteration = "<class 'StopAsyncIteration'>"  # noqa: N806 - how the recording shows it
+    item = [
+        ("suspend", "async for x in agen(2)", asend),
+        ("resume", None),
+        ("suspend", "async for x in agen(2)", "<coroutine>"),
+        ("resume", None),
+    ]
     assert segs == [
+        *item,
+        ("got", 0),
+        *item,
+        ("got", 1),
         ("suspend", "async for x in agen(2)", asend),
-        ("resume", 0),
-        ("suspend", "async for x in agen(2)", asend),
-        ("resume", 1),
-        ("suspend", "async for x in agen(2)", asend),
-        ("resume", StopAsyncIteration),
+        ("resume", None),
+        ("got", StopAsyncIteration),
         ("suspend", "async with CM() as r", coro),
-        ("resume", "res"),
+        ("resume", None),
+        ("suspend", "async with CM() as r", "<coroutine>"),
+        ("resume", None),
+        ("got", "res"),
         ("suspend", "async with CM() as r", coro),
-        ("resume", True),
+        ("resume", None),
+        ("got", True),
         ("suspend", "y in agen(1)", asend),
-        ("resume", 0),
+        ("resume", None),
+        ("suspend", "y in agen(1)", "<coroutine>"),
+        ("resume", None),
+        ("got", 0),
         ("suspend", "y in agen(1)", asend),
-        ("resume", StopAsyncIteration),
+        ("resume", None),
+        ("got", StopAsyncIteration),
         ("suspend", "return out", [0, 1, "res", 0]),
     ]
     if mode == "full":  # bindings and the iterable are still recorded
         b = binds(ent)
         assert ("x", 0) in b and ("x", 1) in b and ("r", "res") in b and ("y", 0) in b
         assert any(t == "agen(2)" and getattr(v, "type_name", None) == "async_generator" for t, v in exprs(ent, lines))
-    else:
-        assert binds(ent) == [] and exprs(ent, lines) == []
+    else:  # only the awaited results
+        assert binds(ent) == [] and {t for t, v in exprs(ent, lines)} == sites
 
 
 def _asend_type():

@@ -23,6 +23,18 @@ the yielded/awaited value; when it resumes, an ``fn-resume`` entry (shaped like 
 only argument. So counting ``fn-call`` entries counts calls, as ``fn_call_stats`` does; a frame
 resumed by ``throw()``/``close()`` shows an ``fn-resume`` with no argument (``fn_args_ref``
 derefs to ``[None]``).
+
+A delegate (a generator or coroutine run by ``yield from``/``await`` in a recorded frame) nests
+under its delegator, as the program's stack was: the delegator's segment stays open while the
+delegate runs and ends with ``kind`` ``"await"`` carrying the value that passed out through it
+(the delegate's yield, or what it awaited), and each time the delegate is resumed the delegator
+gets an ``fn-resume`` first (with the same sent value) and the delegate's ``fn-resume`` under
+it. When the delegate returns, the delegator goes on in that same segment: its ``fn-resume``
+shows what was sent in, and the ``yield from``/``await`` result is an ``expr`` entry at the
+``yield from``/``await`` site (in calls mode too). Not nested: a delegate that ``throw()`` or ``close()`` reaches
+through its delegator (its exception handler or unwind resumes it implicitly where the stack
+stands) and a delegate run through code that is not recorded (``contextlib``'s async context
+managers, say).
 """
 
 from __future__ import annotations

@@ -29,6 +29,8 @@ pub struct ThreadRec {
     pub number: u32,
     /// Value store size at which the memory limit is checked next.
     pub next_memory_check: Cell<u64>,
+    /// Generators and coroutines waiting on a delegate, and the frames re-opened for one.
+    pub deleg: crate::delegation::Delegation,
 }
 
 pub struct Engine {
@@ -239,6 +241,7 @@ unsafe fn current_rec_slow() -> Option<&'static mut ThreadRec> {
                 name,
                 number,
                 next_memory_check: Cell::new(value_check_step(&eng.limits)),
+                deleg: Default::default(),
             })));
             eng.flows.entry(flow).or_default().push(number);
             number

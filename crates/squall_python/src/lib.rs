@@ -7,6 +7,7 @@ mod awaiting;
 mod bigalloc;
 mod control;
 mod deaths;
+mod delegation;
 mod encode;
 mod engine;
 mod file;

@@ -9,8 +9,9 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 
 use pyo3::ffi;
-use squall_trace::{Kind, Recorded, ValRef};
+use squall_trace::{Kind, Recorded, SiteKind, ValRef};
 
+use crate::delegation;
 use crate::encode::{encode as capture, scalar};
 use crate::engine::{current_rec, current_rec_cached, memory_check_due, ENGINE, RECORDING};
 
@@ -103,7 +104,7 @@ unsafe fn call_fast(form_obj: *mut ffi::PyObject, params: Args, n: usize) -> boo
         let eng = ENGINE.get();
         let Some(form) = small_id(form_obj) else { return false };
         let Some(rec) = current_rec_cached() else { return false };
-        if !rec.tl.call_is_plain(&eng.limits) {
+        if !rec.tl.call_is_plain(&eng.limits) || !rec.deleg.is_idle() {
             return false;
         }
         let arg = if n == 1 {
@@ -140,6 +141,9 @@ unsafe fn record_call(form_obj: *mut ffi::PyObject, params: Args, n: usize) {
             return;
         };
         let Some(rec) = current_rec() else { return };
+        if !rec.deleg.is_idle() && eng.forms.form(form).is_some_and(|f| f.kind.is_resumable()) {
+            delegation::before_enter(eng, rec, ValRef::ABSENT, false);
+        }
         let outcome = if n <= INLINE_ARGS {
             let mut vals = [ValRef::NONE; INLINE_ARGS];
             for (i, slot) in vals.iter_mut().enumerate().take(n) {
@@ -164,8 +168,37 @@ pub unsafe extern "C" fn ret(_m: *mut ffi::PyObject, args: Args, nargs: ffi::Py_
 /// `suspend(site_id, value) -> value`: a yield, await or yield from. The site's kind tells which.
 pub unsafe extern "C" fn suspend(_m: *mut ffi::PyObject, args: Args, nargs: ffi::Py_ssize_t) -> *mut ffi::PyObject {
     // SAFETY: CPython calls this METH_FASTCALL entry point attached (GIL held) with `nargs` live
-    // arguments; `value_through_site` checks the count.
-    unsafe { value_through_site(Kind::Return, args, nargs) }
+    // arguments; `value_through_site` checks the count, and two are checked here before reading.
+    unsafe {
+        if nargs != 2 || !RECORDING.load(Ordering::Relaxed) {
+            return value_through_site(Kind::Return, args, nargs);
+        }
+        let (site_obj, value) = (*args, *args.add(1));
+        // A plain `yield` with no delegator re-opened (the usual case) takes no detour.
+        let site = small_id(site_obj);
+        let at_await = site.and_then(|s| ENGINE.get().forms.site(s)).is_some_and(|s| s.kind == SiteKind::Await);
+        if at_await {
+            let mut inside = false;
+            guarded(|| {
+                let eng = ENGINE.get();
+                let (Some(site), Some(rec)) = (site, current_rec()) else { return };
+                inside = delegation::delegates_inside(eng, rec, site, value);
+            });
+            if inside {
+                ffi::Py_INCREF(value);
+                return value;
+            }
+        }
+        let out = value_through_site(Kind::Return, args, nargs);
+        if at_await || current_rec_cached().is_some_and(|rec| rec.deleg.has_reopened()) {
+            guarded(|| {
+                let eng = ENGINE.get();
+                let (Some(site), Some(rec)) = (site, current_rec()) else { return };
+                delegation::after_suspend(eng, rec, site, value);
+            });
+        }
+        out
+    }
 }
 
 /// Records an event at `args[0]`'s site carrying `args[1]`, and hands `args[1]` back.
@@ -245,6 +278,9 @@ pub unsafe extern "C" fn unwind(_m: *mut ffi::PyObject, args: Args, nargs: ffi::
             let v = capture(eng, rec, *args.add(1));
             let outcome = rec.tl.exit(Kind::Unwind, form, form, resumable, v, &eng.limits);
             eng.note(rec, outcome);
+            if resumable {
+                delegation::after_unwind(rec);
+            }
         });
     }
     // SAFETY: GIL held (an entry point).
@@ -270,6 +306,9 @@ pub unsafe extern "C" fn resume(_m: *mut ffi::PyObject, args: Args, nargs: ffi::
                 };
                 let Some(rec) = current_rec() else { return };
                 let v = capture(eng, rec, sent);
+                if !rec.deleg.is_idle() && delegation::before_enter(eng, rec, v, true) {
+                    return;
+                }
                 let outcome = rec.tl.resume(form, v, &eng.limits);
                 eng.note(rec, outcome);
             });

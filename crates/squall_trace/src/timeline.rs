@@ -262,6 +262,17 @@ impl Timeline {
         self.last_closed = Some(top);
     }
 
+    /// How many frames are open (the open-frame stack's height).
+    pub fn open_depth(&self) -> usize {
+        self.stack.len()
+    }
+
+    /// The call idx of the open frame at stack position `pos` (`NONE`: a frame skipped by a
+    /// limit), or `None` past the top.
+    pub fn open_call_at(&self, pos: usize) -> Option<u32> {
+        self.stack.get(pos).map(|o| o.call_idx)
+    }
+
     /// The usual case of a call: recording goes on, no function call limit is set, the trace
     /// limit is not reached. Then `push_call` writes it exactly as `call` would. `false`:
     /// nothing was done, take `call`.

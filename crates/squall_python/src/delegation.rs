@@ -1,0 +1,304 @@
+//! Delegates nested under their delegators: a generator or coroutine run by `yield from` or
+//! `await` inside another recorded frame shows inside that frame's segment, as on the program's
+//! stack, so a recursive generator keeps its recursion in the call tree.
+//!
+//! The rewriter records `yield from X` and `await X` as a suspension of the delegating frame
+//! *before* it delegates (`python/squall/_instrument/rewrite/calls.py`), so the delegate's call
+//! and resumes would otherwise run with the delegator closed and hang off whatever resumed the
+//! delegator. CPython links a running delegate's frame to the frame driving it (`f_back`: the
+//! delegator, executing its `yield from` / `await`), so:
+//! - a frame that suspends at an await site (`yield from`, `await`, the implicit awaits of
+//!   `async for` / `async with`) is noted as *waiting*, by frame address;
+//! - when a resumable frame is entered (its call or a resume) and its `f_back` is a waiting frame
+//!   not already open, that frame is re-opened first by a resume entry carrying the same sent
+//!   value, and so on up the chain of waiting frames (the outermost opened first);
+//! - when a frame suspends and frames re-opened for it are then on top of the open-frame stack,
+//!   they suspend too, each at its own await site with the same value, which passes through them
+//!   to their consumer (not for an async generator's `yield`: that completes its driver's
+//!   `await`, so the driver goes on running);
+//! - a waiting frame's own resume (its delegate returned or raised into it) continues the
+//!   re-opened segment instead of opening another; the result it carries (the `yield from` /
+//!   `await` value) is recorded as the expression value at the await site.
+//!
+//! Only what is recorded changes: frame addresses are compared, never dereferenced after the
+//! frame may have died (`waiting` keeps the code's address too, to tell a new frame at a reused
+//! address apart), and no reference is kept.
+
+use std::collections::HashMap;
+
+use pyo3::ffi;
+use squall_trace::{FormKind, Kind, Recorded, SiteKind, Timeline, ValRef, NONE};
+
+use crate::encode::encode as capture;
+use crate::engine::{Engine, ThreadRec};
+
+/// Beyond this many waiting frames the notes are dropped (stale ones pile up only when a
+/// delegator catches its delegate's exception and later returns): nesting then falls back to flat.
+const MAX_WAITING: usize = 65_536;
+
+/// The longest chain of delegators re-opened for one entry.
+const MAX_CHAIN: usize = 100_000;
+
+/// One thread's delegation state. Invariant: `reopened` lists re-opened frames innermost last; a
+/// record counts only while the open-frame stack still holds its call idx at its depth (frames
+/// also close by paths that do not come here, so records are checked, not trusted).
+#[derive(Default)]
+pub struct Delegation {
+    waiting: HashMap<usize, Waiting>,
+    reopened: Vec<Reopened>,
+}
+
+#[derive(Clone, Copy)]
+struct Waiting {
+    code: usize,
+    form: u32,
+    /// The await site it suspended at: where its re-opened segments suspend.
+    site: u32,
+}
+
+#[derive(Clone, Copy)]
+struct Reopened {
+    depth: usize,
+    call_idx: u32,
+    frame: usize,
+    form: u32,
+    site: u32,
+}
+
+impl Delegation {
+    /// Nothing waits and nothing is re-opened: entries are recorded as they come.
+    #[inline(always)]
+    pub fn is_idle(&self) -> bool {
+        self.waiting.is_empty() && self.reopened.is_empty()
+    }
+
+    /// Some frame is re-opened (it may have to suspend with the next suspension).
+    #[inline(always)]
+    pub fn has_reopened(&self) -> bool {
+        !self.reopened.is_empty()
+    }
+
+    fn prune(&mut self, tl: &Timeline) {
+        self.reopened.retain(|r| tl.open_call_at(r.depth) == Some(r.call_idx));
+    }
+
+    /// The innermost re-opened record, if it is the top of the open-frame stack.
+    fn top(&self, tl: &Timeline) -> Option<Reopened> {
+        self.reopened.last().copied().filter(|r| r.depth + 1 == tl.open_depth())
+    }
+}
+
+/// The address of `frame`'s code object.
+unsafe fn code_of(frame: *mut ffi::PyFrameObject) -> usize {
+    // SAFETY: the caller holds the GIL and a live `frame`; `PyFrame_GetCode` returns a strong
+    // reference, released at once (only the address is kept).
+    unsafe {
+        let code = ffi::PyFrame_GetCode(frame);
+        let at = code as usize;
+        ffi::Py_XDECREF(code.cast());
+        at
+    }
+}
+
+/// After the current frame's suspension at `site` carrying `value` was recorded.
+///
+/// # Safety
+/// GIL held; `value` live; called from an entry point, so the current frame is the one that
+/// suspended.
+pub unsafe fn after_suspend(eng: &mut Engine, rec: &mut ThreadRec, site: u32, value: *mut ffi::PyObject) {
+    let Some((form, kind)) = eng.forms.site(site).map(|s| (s.form, s.kind)) else { return };
+    if !rec.deleg.reopened.is_empty() {
+        let into_driver =
+            kind == SiteKind::Yield && eng.forms.form(form).is_some_and(|f| f.kind == FormKind::AsyncGenerator);
+        if !into_driver {
+            // SAFETY: as this fn's contract.
+            unsafe { close_reopened(eng, rec, value) };
+        }
+    }
+    if kind == SiteKind::Await {
+        // SAFETY: GIL held; the borrowed frame is live while its code runs (it called us).
+        unsafe {
+            let frame = ffi::PyEval_GetFrame();
+            if frame.is_null() {
+                return;
+            }
+            if rec.deleg.waiting.len() >= MAX_WAITING {
+                rec.deleg.waiting.clear();
+            }
+            rec.deleg.waiting.insert(frame as usize, Waiting { code: code_of(frame), form, site });
+        }
+    }
+}
+
+/// The re-opened frames on top of the stack suspend with `value` (it passes through them).
+unsafe fn close_reopened(eng: &mut Engine, rec: &mut ThreadRec, value: *mut ffi::PyObject) {
+    rec.deleg.prune(&rec.tl);
+    let mut passed: Option<ValRef> = None;
+    while let Some(r) = rec.deleg.top(&rec.tl) {
+        rec.deleg.reopened.pop();
+        let v = match passed {
+            Some(v) => v,
+            // SAFETY: GIL held and `value` live (the caller's contract).
+            None => *passed.insert(unsafe { capture(eng, rec, value) }),
+        };
+        let outcome = rec.tl.exit(Kind::Return, r.site, r.form, true, v, &eng.limits);
+        eng.note(rec, outcome);
+    }
+}
+
+/// Before the current frame, of a resumable form, is entered: by its call (`resume` false) or a
+/// resume sending `sent`. Re-opens the waiting frames driving it; `true`: this is a waiting
+/// frame's own resume continuing its re-opened segment, so record no resume.
+///
+/// # Safety
+/// GIL held; called from an entry point, so the current frame is the one entered.
+pub unsafe fn before_enter(eng: &mut Engine, rec: &mut ThreadRec, sent: ValRef, resume: bool) -> bool {
+    // SAFETY: GIL held; every frame reached is live (the current one and those driving it), and
+    // each strong reference `PyFrame_GetBack` returns is released before moving on.
+    unsafe {
+        let frame = ffi::PyEval_GetFrame();
+        if frame.is_null() {
+            return false;
+        }
+        rec.deleg.prune(&rec.tl);
+        if resume && rec.deleg.waiting.remove(&(frame as usize)).is_some() {
+            if let Some(r) = rec.deleg.top(&rec.tl) {
+                if r.frame == frame as usize {
+                    rec.deleg.reopened.pop();
+                    // The `yield from` / `await` result, which a resume row would have shown:
+                    // the value of the expression at its site.
+                    let outcome = rec.tl.event(Kind::Expr, r.site, r.form, true, sent, &eng.limits);
+                    eng.note(rec, outcome);
+                    return true;
+                }
+            }
+        }
+        if rec.deleg.waiting.is_empty() {
+            return false;
+        }
+        let mut chain: Vec<(usize, Waiting)> = Vec::new();
+        let mut f = ffi::PyFrame_GetBack(frame);
+        while !f.is_null() && chain.len() < MAX_CHAIN {
+            let at = f as usize;
+            let hit = match rec.deleg.waiting.get(&at) {
+                Some(w) if w.code == code_of(f) && !rec.deleg.reopened.iter().any(|r| r.frame == at) => Some(*w),
+                _ => None,
+            };
+            let back = if hit.is_some() { ffi::PyFrame_GetBack(f) } else { std::ptr::null_mut() };
+            ffi::Py_DECREF(f.cast());
+            f = back;
+            match hit {
+                Some(w) => chain.push((at, w)),
+                None => break,
+            }
+        }
+        if !f.is_null() {
+            ffi::Py_DECREF(f.cast());
+        }
+        for (at, w) in chain.into_iter().rev() {
+            let outcome = rec.tl.resume(w.form, sent, &eng.limits);
+            eng.note(rec, outcome);
+            if outcome != Recorded::Written {
+                break;
+            }
+            let depth = rec.tl.open_depth() - 1;
+            let call_idx = rec.tl.open_call_at(depth).unwrap_or(NONE);
+            rec.deleg.reopened.push(Reopened { depth, call_idx, frame: at, form: w.form, site: w.site });
+        }
+        false
+    }
+}
+
+/// The current frame unwound: it waits no more.
+///
+/// # Safety
+/// GIL held; called from an entry point.
+pub unsafe fn after_unwind(rec: &mut ThreadRec) {
+    if rec.deleg.waiting.is_empty() {
+        return;
+    }
+    // SAFETY: GIL held (the caller's contract); only the address is used.
+    let frame = unsafe { ffi::PyEval_GetFrame() };
+    rec.deleg.waiting.remove(&(frame as usize));
+}
+
+/// At the current frame's suspension at `site` carrying `target`: when it is an await site (a
+/// `yield from` or `await`) and `target` a generator or coroutine of rewritten code, the
+/// delegate's frame is entered at once inside this frame's `yield from` / `await`. Then the frame
+/// stays open, noted as waiting and re-opened, and nothing is recorded (`true`): the delegate's
+/// entries nest in this segment, which suspends when a value passes out through it.
+///
+/// # Safety
+/// GIL held; `target` live; called from an entry point, so the current frame is the one
+/// suspending.
+pub unsafe fn delegates_inside(eng: &mut Engine, rec: &mut ThreadRec, site: u32, target: *mut ffi::PyObject) -> bool {
+    let Some((form, kind)) = eng.forms.site(site).map(|s| (s.form, s.kind)) else { return false };
+    if kind != SiteKind::Await {
+        return false;
+    }
+    // SAFETY: GIL held, `target` live (this fn's contract).
+    if !unsafe { is_rewritten_delegate(target) } {
+        return false;
+    }
+    let Some(call_idx) = rec.tl.innermost_frame_of(form, &eng.limits) else { return false };
+    // SAFETY: GIL held; the borrowed frame is live while its code runs (it called us).
+    unsafe {
+        let frame = ffi::PyEval_GetFrame();
+        if frame.is_null() {
+            return false;
+        }
+        if rec.deleg.waiting.len() >= MAX_WAITING {
+            rec.deleg.waiting.clear();
+        }
+        rec.deleg.waiting.insert(frame as usize, Waiting { code: code_of(frame), form, site });
+        let depth = rec.tl.open_depth() - 1;
+        rec.deleg.reopened.push(Reopened { depth, call_idx, frame: frame as usize, form, site });
+    }
+    true
+}
+
+/// `obj` is a generator or coroutine whose code the rewriter instrumented (its handler calls the
+/// `unwind` entry point by name), so entering it records.
+unsafe fn is_rewritten_delegate(obj: *mut ffi::PyObject) -> bool {
+    // SAFETY: GIL held, `obj` live (the caller's contract); the attributes read are the builtin
+    // types' own descriptors (no Python code runs); a failed lookup's error is cleared; every
+    // strong reference taken is released.
+    unsafe {
+        let attr = if ffi::PyGen_CheckExact(obj) != 0 {
+            c"gi_code"
+        } else if ffi::PyCoro_CheckExact(obj) != 0 {
+            c"cr_code"
+        } else {
+            return false;
+        };
+        let code = ffi::PyObject_GetAttrString(obj, attr.as_ptr());
+        if code.is_null() {
+            ffi::PyErr_Clear();
+            return false;
+        }
+        let names = ffi::PyObject_GetAttrString(code, c"co_names".as_ptr());
+        ffi::Py_DECREF(code);
+        if names.is_null() {
+            ffi::PyErr_Clear();
+            return false;
+        }
+        let mut found = false;
+        if ffi::PyTuple_Check(names) != 0 {
+            for i in 0..ffi::PyTuple_GET_SIZE(names) {
+                let name = ffi::PyTuple_GET_ITEM(names, i);
+                if ffi::PyUnicode_Check(name) != 0
+                    && ffi::PyUnicode_CompareWithASCIIString(name, UNWIND_NAME.as_ptr()) == 0
+                {
+                    found = true;
+                    break;
+                }
+            }
+        }
+        ffi::Py_DECREF(names);
+        found
+    }
+}
+
+/// The name rewritten code calls the `unwind` entry point by (`ENTRY_NAMES` in
+/// python/squall/_instrument/rewrite/names.py).
+const UNWIND_NAME: &std::ffi::CStr = c"_sq_unwind";
