@@ -24,11 +24,10 @@
 //! frame may have died (`waiting` keeps the code's address too, to tell a new frame at a reused
 //! address apart), and no reference is kept.
 
-use std::collections::HashMap;
-
 use pyo3::ffi;
-use squall_trace::{FormKind, Kind, Recorded, SiteKind, Timeline, ValRef, NONE};
+use squall_trace::{FormKind, Kind, Recorded, SiteKind, ValRef, NONE};
 
+use crate::delegation_state::{Reopened, Waiting};
 use crate::encode::encode as capture;
 use crate::engine::{Engine, ThreadRec};
 
@@ -38,55 +37,6 @@ const MAX_WAITING: usize = 65_536;
 
 /// The longest chain of delegators re-opened for one entry.
 const MAX_CHAIN: usize = 100_000;
-
-/// One thread's delegation state. Invariant: `reopened` lists re-opened frames innermost last; a
-/// record counts only while the open-frame stack still holds its call idx at its depth (frames
-/// also close by paths that do not come here, so records are checked, not trusted).
-#[derive(Default)]
-pub struct Delegation {
-    waiting: HashMap<usize, Waiting>,
-    reopened: Vec<Reopened>,
-}
-
-#[derive(Clone, Copy)]
-struct Waiting {
-    code: usize,
-    form: u32,
-    /// The await site it suspended at: where its re-opened segments suspend.
-    site: u32,
-}
-
-#[derive(Clone, Copy)]
-struct Reopened {
-    depth: usize,
-    call_idx: u32,
-    frame: usize,
-    form: u32,
-    site: u32,
-}
-
-impl Delegation {
-    /// Nothing waits and nothing is re-opened: entries are recorded as they come.
-    #[inline(always)]
-    pub fn is_idle(&self) -> bool {
-        self.waiting.is_empty() && self.reopened.is_empty()
-    }
-
-    /// Some frame is re-opened (it may have to suspend with the next suspension).
-    #[inline(always)]
-    pub fn has_reopened(&self) -> bool {
-        !self.reopened.is_empty()
-    }
-
-    fn prune(&mut self, tl: &Timeline) {
-        self.reopened.retain(|r| tl.open_call_at(r.depth) == Some(r.call_idx));
-    }
-
-    /// The innermost re-opened record, if it is the top of the open-frame stack.
-    fn top(&self, tl: &Timeline) -> Option<Reopened> {
-        self.reopened.last().copied().filter(|r| r.depth + 1 == tl.open_depth())
-    }
-}
 
 /// The address of `frame`'s code object.
 unsafe fn code_of(frame: *mut ffi::PyFrameObject) -> usize {

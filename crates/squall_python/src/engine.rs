@@ -30,7 +30,7 @@ pub struct ThreadRec {
     /// Value store size at which the memory limit is checked next.
     pub next_memory_check: Cell<u64>,
     /// Generators and coroutines waiting on a delegate, and the frames re-opened for one.
-    pub deleg: crate::delegation::Delegation,
+    pub deleg: crate::delegation_state::Delegation,
 }
 
 pub struct Engine {

@@ -8,6 +8,7 @@ mod bigalloc;
 mod control;
 mod deaths;
 mod delegation;
+mod delegation_state;
 mod encode;
 mod engine;
 mod file;
