@@ -724,7 +724,8 @@ function onKey(ev) {
     q: () => { $("#quick-fn").focus(); $("#quick-fn").select(); },
     i: () => { $("#idx-input").focus(); $("#idx-input").select(); },
     v: () => { const v = S.frame && S.frame.entry.value; if (v && v.v !== null) inspect(S.tl, v.v, v.id); },
-    b: () => addBookmark(),
+    // After the steps queued before it: the bookmark is of where they land.
+    b: () => queueNav(() => addBookmark()),
     f: () => $("#goto").focus(),
     t: () => setTheme(!document.documentElement.classList.contains("light")),
     "?": () => $("#help").classList.toggle("hidden"),
@@ -746,7 +747,7 @@ async function init() {
   for (const b of document.querySelectorAll("#tabs button")) b.addEventListener("click", () => showTab(b.dataset.tab));
   for (const b of document.querySelectorAll("#stepbar [data-drift]")) b.addEventListener("click", () => stepDrift(b.dataset.drift));
   for (const b of document.querySelectorAll("#stepbar [data-find]")) b.addEventListener("click", () => queueNav(() => findStep(b.dataset.find, b.dataset.dir)));
-  $("#bookmark-btn").addEventListener("click", addBookmark);
+  $("#bookmark-btn").addEventListener("click", () => queueNav(() => addBookmark()));
   $("#idx-input").addEventListener("keydown", (ev) => { if (ev.key === "Enter") { go(+ev.target.value || 0); ev.target.blur(); } });
   $("#goto").addEventListener("keydown", (ev) => { if (ev.key === "Enter") { gotoFileLine(ev.target.value); ev.target.blur(); } });
   $("#theme-btn").addEventListener("click", () => setTheme(!document.documentElement.classList.contains("light")));

@@ -370,11 +370,20 @@ function check(cond, what) {
     await page.setViewportSize({ width: 1400, height: 860 });
 
     // A bookmark of the user's own (b, a note), listed in the Bookmarks tool, jumps back.
+    // b pressed right after Enter (the idx box shows 77 before the step lands): the bookmark is
+    // of where the queued step lands, not of the place before it (it was, under load).
+    // A slow server (as under load) makes the race certain: frame answers take 400 ms here.
+    const slowFrames = async (route) => {
+      await new Promise((r) => setTimeout(r, 400));
+      await route.continue().catch(() => {}); // after unroute, Playwright has let it through already
+    };
+    await page.route("**/api/frame?*", slowFrames);
     await page.fill("#idx-input", "77");
     await page.press("#idx-input", "Enter");
-    await waitIdx(77);
     page.once("dialog", (d) => d.accept("the 77th step"));
     await page.keyboard.press("b");
+    await waitIdx(77);
+    await page.unroute("**/api/frame?*", slowFrames);
     await page.keyboard.press("Home");
     await waitIdx(0);
     await page.keyboard.press("6");
