@@ -15,6 +15,8 @@ workload module compiled through ``eye`` with ``deep=True``, its SQLite database
 Tools run from the command line (squall, cProfile, VizTracer, pyttd) need no ``--tool``.
 """
 
+from __future__ import annotations
+
 import argparse
 import hashlib
 import importlib
