@@ -49,6 +49,9 @@ function check(cond, what) {
       && document.querySelector("#frame-title").textContent.includes("handle"));
     const title = await page.textContent("#frame-title");
     check(!title.includes("bookmark"), "the code bookmark opens app.handle where it was placed: " + title);
+    // The title can change before the code pane has moved its cursor: wait for it to settle.
+    await page.waitForFunction(() => (document.querySelector("#source").getAttribute("data-cur") || "").startsWith("5:"),
+      null, { timeout: 5000 }).catch(() => {});
     const cur = await page.getAttribute("#source", "data-cur") || "";
     check(cur.startsWith("5:"), "on the bookmark's line (5): " + cur);
 
