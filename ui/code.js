@@ -157,6 +157,8 @@ async function frameLines(f) {
   };
   mark(r.ran, "ran", "ran");
   mark(r.later, "later", "runs later");
+  // Which entry the marks are of: until the answer comes, the marks of the last place stay.
+  $("#source").dataset.linesOf = key;
 }
 
 // The innermost recorded site of the current frame's form holding (line, byte column).
