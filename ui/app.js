@@ -22,7 +22,17 @@ const S = {
 
 // --- API ---------------------------------------------------------------------------------------
 
+// Requests in flight, on <body data-busy>: 0 once every answer and what its caller drew from it
+// are in (the count drops a task after the answer, so the caller's continuation runs first).
+let busy = 0;
+function setBusy(d) { busy += d; document.body.dataset.busy = String(busy); }
+
 async function api(path, params = {}, opts = {}) {
+  setBusy(1);
+  try { return await apiNow(path, params, opts); } finally { setTimeout(() => setBusy(-1), 0); }
+}
+
+async function apiNow(path, params, opts) {
   const q = new URLSearchParams();
   for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== null) q.set(k, v);
   const url = "api/" + path + (q.toString() ? "?" + q : "");

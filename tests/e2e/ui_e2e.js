@@ -35,7 +35,12 @@ function check(cond, what) {
   const shot = (name) => page.screenshot({ path: path.join(shots, name + ".png") });
   const idx = async () => +(await page.inputValue("#idx-input"));
   const frameOf = async () => +(/frame (\d+)/.exec(await page.textContent("#frame-title")) || [0, -1])[1];
-  const waitIdx = (want) => page.waitForFunction((w) => +document.querySelector("#idx-input").value === w, want);
+  // Every answer in and drawn: checks after it read the page of the place it went to.
+  const settled = () => page.waitForFunction(() => document.body.dataset.busy === "0" && NAV.pending === 0);
+  const waitIdx = async (want) => {
+    await page.waitForFunction((w) => +document.querySelector("#idx-input").value === w, want);
+    await settled();
+  };
   const curLine = async () => +(await page.getAttribute("#source", "data-cur") || "0:").split(":")[0];
   // Clicks (button: "left" or "right") on the first occurrence of `text` in source line `ln`.
   const clickCode = async (ln, text, button = "left") => {
@@ -343,10 +348,12 @@ function check(cond, what) {
     await shot("call-tree-pane");
     await page.click("#tree-detail button.hide-fn");
     await page.waitForSelector("#tree-hidden .chip-btn");
+    await settled();
     await page.locator("#tree .tog", { hasText: "▸" }).first().click();
     await page.waitForSelector("#tree .kids:not(.hidden) .tree-node");
     check(!(await page.textContent("#tree")).includes("make_invoices"), "make_invoices hidden from the tree");
     await page.click("#tree-hidden .chip-btn");
+    await settled();
     await page.locator("#tree .tog", { hasText: "▸" }).first().click();
     await page.waitForSelector("#tree .kids:not(.hidden) .tree-node");
     check((await page.textContent("#tree")).includes("make_invoices"), "and shown again");
@@ -354,6 +361,7 @@ function check(cond, what) {
     // The inspector: an invoice's history, with the write that set its total.
     await page.fill("#quick-fn", "process_invoice");
     await page.press("#quick-fn", "Enter");
+    await settled();
     await page.waitForFunction(() => document.querySelector("#frame-title").textContent.includes("process_invoice"));
     await page.locator("#frame-info .kv", { hasText: "invoice" }).locator(".val").first().click();
     await page.waitForSelector("#insp-history tr.write");
