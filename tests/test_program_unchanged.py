@@ -483,3 +483,12 @@ def test_a_program_may_lower_the_recursion_limit_as_under_plain_python(tmp_path)
     )
     assert py.stdout.splitlines()[-1] == "limit 5" and py.returncode == 0
     assert (sq.stdout, sq.stderr, sq.returncode) == (py.stdout, py.stderr, py.returncode)
+
+
+def test_generators_suspended_at_exit_close_as_without_squall(tmp_path):
+    """Python closes generators still suspended in a module at shutdown, after restoring its
+    original builtins: their handlers run then, and must not miss squall's entry points (they
+    printed `NameError: name '_sq_unwind' is not defined` into the program's stderr)."""
+    py = plain("suspended_at_exit.py")
+    assert "counted closed" in py.stdout and "held left" in py.stdout and py.stderr == ""
+    assert_same_run(py, recorded("suspended_at_exit.py", out=tmp_path / "r.sqrec"))

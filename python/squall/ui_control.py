@@ -14,6 +14,7 @@ import types
 from typing import Any, Callable, Dict, List
 
 from squall import api, config
+from squall._instrument.rewrite import EXC_NAME, BoundSite
 
 # The order modules are listed in: the user's code first.
 _CATEGORY_RANK = {
@@ -57,7 +58,21 @@ def _clear(_arg: Any) -> Dict[str, Any]:
 
 
 def _is_instrumented(fn: types.FunctionType) -> bool:
-    return any(n.startswith("_sq_") for n in fn.__code__.co_names)
+    """Rewritten code catches what leaves the function as ``_sq_exc`` (a lambda, with no
+    statement to catch in, calls its entry points by name or as constants of its code)."""
+    code = fn.__code__
+    return (
+        EXC_NAME in code.co_varnames
+        or any(n.startswith("_sq_") for n in code.co_names)
+        or any(_is_entry_point(k) for k in code.co_consts)
+    )
+
+
+def _is_entry_point(k: Any) -> bool:
+    """An entry point held as a constant: bound to its site, or the engine's own."""
+    return isinstance(getattr(k, "__self__", None), BoundSite) or (
+        isinstance(k, types.BuiltinFunctionType) and k.__module__ == "squall._engine"
+    )
 
 
 def _modules(_arg: Any) -> Dict[str, Any]:

@@ -207,8 +207,8 @@ pub unsafe fn delegates_inside(eng: &mut Engine, rec: &mut ThreadRec, site: u32,
     true
 }
 
-/// `obj` is a generator or coroutine whose code the rewriter instrumented (its handler calls the
-/// `unwind` entry point by name), so entering it records.
+/// `obj` is a generator or coroutine whose code the rewriter instrumented (its handler catches
+/// what leaves the function in a local named `_sq_exc`), so entering it records.
 unsafe fn is_rewritten_delegate(obj: *mut ffi::PyObject) -> bool {
     // SAFETY: GIL held, `obj` live (the caller's contract); the attributes read are the builtin
     // types' own descriptors (no Python code runs); a failed lookup's error is cleared; every
@@ -226,7 +226,7 @@ unsafe fn is_rewritten_delegate(obj: *mut ffi::PyObject) -> bool {
             ffi::PyErr_Clear();
             return false;
         }
-        let names = ffi::PyObject_GetAttrString(code, c"co_names".as_ptr());
+        let names = ffi::PyObject_GetAttrString(code, c"co_varnames".as_ptr());
         ffi::Py_DECREF(code);
         if names.is_null() {
             ffi::PyErr_Clear();
@@ -237,7 +237,7 @@ unsafe fn is_rewritten_delegate(obj: *mut ffi::PyObject) -> bool {
             for i in 0..ffi::PyTuple_GET_SIZE(names) {
                 let name = ffi::PyTuple_GET_ITEM(names, i);
                 if ffi::PyUnicode_Check(name) != 0
-                    && ffi::PyUnicode_CompareWithASCIIString(name, UNWIND_NAME.as_ptr()) == 0
+                    && ffi::PyUnicode_CompareWithASCIIString(name, EXC_NAME.as_ptr()) == 0
                 {
                     found = true;
                     break;
@@ -249,6 +249,7 @@ unsafe fn is_rewritten_delegate(obj: *mut ffi::PyObject) -> bool {
     }
 }
 
-/// The name rewritten code calls the `unwind` entry point by (`ENTRY_NAMES` in
-/// python/squall/_instrument/rewrite/names.py).
-const UNWIND_NAME: &std::ffi::CStr = c"_sq_unwind";
+/// The local that rewritten code catches what leaves a function in (`EXC_NAME` in
+/// python/squall/_instrument/rewrite/names.py). Its entry points are constants of the code, not
+/// names (python/squall/_instrument/rewrite/bound.py).
+const EXC_NAME: &std::ffi::CStr = c"_sq_exc";

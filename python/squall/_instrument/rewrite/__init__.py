@@ -48,7 +48,7 @@ import ast
 import types
 from typing import Any, Optional, Union
 
-from .bound import BoundSite, _bound, _placeholder_entry, bind_entry_constants, compile_tree
+from .bound import UNBOUND, BoundSite, _bound, _placeholder_entry, bind_entry_constants, compile_tree
 from .calls import _calls_pass
 from .ctx import _Ctx, _default_engine
 from .engines import AUG_OPS, _entry_points
@@ -172,5 +172,6 @@ def instrumented_source_text(
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Constant):
             entry = _placeholder_entry(node.func.value)
             if entry is not None:
-                node.func = _name("%s_%d" % (ENTRY_NAMES[entry[0]], entry[1]), node.func)
+                name = ENTRY_NAMES[entry[0]]
+                node.func = _name(name if entry[1] == UNBOUND else "%s_%d" % (name, entry[1]), node.func)
     return ast.unparse(tree)

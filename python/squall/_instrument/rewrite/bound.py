@@ -68,7 +68,18 @@ def _placeholder_entry(k: Any) -> Optional[Tuple[str, int]]:
     return None
 
 
+# The id of a placeholder for an entry point that is not bound to a site (``unwind``,
+# ``suspend``, ``resume``, loops, ``async with``...): the constant is the engine's own entry
+# point, called with all its arguments. Held as a constant rather than loaded as the ``_sq_*``
+# builtin: at interpreter shutdown CPython restores the builtins it started with before it
+# closes the generators still suspended in modules, and the unwind handler of such a generator
+# must still find its entry point (a builtin would be gone: NameError printed into stderr).
+UNBOUND = -1
+
+
 def _bound_entry(entry: str, id_: int) -> Any:
+    if id_ == UNBOUND:
+        return getattr(_default_engine(), entry)
     f = _bound_entries.get((entry, id_))
     if f is None:
         f = _bound_entries[(entry, id_)] = _default_engine().bound_entry(entry, BoundSite(id_))
@@ -103,15 +114,13 @@ def compile_tree(tree: ast.AST, filename: str, mode: str = "exec", flags: int = 
 
 def _entry_call(entry: str, args: List[ast.expr], at: ast.AST) -> ast.Call:
     func: ast.expr = _name(ENTRY_NAMES[entry], at)
-    if (
-        entry in _BOUND_ENTRIES
-        and getattr(_bound, "on", False)
-        and args
-        and isinstance(args[0], ast.Constant)
-        and type(args[0].value) is int
-    ):
+    if not getattr(_bound, "on", False):
+        pass  # an explicit engine: its entry points are module globals
+    elif entry in _BOUND_ENTRIES and args and isinstance(args[0], ast.Constant) and type(args[0].value) is int:
         func = _const(_placeholder(entry, args[0].value), at)
         args = args[1:]
+    else:
+        func = _const(_placeholder(entry, UNBOUND), at)
     c = ast.copy_location(ast.Call(func=func, args=args, keywords=[]), at)
     c._sq_entry = entry  # type: ignore[attr-defined]  # inserted by squall: the full pass skips it
     return c

@@ -7,7 +7,6 @@ from typing import Any, List, Optional
 
 from .bound import _entry_call
 from .ctx import _Ctx, _reads
-from .names import ENTRY_NAMES
 from .nodes import _const, _name
 
 # Single-name bindings recorded by the call making the value (`x = _sq_bind(S, v)`,
@@ -59,12 +58,7 @@ class _FullEntries:
         reads = _reads(it)
         site = self.ctx.register_site(self.form, self.ctx.SITE_BIND, target, symbol=target.id, reads=reads)  # type: ignore
         at = loop
-        c = ast.copy_location(
-            ast.Call(func=_name(ENTRY_NAMES["loop_iter"], at), args=[_const(site, at), it], keywords=[]),
-            at,
-        )
-        c._sq_entry = "loop_iter"  # type: ignore[attr-defined]
-        return c
+        return _entry_call("loop_iter", [_const(site, at), it], at)
 
     def _binds(self, nodes: List[Any], src: Optional[ast.AST] = None) -> List[ast.stmt]:
         """``_sq_bind(SITE, name)`` statements for target nodes (Names, match patterns); ``src``:
