@@ -126,13 +126,20 @@ fn a_background_writers_error_comes_back_to_the_caller() {
         }
     }
     let mut w = Writer::new(Full(1), &common::header()).unwrap().in_background().unwrap();
-    w.forms(&common::forms()).unwrap();
-    let ticket = w.flush().unwrap();
-    w.written().unwrap().wait(ticket); // the thread stopped at the error: no hang
     let meta = &common::metas()[0];
     let t = common::timeline(0);
-    let later = w.thread(meta).and_then(|_| w.entries(0, 0, t.entries(), 0, t.args())).and_then(|_| w.flush());
-    let e = match later {
+    // The thread fails on the first write after the header; any call after that may be the one
+    // that reports it (the forms are handed over before it writes them, so even the first flush
+    // can), and the rest must not hang.
+    let mut steps = || {
+        w.forms(&common::forms())?;
+        let ticket = w.flush()?;
+        w.written().expect("a background writer").wait(ticket); // the thread stopped at the error: no hang
+        w.thread(meta)?;
+        w.entries(0, 0, t.entries(), 0, t.args())?;
+        w.flush()
+    };
+    let e = match steps() {
         Err(e) => e,
         Ok(_) => w.finish(0, &[]).err().expect("the failed write is reported"),
     };
