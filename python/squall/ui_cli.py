@@ -141,6 +141,14 @@ def _cut_short(url: str):
 
 
 def cmd_open(opts) -> int:
+    # Ctrl-C stops it at any point once the server runs, not only in the wait at the end.
+    try:
+        return _open(opts)
+    except KeyboardInterrupt:
+        return 0
+
+
+def _open(opts) -> int:
     from squall import _engine
 
     if not os.path.lexists(opts.recording):
@@ -171,8 +179,5 @@ def cmd_open(opts) -> int:
             webbrowser.open(url)
         except Exception:  # no browser: the URL is printed
             pass
-    try:
-        while True:
-            time.sleep(3600)
-    except KeyboardInterrupt:
-        return 0
+    while True:
+        time.sleep(3600)

@@ -131,7 +131,10 @@ pub mod ahead {
             q.stop = false;
         }
         let Ok(mut slot) = THREAD.lock() else { return };
-        match std::thread::Builder::new().name("squall-prefault".into()).stack_size(64 << 10).spawn(run) {
+        match squall_trace::quiet_thread::spawn(
+            std::thread::Builder::new().name("squall-prefault".into()).stack_size(64 << 10),
+            run,
+        ) {
             Ok(handle) => {
                 *slot = Some(handle);
                 OWNER.store(std::process::id(), Ordering::Release);

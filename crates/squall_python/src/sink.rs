@@ -95,10 +95,10 @@ fn spawn_flusher() -> PyResult<(Stop, JoinHandle<()>)> {
     let stop: Stop = Arc::new((Mutex::new(false), Condvar::new()));
     let flusher = {
         let stop = Arc::clone(&stop);
-        std::thread::Builder::new()
-            .name("squall-flusher".into())
-            .spawn(move || flusher_loop(&stop))
-            .map_err(|e| PyOSError::new_err(format!("cannot start squall's flusher thread: {e}")))?
+        squall_trace::quiet_thread::spawn(std::thread::Builder::new().name("squall-flusher".into()), move || {
+            flusher_loop(&stop)
+        })
+        .map_err(|e| PyOSError::new_err(format!("cannot start squall's flusher thread: {e}")))?
     };
     Ok((stop, flusher))
 }

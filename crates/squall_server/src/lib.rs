@@ -463,24 +463,22 @@ pub fn spawn(src: Arc<dyn RecordingSource>, opts: &ServeOptions) -> Result<Serve
     let allow = HostAllow::new(bind_host, name.as_slice());
     let app = app(src, token.clone(), allow, opts.request_timeout);
     let (header_timeout, max) = (opts.header_timeout, opts.max_connections);
-    std::thread::Builder::new()
-        .name("squall-ui".into())
-        .spawn(move || {
-            let rt = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
-                Ok(rt) => rt,
-                Err(e) => {
-                    eprintln!("squall: the UI server could not start: {e}");
-                    return;
-                }
-            };
-            rt.block_on(async move {
-                match tokio::net::TcpListener::from_std(listener) {
-                    Ok(l) => serve_connections(l, app, header_timeout, max).await,
-                    Err(e) => eprintln!("squall: the UI server could not listen: {e}"),
-                }
-            });
-        })
-        .map_err(|e| e.to_string())?;
+    squall_trace::quiet_thread::spawn(std::thread::Builder::new().name("squall-ui".into()), move || {
+        let rt = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+            Ok(rt) => rt,
+            Err(e) => {
+                eprintln!("squall: the UI server could not start: {e}");
+                return;
+            }
+        };
+        rt.block_on(async move {
+            match tokio::net::TcpListener::from_std(listener) {
+                Ok(l) => serve_connections(l, app, header_timeout, max).await,
+                Err(e) => eprintln!("squall: the UI server could not listen: {e}"),
+            }
+        });
+    })
+    .map_err(|e| e.to_string())?;
     let base_url = format!("http://{shown}:{port}/");
     Ok(Server { url: format!("{base_url}?token={token}"), base_url, port, token, remote })
 }

@@ -663,9 +663,8 @@ impl<W: Write + Send + 'static> Writer<W> {
         let bytes = c.bytes.clone();
         let progress = written.clone();
         let mut nparams = self.nparams.clone();
-        let thread = std::thread::Builder::new()
-            .name("squall-writer".into())
-            .spawn(move || {
+        let thread =
+            squall_trace::quiet_thread::spawn(std::thread::Builder::new().name("squall-writer".into()), move || {
                 let (mut raw, mut streams) = (Vec::new(), Streams::default());
                 for job in rx {
                     let r = match job {

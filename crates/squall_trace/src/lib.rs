@@ -18,6 +18,7 @@ pub mod origin;
 mod outputs;
 pub mod printer;
 mod queries;
+pub mod quiet_thread;
 pub mod search;
 mod snapshot;
 pub mod stepping;
