@@ -232,9 +232,11 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     }
 
     let py = m.py();
-    if crate::engine::deque_type().is_null() {
+    // The encoder calls a user-registered encoder through the engine, which it does not name.
+    crate::encode::set_call_unrecorded(crate::engine::call_unrecorded);
+    if crate::encode::deque_type().is_null() {
         let deque = py.import("collections")?.getattr("deque")?;
-        crate::engine::set_deque_type(deque.as_ptr().cast());
+        crate::encode::set_deque_type(deque.as_ptr().cast());
         // Held for good: the engine compares types with it.
         std::mem::forget(deque);
     }
