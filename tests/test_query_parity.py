@@ -182,7 +182,7 @@ def test_goto_line_is_the_same(recorded):
 
 # print level / print length pairs the value printing is compared at (the UI's default first).
 BOUNDS = [(3, 20), (1, 1), (0, 5), (2, 0), (50, 10_000)]
-# The entry-level part of a Python value ref: what the UI calls `v` (crates/squall_python/src/query.rs).
+# The entry-level part of a Python value ref: what the UI calls `v` (crates/squall_python/src/bindings/query.rs).
 LOCAL = 0xFFFF_FFFF
 
 

@@ -228,7 +228,7 @@ def resume_flusher() -> None:
 
 class Recording:
     """A recording: this process's live one (``live()``) or a file (``load_recording``), with
-    the same query methods (each written once, over either: crates/squall_python/src/file.rs)."""
+    the same query methods (each written once, over either: crates/squall_python/src/bindings/file.rs)."""
 
     @property
     def path(self) -> Optional[str]: ...
@@ -344,7 +344,7 @@ def serve_live(host: str = "127.0.0.1", port: int = 0, token: Optional[str] = No
     Recording pauses while the server reads it for a query (events then are counted in
     ``engine_stats()["lost_during_ui"]``)."""
 
-# --- outputs (crates/squall_python/src/outputs.rs) -----------------------------------------------
+# --- outputs (crates/squall_python/src/recorder/outputs.rs) -----------------------------------------------
 
 def output_tee(write: Any, stream: str) -> Any:
     """A tee around ``write`` for ``stream`` ("stdout" or "stderr"; ValueError otherwise): a
@@ -353,7 +353,7 @@ def output_tee(write: Any, stream: str) -> Any:
 def tee_wrapped(obj: Any) -> Any:
     """The ``write`` a tee made by ``output_tee`` wraps; None for anything else."""
 
-# --- agent queries (crates/squall_python/src/agent_queries.rs); recording=None: the live one ----
+# --- agent queries (crates/squall_python/src/bindings/agent_queries.rs); recording=None: the live one ----
 
 def origin(flow_id: int, thread_id: int, idx: int, max_steps: int = 16, recording: Optional[Recording] = None) -> dict:
     """Where the value of entry ``idx`` came from, cheapest steps first: ``{"steps": [{"step",
