@@ -472,7 +472,7 @@ def main():
 def test_async_for_with_and_comprehension_awaits_are_suspensions(tmp_path, mode):
     # Each implicit await (`__anext__()`, `__aenter__()`, `__aexit__()`) ends a segment of co's
     # frame at the statement (suspend: the awaitable's type). A recorded delegate (agen, CM's
-    # methods) runs inside co's re-opened segments (crates/squall_python/src/delegation.rs):
+    # methods) runs inside co's re-opened segments (crates/squall_python/src/recorder/delegation.rs):
     # each of its resumes re-opens co first, and what it awaited passes out through co. The
     # awaited result (the item, the bound value, the suppress flag; the exception's type when
     # the await raised: StopAsyncIteration ends a loop) is the expression value at the site.

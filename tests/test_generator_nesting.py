@@ -1,5 +1,5 @@
 """Generators and coroutines run by `yield from` / `await` nest under their delegator in the
-call tree (crates/squall_python/src/delegation.rs), and the program still does what it did.
+call tree (crates/squall_python/src/recorder/delegation.rs), and the program still does what it did.
 
 The rewriter records `yield from X` as the delegator's suspension before it delegates; without
 the delegation notes the delegate's call and resumes hung off whoever resumed the delegator, so

@@ -1,5 +1,5 @@
 """Outputs (issue 13): what a program writes to stdout and stderr is captured into the recording
-(python/squall/outputs.py, crates/squall_python/src/outputs.rs) without changing it: each
+(python/squall/outputs.py, crates/squall_python/src/recorder/outputs.rs) without changing it: each
 program of tests/output_programs/ writes byte for byte what plain python writes, and the
 recording holds each chunk with the thread and the entry that wrote it."""
 

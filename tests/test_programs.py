@@ -153,14 +153,14 @@ print(asyncio.run(main()))
 
 
 def test_async_for_suspends(tmp_path):
-    # The implicit awaits of `async for` are suspensions (crates/squall_python/src/awaiting.rs):
+    # The implicit awaits of `async for` are suspensions (crates/squall_python/src/recorder/awaiting.rs):
     # while consumer_for waits in `async for`, the other task's calls are not its children.
     tree = _record_source(tmp_path, ASYNC_FOR)
     lines = tree.splitlines()
     # other() runs in its own task: each of its segments is a root of the thread's tree
     assert all(ln.startswith("  __main__.other") for ln in lines if "__main__.other" in ln), tree
     assert "  __main__.consumer_for() -> await <class 'async_generator_asend'>" in lines, tree
-    # ticks runs inside consumer_for's segments (crates/squall_python/src/delegation.rs)
+    # ticks runs inside consumer_for's segments (crates/squall_python/src/recorder/delegation.rs)
     end = lines.index("  __main__.consumer_for resumed(None) -> [0, 1]")
     assert lines[end + 1] == "    __main__.ticks resumed(None) -> None", tree
 

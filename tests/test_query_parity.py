@@ -2,8 +2,9 @@
 (``tests/programs/*.py`` and the bundled example) is recorded to a file, which is opened with
 ``squall.load`` and served by the UI server (``_engine.serve_file``); exceptions, bookmarks,
 calls per function, stepping (next-over, prev-over, next-out, prev-out), power stepping, loops,
-goto file:line, every recorded value printed with print level/length and the multi-thread order
-(every flow's entries merged across threads, paged) are asked of both and compared. Both call the same core queries
+goto file:line, every recorded value printed with print level/length, the multi-thread order
+(every flow's entries merged across threads, paged) and the value search (the agents' `search`
+against the UI's `/api/search`) are asked of both and compared. Both call the same core queries
 (``crates/squall_trace``): this test catches a front end that answers on its own.
 """
 
@@ -13,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import urllib.parse
 import urllib.request
 from collections import Counter
@@ -180,7 +182,7 @@ def test_goto_line_is_the_same(recorded):
 
 # print level / print length pairs the value printing is compared at (the UI's default first).
 BOUNDS = [(3, 20), (1, 1), (0, 5), (2, 0), (50, 10_000)]
-# The entry-level part of a Python value ref: what the UI calls `v` (crates/squall_python/src/query.rs).
+# The entry-level part of a Python value ref: what the UI calls `v` (crates/squall_python/src/bindings/query.rs).
 LOCAL = 0xFFFF_FFFF
 
 
@@ -216,3 +218,45 @@ def test_multi_thread_order_is_the_same(recorded):
                 from_py += [((fid, e["thread_id"]), e["idx"]) for e in rec.total_order_timeline(fid, start, page)]
             assert from_ui == from_py, (fid, page)
             assert len(from_py) == min(total, 3 * page)
+
+
+# Texts the value search is compared with (a digit, a quote, a word, a type's name).
+SEARCH_TEXTS = ["1", "'", "none", "Error"]
+SEARCH_LIMIT = 3000
+
+
+def _ui_search(ui: Ui, text: str) -> dict:
+    body = json.dumps({"kind": "value", "text": text, "limit": SEARCH_LIMIT}).encode()
+    req = urllib.request.Request(
+        f"{ui.base}api/search",
+        data=body,
+        method="POST",
+        headers={"x-squall-token": ui.token, "content-type": "application/json"},
+    )
+    with urllib.request.urlopen(req, timeout=30) as r:
+        sid = json.load(r)["id"]
+    for _ in range(600):
+        got = ui.get(f"search/{sid}")
+        if got["done"]:
+            assert got["error"] is None, got["error"]
+            return got
+        time.sleep(0.05)
+    raise AssertionError(f"the UI's search for {text!r} did not finish")
+
+
+def test_value_search_is_the_same(recorded):
+    """The agents' search (`squall query search`, MCP) and the UI's `/api/search` find the same
+    entries, in the same order, naming the same function."""
+    from squall import agent
+
+    rec, ui, tls = recorded
+    found = 0
+    for text in SEARCH_TEXTS:
+        from_ui = _ui_search(ui, text)
+        from_agent = agent.search(rec, text, limit=SEARCH_LIMIT)
+        want = [(tls[m["tl"]][1], m["idx"], m["fn"]) for m in from_ui["matches"]]
+        got = [(h["thread_id"], h["idx"], h["fn"]) for h in from_agent["hits"]]
+        assert got == want, text
+        assert from_agent["complete"] == (not from_ui["capped"] and len(got) < SEARCH_LIMIT), text
+        found += len(got)
+    assert found > 0

@@ -1,4 +1,4 @@
-"""Stress tests of the file sink (`crates/squall_python/src/sink.rs`): programs recorded with
+"""Stress tests of the file sink (`crates/squall_python/src/persistence/sink.rs`): programs recorded with
 ``squall run -o`` that end while the flusher is streaming the recording (every 0.5 s), in every
 way a program can end, under load (several threads, many entries), a few times each.
 

@@ -228,7 +228,7 @@ def resume_flusher() -> None:
 
 class Recording:
     """A recording: this process's live one (``live()``) or a file (``load_recording``), with
-    the same query methods (each written once, over either: crates/squall_python/src/file.rs)."""
+    the same query methods (each written once, over either: crates/squall_python/src/bindings/file.rs)."""
 
     @property
     def path(self) -> Optional[str]: ...
@@ -284,6 +284,8 @@ class Recording:
     def val_pprint(
         self, value_ref: int, print_level: Optional[int] = None, print_length: Optional[int] = None
     ) -> str: ...
+    def arg_refs(self, args_ref: int) -> list[Optional[int]]:
+        """The value ref of each argument of the call whose ``fn_args_ref`` is ``args_ref``."""
     def forms(self) -> list[dict[str, Any]]: ...
     def read_source(self, path: str) -> tuple[str, bool, Optional[str]]: ...
     def idxs_of_type(self, flow_id: int, thread_id: int, entry_type: str) -> list[int]: ...
@@ -304,6 +306,21 @@ class Recording:
     ) -> list[dict[str, Any]]: ...
     def power_step(self, flow_id: int, thread_id: int, idx: int, how: str, backward: bool = False) -> Optional[int]: ...
     def loop_iterations(self, flow_id: int, thread_id: int, idx: int) -> tuple[list[int], int]: ...
+    def search(
+        self,
+        flow_id: int,
+        thread_id: int,
+        text: str,
+        kind: str = "value",
+        from_idx: int = 0,
+        to_idx: Optional[int] = None,
+        limit: int = 100,
+        ignore_case: bool = True,
+    ) -> dict[str, Any]:
+        """The core's text search (the UI's) over entries ``from_idx..to_idx`` of one thread:
+        ``{"hits": [(idx, text)], "next_idx"}``; ``kind`` is "value" (a printed value contains
+        ``text``) or "fn" (a called function's name does); ``text`` of a hit is what it was found
+        in (a call's arguments as a list)."""
     def export_chrome(self, out: str, progress: Optional[Callable[[int, int], Any]] = None) -> None: ...
     def export_sqlite(self, out: str, progress: Optional[Callable[[int, int], Any]] = None) -> None: ...
 
@@ -327,7 +344,7 @@ def serve_live(host: str = "127.0.0.1", port: int = 0, token: Optional[str] = No
     Recording pauses while the server reads it for a query (events then are counted in
     ``engine_stats()["lost_during_ui"]``)."""
 
-# --- outputs (crates/squall_python/src/outputs.rs) -----------------------------------------------
+# --- outputs (crates/squall_python/src/recorder/outputs.rs) -----------------------------------------------
 
 def output_tee(write: Any, stream: str) -> Any:
     """A tee around ``write`` for ``stream`` ("stdout" or "stderr"; ValueError otherwise): a
@@ -336,7 +353,7 @@ def output_tee(write: Any, stream: str) -> Any:
 def tee_wrapped(obj: Any) -> Any:
     """The ``write`` a tee made by ``output_tee`` wraps; None for anything else."""
 
-# --- agent queries (crates/squall_python/src/agent_queries.rs); recording=None: the live one ----
+# --- agent queries (crates/squall_python/src/bindings/agent_queries.rs); recording=None: the live one ----
 
 def origin(flow_id: int, thread_id: int, idx: int, max_steps: int = 16, recording: Optional[Recording] = None) -> dict:
     """Where the value of entry ``idx`` came from, cheapest steps first: ``{"steps": [{"step",

@@ -9,9 +9,9 @@ One line per recorded call, indented two spaces per nesting level::
     __main__.main() -> await <coroutine ...>   a coroutine segment ending at an `await`
     __main__.work() -> <no exit recorded>      a call still running (or never left)
 
-Values are printed with :func:`squall.values.pformat` (a printer of the values ``deref_val_id``
-gives; ``val_pprint`` prints with the core's printer instead) within
-``print_level`` / ``print_length``; a snapshot the recorder cut keeps its marker visible even when
+Values are printed by the core's printer (``squall_trace::printer::pprint``, the one
+``val_pprint`` and the UI's value inspector use) over the recorded refs, within ``print_level`` /
+``print_length``; a container the recorder cut keeps its marker visible even when
 ``print_length`` hides the items before it. An exception the recorder did not keep (a lambda's:
 lambdas have no statements to catch it in) shows as ``!! <exception not recorded>``.
 """
@@ -31,21 +31,8 @@ def _params_by_form() -> Dict[int, List[str]]:
     return {f["form_id"]: list(f["params"]) for f in _engine.live().forms()}
 
 
-class _Printer(_values._Printer):
-    """``pformat``'s printer, except that a snapshot the recorder cut keeps its Truncated marker
-    visible (at any depth) even when ``print_length`` hides the items before it."""
-
-    def items(self, v: Any, kind: str, depth: int, active: set) -> tuple[list, bool]:
-        parts, more = super().items(v, kind, depth, active)
-        if more and type(v) in (list, tuple, dict):
-            last = next(reversed(v)) if isinstance(v, dict) else v[-1]  # a dict's marker is its last key
-            if isinstance(last, _values.Truncated):
-                return parts + ["...", repr(last)], False
-        return parts, more
-
-
-def _fmt(value: Any, print_level: Optional[int], print_length: Optional[int]) -> str:
-    return _Printer(print_level, print_length).fmt(value, 0, set())
+def _fmt(rec: Any, ref: Optional[int], print_level: Optional[int], print_length: Optional[int]) -> str:
+    return "None" if ref is None else rec.val_pprint(ref, print_level, print_length)
 
 
 def _exc_text(exc: Any) -> str:
@@ -67,27 +54,28 @@ def _call_line(
     print_level: Optional[int],
     print_length: Optional[int],
 ) -> str:
-    args = _values.deref_val_id(e["fn_args_ref"]) or []
+    rec = _engine.live()
+    args = rec.arg_refs(e["fn_args_ref"])
     if e.get("resumed"):
         head = f"{e['fn_ns']}.{e['fn_name']} resumed"
-        arg_text = ", ".join(_fmt(a, print_level, print_length) for a in args)
+        arg_text = ", ".join(_fmt(rec, a, print_level, print_length) for a in args)
     else:
         head = f"{e['fn_ns']}.{e['fn_name']}"
         names = params.get(e["form_id"], [])
         parts = []
         for i, a in enumerate(args):
-            text = _fmt(a, print_level, print_length)
+            text = _fmt(rec, a, print_level, print_length)
             parts.append(f"{names[i]}={text}" if i < len(names) else text)
         arg_text = ", ".join(parts)
     line = f"{head}({arg_text})"
     ret_idx = e.get("ret_idx")
     if ret_idx is None:
         return f"{line} -> <no exit recorded>"
-    x = _engine.live().entry(flow_id, thread_id, ret_idx)
+    x = rec.entry(flow_id, thread_id, ret_idx)
     if x["type"] == "fn-unwind":
         exc = _values.deref_val_id(x["throwable_ref"]) if x["throwable_ref"] is not None else None
         return f"{line} !! {_exc_text(exc)}"
-    result = _fmt(_values.deref_val_id(x["result_ref"]), print_level, print_length)
+    result = _fmt(rec, x["result_ref"], print_level, print_length)
     kind = x.get("kind", "return")
     if kind in ("yield", "await"):
         return f"{line} -> {kind} {result}"

@@ -266,7 +266,10 @@ def frames(
         tid = call_row["thread_id"]
         e = c.b.entry(fid, tid, call_row["idx"])
         end = e["ret_idx"] if e.get("ret_idx") is not None else c.b.timeline_len(fid, tid) - 1
-        local = {b["symbol"]: preview(c.deref(b["value_ref"]), 2, 5, 120) for b in q.bindings(fid, tid, end)}
+        local = {
+            b["symbol"]: c.show(b["value_ref"], print_level=2, print_length=5, max_chars=120)
+            for b in q.bindings(fid, tid, end)
+        }
         rows.append({**call_row, "locals": local})
     rows, cut = _fit(rows)
     out = {k: v for k, v in found.items() if k not in ("calls", "shown", "more")}
@@ -454,14 +457,14 @@ def writes(
                 "file": w["file"],
                 "line": w["line"],
                 "obj_id": w["obj_id"],
-                "name": w["name"] if w["kind"] == "attr" else preview(w["name"]),
+                "name": w["name"] if w["kind"] == "attr" else _cut(w["name_text"], MAX_CHARS),
                 "kind": w["kind"],
-                "old": preview(w["old"]) if w["old_ref"] is not None else None,
+                "old": c.show(w["old_ref"]) if w["old_ref"] is not None else None,
                 "old_from": w["old_from"],
                 "old_idx": w["old_idx"],
                 "old_thread_id": w["old_thread_id"],
                 "old_thread_name": None if w["old_thread_id"] is None else c.thread_name(fid, w["old_thread_id"]),
-                "new": None if w["deleted"] else preview(w["new"]),
+                "new": None if w["deleted"] else c.show(w["new_ref"]),
                 "deleted": w["deleted"],
             }
         )
@@ -596,7 +599,7 @@ def bindings(
     for b in q.bindings(fid, tid, idx):
         row = {
             "symbol": b["symbol"],
-            "value": preview(c.deref(b["value_ref"]), print_level, print_length),
+            "value": c.show(b["value_ref"], print_level=print_level, print_length=print_length),
             "line": b["coord"][0] if b.get("coord") else None,
             "since_idx": b["visible_after"],
         }
@@ -719,6 +722,11 @@ def source(q: Queries, idx: int, flow: Optional[int] = None, thread: ThreadRef =
     return out
 
 
+#: Entries of one thread the core searches in one call (between calls ``search`` checks its time
+#: budget, its answer cap and Ctrl-C).
+_SEARCH_BATCH = 50_000
+
+
 def search(
     q: Queries,
     text: str,
@@ -728,11 +736,13 @@ def search(
     max_seconds: Optional[float] = None,
     ignore_case: bool = True,
 ) -> dict:
-    """Entries whose value preview contains ``text``: call arguments, return values, exceptions,
-    expression values and bindings, in timeline order, each with its thread, ``idx``, where the
-    value was (``arg``, ``return``, ``raise``, ``expr``, ``bind NAME``), the function and a
-    preview. Stops at ``limit`` hits or after ``max_seconds`` (``complete`` says whether every
-    entry was searched); Ctrl-C stops it too and returns what was found."""
+    """Entries whose printed value contains ``text``: call arguments, return values, exceptions,
+    expression values, bindings and writes, in timeline order, each with its thread, ``idx``,
+    where the value was (``args``, ``return``, ``raise``, ``expr SOURCE``, ``bind NAME``,
+    ``write NAME``), the function and a preview around the text. The search is the core's, the
+    one the UI's search runs (``crates/squall_trace/src/search.rs``). Stops at ``limit`` hits or
+    after ``max_seconds`` (``complete`` says whether every entry was searched); Ctrl-C stops it
+    too and returns what was found."""
     limit = _count("limit", limit)
     if not isinstance(text, str) or not text.strip():
         raise AgentError(
@@ -747,51 +757,44 @@ def search(
     scanned = 0
     complete = True
     interrupted = False
-    seen: Dict[int, Optional[str]] = {}
     used = 0
-
-    def matches(ref: Optional[int]) -> Optional[str]:
-        if ref is None:
-            return None
-        if ref not in seen:
-            full = preview(c.deref(ref), print_level=4, print_length=50, max_chars=20_000)
-            hay = full.lower() if ignore_case else full
-            seen[ref] = full if needle in hay else None
-        return seen[ref]
+    where_of = {"fn-call": "args", "fn-resume": "args", "fn-return": "return", "fn-unwind": "raise"}
 
     try:
         for fid in fids:
             tids = [c.thread(fid, thread)] if thread is not None else list(c.flows()[fid])
             for tid in tids:
                 n = c.b.timeline_len(fid, tid)
-                for start in range(0, n, 2048):
+                at = 0
+                while at < n:
                     if len(hits) >= limit or (deadline is not None and time.monotonic() > deadline):
                         complete = False
                         raise StopIteration
-                    for e in c.b.entries(fid, tid, start, min(n, start + 2048)):
-                        scanned += 1
+                    found = c.b.search(
+                        fid,
+                        tid,
+                        text,
+                        from_idx=at,
+                        to_idx=min(n, at + _SEARCH_BATCH),
+                        limit=limit - len(hits),
+                        ignore_case=ignore_case,
+                    )
+                    batch_from, at = at, found["next_idx"]
+                    scanned += at - batch_from
+                    for idx, full in found["hits"]:
+                        e = c.b.entry(fid, tid, idx)
                         t = e["type"]
-                        ref, where = {
-                            "fn-call": ("fn_args_ref", "args"),
-                            "fn-resume": ("fn_args_ref", "args"),
-                            "fn-return": ("result_ref", "return"),
-                            "fn-unwind": ("throwable_ref", "raise"),
-                            "expr": ("result_ref", "expr"),
-                            "bind": ("value_ref", "bind"),
-                        }.get(t, (None, None))
-                        if ref is None:
-                            continue
-                        full = matches(e.get(ref))
-                        if full is None:
-                            continue
+                        where = where_of.get(t)
                         if t == "bind":
                             where = f"bind {e['symbol']}"
+                        elif t == "write":
+                            where = f"write {e['symbol']}" if e.get("symbol") else "write"
                         elif t == "expr":
                             where = f"expr {c.source_text(e['form_id'], e.get('coord')) or '?'}"
                         hits.append(
                             {
                                 **c.where(fid, tid),
-                                "idx": e["idx"],
+                                "idx": idx,
                                 "in": where,
                                 "fn": c.fn(e) if t in ("fn-call", "fn-resume") else c.frame_fn(e),
                                 "value": _around(full, needle, ignore_case, width=160),
@@ -800,6 +803,7 @@ def search(
                         used += len(str(hits[-1])) + 2
                         if len(hits) >= limit or (_context.ANSWER_BUDGET is not None and used > _context.ANSWER_BUDGET):
                             complete = False
+                            scanned -= at - (idx + 1)  # the entries after this hit are not looked at
                             raise StopIteration
     except StopIteration:
         pass

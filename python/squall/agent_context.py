@@ -71,10 +71,30 @@ def _cut(text: str, max_chars: int) -> str:
     return text[:max_chars] + f"...<{len(text) - max_chars} more chars>"
 
 
+def preview_ref(
+    b: Any,
+    ref: Optional[int],
+    print_level: int = PRINT_LEVEL,
+    print_length: int = PRINT_LENGTH,
+    max_chars: int = MAX_CHARS,
+) -> str:
+    """The value ref ``ref`` of recording ``b`` (an ``_engine.Recording``) names, printed within
+    bounds by the core's printer (``val_pprint``'s), long text cut. Never raises."""
+    if ref is None:
+        return "None"
+    try:
+        text = b.val_pprint(ref, print_level, print_length)
+    except (KeyError, ValueError) as e:
+        text = f"<unprintable value: {e}>"
+    return _cut(text, max_chars)
+
+
 def preview(
     value: Any, print_level: int = PRINT_LEVEL, print_length: int = PRINT_LENGTH, max_chars: int = MAX_CHARS
 ) -> str:
-    """A value printed within bounds (``val_pprint``'s printer), long text cut. Never raises."""
+    """A Python value (not a recorded ref: an expression evaluated over recorded values, as the
+    DAP server's) printed within the same bounds, long text cut. Never raises. Recorded values
+    are printed by :func:`preview_ref`."""
     try:
         text = _values.pformat(value, print_level=print_level, print_length=print_length)
     except BaseException as e:  # noqa: BLE001 - a value's repr may raise anything
@@ -180,6 +200,10 @@ class _Ctx:
     def deref(self, ref: Optional[int]) -> Any:
         return None if ref is None else self.b.deref(ref)
 
+    def show(self, ref: Optional[int], **bounds: Any) -> str:
+        """The preview of the value ``ref`` names (:func:`preview_ref`)."""
+        return preview_ref(self.b, ref, **bounds)
+
     # -- describing entries --
 
     def fn(self, e: dict) -> str:
@@ -190,13 +214,13 @@ class _Ctx:
         return f"{f['fn_ns']}.{f['fn_name']}" if f else "?"
 
     def args(self, call: dict, **bounds: Any) -> Dict[str, str]:
-        args = self.deref(call["fn_args_ref"]) or []
+        args = self.b.arg_refs(call["fn_args_ref"])
         if call.get("resumed"):
-            return {"sent": preview(args[0], **bounds)} if args else {}
+            return {"sent": self.show(args[0], **bounds)} if args else {}
         names = (self.forms.get(call["form_id"]) or {}).get("params") or []
         out = {}
         for i, a in enumerate(args):
-            out[names[i] if i < len(names) else f"arg{i}"] = preview(a, **bounds)
+            out[names[i] if i < len(names) else f"arg{i}"] = self.show(a, **bounds)
         return out
 
     def outcome(self, fid: int, tid: int, call: dict, **bounds: Any) -> dict:
@@ -210,7 +234,7 @@ class _Ctx:
             return {"ret_idx": ret_idx, "raised": _exc_text(self.deref(x["throwable_ref"]))}
         kind = x.get("kind", "return")
         key = {"yield": "yielded", "await": "awaited"}.get(kind, "returned")
-        return {"ret_idx": ret_idx, key: preview(self.deref(x["result_ref"]), **bounds)}
+        return {"ret_idx": ret_idx, key: self.show(x["result_ref"], **bounds)}
 
     def call_brief(self, fid: int, tid: int, call: dict, **bounds: Any) -> dict:
         out = {"idx": call["idx"], "fn": self.fn(call), "args": self.args(call, **bounds)}
@@ -278,14 +302,14 @@ def _entry_line(c: _Ctx, fid: int, tid: int, e: dict, bounds: dict) -> dict:
         row["line"] = line
     if t == "fn-return":
         kind = e.get("kind", "return")
-        row["text"] = f"{kind} {row['fn']} -> {preview(c.deref(e['result_ref']), **bounds)}"
+        row["text"] = f"{kind} {row['fn']} -> {c.show(e['result_ref'], **bounds)}"
     elif t == "fn-unwind":
         row["text"] = f"unwind {row['fn']} !! {_exc_text(c.deref(e['throwable_ref']))}"
     elif t == "expr":
         src = c.source_text(e["form_id"], e.get("coord")) or "?"
-        row["text"] = f"`{src}` = {preview(c.deref(e['result_ref']), **bounds)}"
+        row["text"] = f"`{src}` = {c.show(e['result_ref'], **bounds)}"
     elif t == "bind":
-        row["text"] = f"{e['symbol']} := {preview(c.deref(e['value_ref']), **bounds)}"
+        row["text"] = f"{e['symbol']} := {c.show(e['value_ref'], **bounds)}"
     else:
         row["text"] = t
     return row

@@ -428,7 +428,8 @@ class Queries:
         type is ``type_name`` (``"Item"`` or ``"mod.Item"``), only ``attr_or_key`` (a name or an
         int key) if given. ``{"writes": [...], "total", "shown", "left_out"}``, at most ``limit``
         writes, oldest first in the order they happened across the flow's threads; each has
-        ``idx``, ``thread_id``, ``obj_id``, ``name``, ``kind`` ("attr"/"item"), ``fn``,
+        ``idx``, ``thread_id``, ``obj_id``, ``name`` (``name_text``: printed by the core's
+        printer), ``kind`` ("attr"/"item"), ``fn``,
         ``file``, ``line``, ``coord``, ``deleted``, ``new``, ``old`` and ``old_from``: "previous
         write" (``old_idx`` is its idx, in thread ``old_thread_id``: the write before it in any
         thread), "recorded state"

@@ -172,7 +172,7 @@ Hit = TypedDict(
         "thread_id": int,
         "thread_name": Optional[str],
         "idx": int,
-        "in": str,  # where the value was: args, return, raise, bind NAME, expr SOURCE
+        "in": str,  # where the value was: args, return, raise, bind NAME, expr SOURCE, write NAME
         "fn": str,
         "value": str,
     },

@@ -332,10 +332,11 @@ def build_server(rec: Any) -> Any:
 
     @tool(schema.Search)
     def search(text: Text, thread: Thread = None, flow: Optional[Count] = None, limit: Count = 20) -> dict:
-        """Returns recorded values whose preview contains `text` (case-insensitive; not blank):
-        call arguments, return values, exceptions, local bindings and expression values, in
-        timeline order, each with thread, idx, where it was (`in`: `args`, `return`, `raise`,
-        `bind NAME`, `expr SOURCE`), the function and the value around the match. Stops at
+        """Returns recorded values whose printed text contains `text` (case-insensitive; not
+        blank): call arguments, return values, exceptions, local bindings, expression values and
+        writes, in timeline order, each with thread, idx, where it was (`in`: `args`, `return`,
+        `raise`, `bind NAME`, `expr SOURCE`, `write NAME`), the function and the value around
+        the match (the web UI's search: the same entries match). Stops at
         `limit` hits, the size cap or 20 seconds (`complete` says whether all was searched)."""
         return agent.search(rec, text, flow=flow, thread=thread, limit=limit, max_seconds=20)
 

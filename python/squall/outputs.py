@@ -3,7 +3,7 @@
 ``squall run`` calls :func:`capture` once recording starts: the process's text streams
 (``sys.stdout`` and ``sys.stderr`` as they are then) get an instance attribute ``write``, a
 builtin function of the engine (no frame in tracebacks, no recursion level of its own) that calls the stream's own ``write`` and then notes the text with the
-writing thread's last entry (``crates/squall_python/src/outputs.rs``). ``sys.stdout`` stays the
+writing thread's last entry (``crates/squall_python/src/recorder/outputs.rs``). ``sys.stdout`` stays the
 same object, of the same type, and writes what it wrote before, in the same order.
 
 What is captured: text written through those two stream objects, by any code (``print``,

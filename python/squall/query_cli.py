@@ -114,7 +114,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--limit", type=int, default=50, help="at most N states (default 50: the first N-1 and the last)")
     p = new("source", "the source lines of what an idx recorded", idx=True)
     p.add_argument("--context", type=int, default=3, help="lines either side (default 3)")
-    p = new("search", "values (args, results, locals, expressions) whose preview contains TEXT")
+    p = new("search", "values (args, results, locals, expressions, writes) whose printed text contains TEXT")
     p.add_argument("text")
     p.add_argument("--limit", type=int, default=20)
     p.add_argument("--case-sensitive", action="store_true")

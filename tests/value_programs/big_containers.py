@@ -1,5 +1,5 @@
 """Big containers recorded again and again, changed in between: a container of 16 items or more
-that is unchanged reuses its last node by its fingerprint (crates/squall_python/src/encode/
+that is unchanged reuses its last node by its fingerprint (crates/squall_python/src/recorder/encode/
 fingerprint.rs), so every way of changing one must show at the next record, and a change that
 leaves it equal must show the same value.
 

@@ -1,33 +1,19 @@
 //! `squall._engine`: the CPython recorder and thin bindings over `squall_trace`'s queries.
 
-mod addr_filter;
-mod agent_queries;
-mod arg_refs;
-mod awaiting;
-mod bigalloc;
-mod control;
-mod deaths;
-mod delegation;
-mod delegation_state;
-mod encode;
-mod engine;
-mod file;
+// The layers, lowest first: `recorder` (runs in the program's threads), `persistence` (the file
+// sink), `bindings` (the Python surface). Their modules are imported here so that every module
+// names another as `crate::X` (the layers are folders, ARCHITECTURE.md).
+mod bindings;
 mod gil_cell;
-mod identity;
-mod ints;
-mod loop_iter;
-mod outputs;
-mod printed;
-mod query;
-mod query_threads;
-mod record;
-mod recursion;
-mod sink;
-mod snap;
-mod ui;
-mod write_entry;
-mod write_slot;
-mod writes;
+mod persistence;
+mod recorder;
+
+use bindings::{agent_queries, arg_refs, control, file, printed, query, query_threads, snap, ui, writes};
+use persistence::sink;
+use recorder::{
+    addr_filter, awaiting, bigalloc, deaths, delegation, delegation_state, encode, engine, identity, ints, loop_iter,
+    outputs, record, recursion, write_entry, write_slot,
+};
 
 use std::ffi::CStr;
 use std::ptr::null_mut;
@@ -232,9 +218,11 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     }
 
     let py = m.py();
-    if crate::engine::deque_type().is_null() {
+    // The encoder calls a user-registered encoder through the engine, which it does not name.
+    crate::encode::set_call_unrecorded(crate::engine::call_unrecorded);
+    if crate::encode::deque_type().is_null() {
         let deque = py.import("collections")?.getattr("deque")?;
-        crate::engine::set_deque_type(deque.as_ptr().cast());
+        crate::encode::set_deque_type(deque.as_ptr().cast());
         // Held for good: the engine compares types with it.
         std::mem::forget(deque);
     }

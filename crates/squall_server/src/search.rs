@@ -136,22 +136,9 @@ pub fn run(src: &dyn RecordingSource, r: &SearchReq, s: &Search) {
             let end = (i + BATCH).min(len);
             let (hits, stopped) = with_view(src, |v| {
                 let t = v.timelines()[tl].timeline;
-                let store = v.values(tl);
-                let forms = v.forms();
-                let mut out = Vec::new();
-                let mut k = i.max(t.first_idx());
-                while k < end {
-                    if found + out.len() >= limit {
-                        break;
-                    }
-                    if let Some(e) = t.get(k) {
-                        if matcher.matches(forms, t, store, &mut seen, k, e) {
-                            out.push(hit(v, tl, k as u32));
-                        }
-                    }
-                    k += 1;
-                }
-                (out, k)
+                let (idxs, stopped) =
+                    matcher.search_range(v.forms(), t, v.values(tl), &mut seen, i, end, limit - found);
+                (idxs.into_iter().map(|k| hit(v, tl, k)).collect::<Vec<_>>(), stopped)
             });
             found += hits.len();
             scanned += (stopped - i) as u64;

@@ -38,7 +38,8 @@ fn chrome_trace_has_a_track_per_thread_and_nested_calls() {
     assert_eq!(xs.len(), calls);
     let add = xs.iter().find(|e| e["name"] == "demo.add").unwrap();
     assert_eq!(add["args"]["a"], "-1");
-    assert_eq!(add["args"]["b"], "'hello \\'world\\'\\n'");
+    // Quoted as Python's repr quotes it.
+    assert_eq!(add["args"]["b"], "\"hello 'world'\\n\"");
     assert_eq!(add["args"]["return"], "Point(x=1, y=2)");
     assert_eq!(add["dur"], 2, "call, bind, return");
     let fib_raised = xs.iter().find(|e| e["name"] == "demo.fib" && e["args"].get("raised").is_some()).unwrap();
@@ -75,7 +76,7 @@ fn sqlite_tables_answer_queries() {
     let (args, result): (String, String) = db
         .query_row("SELECT args, result FROM calls WHERE fn_name = 'add' LIMIT 1", [], |r| Ok((r.get(0)?, r.get(1)?)))
         .unwrap();
-    assert_eq!(args, "a=-1, b='hello \\'world\\'\\n'");
+    assert_eq!(args, "a=-1, b=\"hello 'world'\\n\"");
     assert_eq!(result, "Point(x=1, y=2)");
     assert_eq!(one("SELECT count(*) FROM calls WHERE ret_idx IS NULL"), 3, "each main is still open");
     assert_eq!(one("SELECT count(*) FROM calls c JOIN calls p ON c.parent_idx = p.idx AND c.thread_id = p.thread_id AND c.flow_id = p.flow_id WHERE p.fn_name = 'main' AND p.flow_id = 3"), 15, "fib, gen and its resumption, 5 times");

@@ -3,7 +3,7 @@
 //! Past [`STEP_BYTES`] they grow by that step instead of doubling: what the memory limit counts
 //! (capacity) stays close to what is used, and the room a table holds ahead of use stays
 //! bounded (the Python engine's allocator faults that room in on another thread before the
-//! recording thread writes it: `crates/squall_python/src/bigalloc.rs`).
+//! recording thread writes it: `crates/squall_python/src/recorder/bigalloc.rs`).
 
 /// Above this capacity a table grows by this much, not by doubling.
 pub const STEP_BYTES: usize = 16 << 20;

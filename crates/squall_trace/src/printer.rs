@@ -115,14 +115,19 @@ fn float(out: &mut String, f: f64) {
     }
 }
 
+/// `s` quoted as Python's `repr` quotes it: in `'`, or in `"` when it holds a `'` and no `"`.
 fn py_str(out: &mut String, s: &str, budget: usize) {
-    out.push('\'');
+    let quote = if s.contains('\'') && !s.contains('"') { '"' } else { '\'' };
+    out.push(quote);
     for c in s.chars() {
         if out.len() > budget {
             break;
         }
         match c {
-            '\'' => out.push_str("\\'"),
+            c if c == quote => {
+                out.push('\\');
+                out.push(c);
+            }
             '\\' => out.push_str("\\\\"),
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
@@ -133,7 +138,7 @@ fn py_str(out: &mut String, s: &str, budget: usize) {
             c => out.push(c),
         }
     }
-    out.push('\'');
+    out.push(quote);
 }
 
 /// The opening and closing text of a sequence: Python's literal for the builtin types, else
@@ -174,6 +179,10 @@ fn write_bounded(out: &mut String, s: &Snap, level: usize, length: usize, depth:
     let deep = depth >= level;
     match s {
         Snap::Seq { kind, type_name, items, len, .. } => {
+            if empty_set(*kind, *len) {
+                let _ = write!(out, "{type_name}()");
+                return;
+            }
             let shown = if deep { 0 } else { items.len().min(length) };
             let whole_one = !deep && shown == 1 && *len == 1;
             let (open, close) = seq_brackets(*kind, type_name, whole_one, shown == 0);
@@ -184,9 +193,7 @@ fn write_bounded(out: &mut String, s: &Snap, level: usize, length: usize, depth:
                 }
                 write_bounded(out, it, level, length, depth + 1);
             }
-            if (shown as u64) < *len {
-                out.push_str(if shown == 0 { "..." } else { ", ..." });
-            }
+            bounded_tail(out, deep, shown, items.len(), *len, type_name);
             out.push_str(&close);
         }
         Snap::Map { type_name, entries, len, .. } => {
@@ -204,9 +211,7 @@ fn write_bounded(out: &mut String, s: &Snap, level: usize, length: usize, depth:
                 out.push_str(": ");
                 write_bounded(out, v, level, length, depth + 1);
             }
-            if (shown as u64) < *len {
-                out.push_str(if shown == 0 { "..." } else { ", ..." });
-            }
+            bounded_tail(out, deep, shown, entries.len(), *len, type_name);
             out.push('}');
             if !plain {
                 out.push(')');
@@ -240,6 +245,42 @@ fn write_bounded(out: &mut String, s: &Snap, level: usize, length: usize, depth:
     }
 }
 
+/// An empty set or frozenset prints as Python shows it, `set()` (`{}` is a dict).
+fn empty_set(kind: SeqKind, len: u64) -> bool {
+    len == 0 && matches!(kind, SeqKind::Set | SeqKind::FrozenSet)
+}
+
+/// What follows the `shown` items of a container of `len` items of which the recording kept
+/// `recorded`: `...` for items the print bounds hid, then the marker of the items the recorder's
+/// budget cut (never hidden by the print bounds: a reader must not take a cut value for a
+/// whole one). At the level bound (`deep`) a non-empty container is `[...]` alone.
+fn bounded_tail(out: &mut String, deep: bool, shown: usize, recorded: usize, len: u64, type_name: &str) {
+    let sep = |out: &mut String| {
+        if shown > 0 {
+            out.push_str(", ");
+        }
+    };
+    if deep {
+        if len > 0 {
+            out.push_str("...");
+        }
+        return;
+    }
+    if shown < recorded {
+        sep(out);
+        out.push_str("...");
+    }
+    let cut = len.saturating_sub(recorded as u64);
+    if cut > 0 {
+        if shown < recorded {
+            out.push_str(", ");
+        } else {
+            sep(out);
+        }
+        let _ = write!(out, "<...{cut} more of {type_name}[{len}]: cut by squall's snapshot budget>");
+    }
+}
+
 fn write_snap(out: &mut String, s: &Snap, budget: usize) {
     if out.len() > budget {
         return;
@@ -263,21 +304,32 @@ fn write_snap(out: &mut String, s: &Snap, budget: usize) {
         }
         Snap::Str(v) => py_str(out, v, budget),
         Snap::Bytes(v) => {
-            out.push_str("b'");
+            // Quoted and escaped as Python's repr does.
+            let quote = if v.contains(&b'\'') && !v.contains(&b'"') { b'"' } else { b'\'' };
+            out.push('b');
+            out.push(quote as char);
             for &c in v {
                 if out.len() > budget {
                     break;
                 }
                 match c {
-                    b'\'' => out.push_str("\\'"),
-                    b'\\' => out.push_str("\\\\"),
+                    c if c == quote || c == b'\\' => {
+                        out.push('\\');
+                        out.push(c as char);
+                    }
+                    b'\n' => out.push_str("\\n"),
+                    b'\r' => out.push_str("\\r"),
+                    b'\t' => out.push_str("\\t"),
                     0x20..=0x7e => out.push(c as char),
                     _ => {
                         let _ = write!(out, "\\x{c:02x}");
                     }
                 }
             }
-            out.push('\'');
+            out.push(quote as char);
+        }
+        Snap::Seq { kind, type_name, len, .. } if empty_set(*kind, *len) => {
+            let _ = write!(out, "{type_name}()");
         }
         Snap::Seq { kind, type_name, items, len, .. } => {
             let (open, close) = seq_brackets(*kind, type_name, items.len() == 1 && *len == 1, items.is_empty());
@@ -384,6 +436,45 @@ mod tests {
     fn list(items: Vec<Snap>) -> Snap {
         let len = items.len() as u64;
         Snap::Seq { kind: SeqKind::List, type_name: "list".into(), id: 0, items, len }
+    }
+
+    #[test]
+    fn pprint_shows_what_the_recorder_cut_whatever_the_print_length() {
+        let cut = Snap::Seq {
+            kind: SeqKind::List,
+            type_name: "list".into(),
+            id: 0,
+            items: vec![Snap::Int(1), Snap::Int(2), Snap::Int(3)],
+            len: 50,
+        };
+        let marker = "<...47 more of list[50]: cut by squall's snapshot budget>";
+        assert_eq!(pprint(&cut, 5, 2), format!("[1, 2, ..., {marker}]"));
+        assert_eq!(pprint(&cut, 5, 3), format!("[1, 2, 3, {marker}]"));
+        assert_eq!(pprint(&cut, 5, 0), format!("[..., {marker}]"));
+        assert_eq!(pprint(&cut, 0, 5), "[...]");
+        let m = Snap::Map { type_name: "dict".into(), entries: vec![(Snap::Int(0), Snap::None)], len: 9, id: 0 };
+        assert_eq!(pprint(&m, 5, 5), "{0: None, <...8 more of dict[9]: cut by squall's snapshot budget>}");
+        let whole = list(vec![Snap::Int(1), Snap::Int(2)]);
+        assert_eq!(pprint(&whole, 5, 1), "[1, ...]", "no marker when nothing was cut");
+    }
+
+    #[test]
+    fn strings_are_quoted_as_python_quotes_them() {
+        assert_eq!(preview(&Snap::Str("it's".into()), 80), "\"it's\"");
+        assert_eq!(preview(&Snap::Str("a'b\"c".into()), 80), "'a\\'b\"c'");
+        assert_eq!(preview(&Snap::Str("a\\b".into()), 80), "'a\\\\b'");
+        assert_eq!(pprint(&Snap::Str("x'".into()), 5, 5), "\"x'\"");
+        assert_eq!(preview(&Snap::Bytes(b"it's\n\x00".to_vec()), 80), "b\"it's\\n\\x00\"");
+        assert_eq!(preview(&Snap::Bytes(b"a'\"".to_vec()), 80), "b'a\\'\"'");
+    }
+
+    #[test]
+    fn an_empty_set_prints_as_python_shows_it() {
+        let set = |kind, name: &str| Snap::Seq { kind, type_name: name.into(), id: 0, items: vec![], len: 0 };
+        assert_eq!(pprint(&set(SeqKind::Set, "set"), 5, 5), "set()");
+        assert_eq!(pprint(&set(SeqKind::FrozenSet, "frozenset"), 5, 5), "frozenset()");
+        assert_eq!(preview(&set(SeqKind::Set, "set"), 80), "set()");
+        assert_eq!(pprint(&set(SeqKind::List, "list"), 5, 5), "[]");
     }
 
     #[test]

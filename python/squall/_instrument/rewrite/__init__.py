@@ -25,12 +25,12 @@ Inside an ``async def``, the implicit awaits of ``async for`` (each ``__anext__(
 with`` (``__aenter__()``, ``__aexit__()``) and of async comprehensions are suspensions too: the
 async iterable / context manager is wrapped, ``async for x in _sq_afor(SITE, FORM, it)``,
 ``async with _sq_awith(SITE, FORM, cm)``, by the engine's C wrappers
-(crates/squall_python/src/awaiting.rs), which record ``suspend`` / ``resume`` around each of
+(crates/squall_python/src/recorder/awaiting.rs), which record ``suspend`` / ``resume`` around each of
 those awaits and leave every behaviour, error message and traceback as CPython's.
 
 Full mode records a single-name binding with the call that makes its value: ``x = _sq_bind(SITE,
 v)`` (bind hands v back) and ``for x in _sq_for(SITE, it)`` (the engine's iterator,
-crates/squall_python/src/loop_iter.rs, records each item as it hands it to the loop; before 3.12
+crates/squall_python/src/recorder/loop_iter.rs, records each item as it hands it to the loop; before 3.12
 only, see ``_LOOP_ITER``), one call fewer per assignment or iteration than ``x = v`` followed by
 ``_sq_bind(SITE, x)``.
 

@@ -74,7 +74,7 @@ class _Sites(ast.NodeTransformer):
 
     def _suspend(self, node: Any, kind: int) -> Any:
         # `yield from X` / `await X` suspend before delegating; the engine keeps the frame open
-        # while a recorded delegate runs in it (crates/squall_python/src/delegation.rs).
+        # while a recorded delegate runs in it (crates/squall_python/src/recorder/delegation.rs).
         site = self.ctx.register_site(self.form_id, kind, node)
         if isinstance(node, ast.Yield):
             value = self.visit(node.value) if node.value is not None else _const(None, node)

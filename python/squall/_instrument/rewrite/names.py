@@ -13,7 +13,7 @@ ENTRY_NAMES = {
     "loop_iter": "_sq_for",
     "async_for": "_sq_afor",
     "async_with": "_sq_awith",
-    # writes (full mode): the store runs inside the entry point, see crates/squall_python/src/write_entry.rs
+    # writes (full mode): the store runs inside the entry point, see crates/squall_python/src/recorder/write_entry.rs
     "wattr": "_sq_wattr",
     "witem": "_sq_witem",
     "wdelattr": "_sq_wdelattr",

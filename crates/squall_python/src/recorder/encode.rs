@@ -18,15 +18,43 @@
 //!   a new encoding equal to it (same identity, same children) reuses it. Children are encoded
 //!   first, so an unchanged part of a changed container is shared too.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
+
 use pyo3::ffi;
 use squall_trace::{
     CutNode, MapNode, Node, ObjId, ObjectNode, OpaqueNode, SeqDeltaNode, SeqKind, SeqNode, ValRef, ValueStore,
 };
 
-use crate::engine::{without_recording, Engine, ThreadRec};
 use crate::identity::IDS;
 
 mod fingerprint;
+
+/// `f(o)` with this thread's recording suspended: how a user-registered encoder is called.
+///
+/// # Safety
+/// GIL held; `f` and `o` live.
+pub type CallUnrecorded = unsafe fn(f: *mut ffi::PyObject, o: *mut ffi::PyObject) -> *mut ffi::PyObject;
+
+/// Set once at module init (`lib.rs`, with the engine's `call_unrecorded`): a registered
+/// encoder is rare, so it is looked up here rather than carried by every encoding.
+static CALL_UNRECORDED: OnceLock<CallUnrecorded> = OnceLock::new();
+
+pub fn set_call_unrecorded(f: CallUnrecorded) {
+    let _ = CALL_UNRECORDED.set(f);
+}
+
+/// `collections.deque` (set at module init; sets and deques are read through their own C
+/// iterators).
+static DEQUE_TYPE: AtomicUsize = AtomicUsize::new(0);
+
+pub fn set_deque_type(tp: *mut ffi::PyTypeObject) {
+    DEQUE_TYPE.store(tp as usize, Ordering::Relaxed);
+}
+
+pub fn deque_type() -> *mut ffi::PyTypeObject {
+    DEQUE_TYPE.load(Ordering::Relaxed) as *mut ffi::PyTypeObject
+}
 
 pub struct Budget {
     pub max_depth: u32,
@@ -428,9 +456,14 @@ pub unsafe fn inline_value(o: *mut ffi::PyObject) -> Option<ValRef> {
 /// # Safety
 /// GIL held; `o` a valid borrowed reference.
 #[inline(always)]
-pub unsafe fn scalar(rec: &mut ThreadRec, max_string: usize, o: *mut ffi::PyObject) -> Option<ValRef> {
-    // SAFETY: this fn's contract (GIL held, `o` live); no Python code runs, so `rec` is the only
-    // reference to its recording.
+pub unsafe fn scalar(
+    values: &mut ValueStore,
+    enc: &mut EncodeCache,
+    max_string: usize,
+    o: *mut ffi::PyObject,
+) -> Option<ValRef> {
+    // SAFETY: this fn's contract (GIL held, `o` live); no Python code runs, so `values` and `enc`
+    // are the only references to them.
     unsafe {
         if let Some(v) = inline_value(o) {
             return Some(v);
@@ -447,13 +480,13 @@ pub unsafe fn scalar(rec: &mut ThreadRec, max_string: usize, o: *mut ffi::PyObje
             }
             Node::Int(v)
         } else if tp == &raw mut ffi::PyUnicode_Type {
-            return ascii_str(&mut rec.values, &mut rec.enc, o, max_string);
+            return ascii_str(values, enc, o, max_string);
         } else {
             return None;
         };
         // Numbers are pushed without looking for an earlier node: a float or big int is seldom
         // recorded twice at one address, and the lookup costs more than the node.
-        rec.values.push(node)
+        values.push(node)
     }
 }
 
@@ -497,24 +530,30 @@ unsafe fn ascii_str(
 ///
 /// # Safety
 /// GIL held; `o` a valid borrowed reference.
-pub unsafe fn encode(eng: &mut Engine, rec: &mut ThreadRec, o: *mut ffi::PyObject) -> ValRef {
+pub unsafe fn encode(
+    budget: &Budget,
+    registered: &[(*mut ffi::PyTypeObject, *mut ffi::PyObject)],
+    store: &mut ValueStore,
+    cache: &mut EncodeCache,
+    o: *mut ffi::PyObject,
+) -> ValRef {
     // SAFETY: this fn's contract (GIL held, `o` live). The encoder reads objects' storage and runs
     // no Python code except a user-registered encoder (`registered_encoder`, by request).
     unsafe {
         if let Some(v) = inline_value(o) {
             return v;
         }
-        let mut left = eng.budget.max_items;
+        let mut left = budget.max_items;
         let mut cx = Cx {
-            budget: &eng.budget,
-            registered: &eng.snapshotters,
-            store: &mut rec.values,
-            cache: &mut rec.enc,
+            budget,
+            registered,
+            store,
+            cache,
             left: &mut left,
-            obj_left: eng.budget.object_depth.max(1),
+            obj_left: budget.object_depth.max(1),
             newest_dep: 0,
         };
-        cx.enc(o, eng.budget.max_depth)
+        cx.enc(o, budget.max_depth)
     }
 }
 
@@ -1372,7 +1411,11 @@ impl Cx<'_> {
         // SAFETY: this fn's contract (GIL held, `f` and `o` live). It calls the user's encoder
         // (Python code) with recording off on this thread; the result is owned and released here.
         unsafe {
-            let r = without_recording(|| ffi::PyObject_CallOneArg(f, o));
+            let Some(call) = CALL_UNRECORDED.get() else {
+                return self
+                    .opaque(o, "<its registered snapshot function was not called: squall is not initialised>".into());
+            };
+            let r = call(f, o);
             if r.is_null() {
                 ffi::PyErr_Clear();
                 return self.opaque(o, "<its registered snapshot function raised>".into());
@@ -1429,7 +1472,7 @@ fn same_scalar(a: &Node, b: &Node) -> bool {
 
 /// `collections.deque` or the deque base of `tp`.
 unsafe fn deque_base(tp: *mut ffi::PyTypeObject) -> Option<*mut ffi::PyTypeObject> {
-    let deque = crate::engine::deque_type();
+    let deque = deque_type();
     if deque.is_null() {
         return None;
     }

@@ -422,6 +422,23 @@ impl PyRecording {
     fn loop_iterations(&self, flow_id: u32, thread_id: u64, idx: u64) -> PyResult<(Vec<u32>, usize)> {
         crate::query_threads::loop_iterations(self.b(), flow_id, thread_id, idx)
     }
+    /// The core's text search over entries `from_idx..to_idx` of one thread (the UI's search).
+    #[pyo3(signature = (flow_id, thread_id, text, kind="value", from_idx=0, to_idx=None, limit=100, ignore_case=true))]
+    #[allow(clippy::too_many_arguments)]
+    fn search<'py>(
+        &self,
+        py: Python<'py>,
+        flow_id: u32,
+        thread_id: u64,
+        text: &str,
+        kind: &str,
+        from_idx: usize,
+        to_idx: Option<usize>,
+        limit: usize,
+        ignore_case: bool,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        crate::query_threads::search(py, self.b(), flow_id, thread_id, text, kind, from_idx, to_idx, limit, ignore_case)
+    }
 
     /// Writes Chrome trace event JSON (Perfetto opens it) to `out`.
     #[pyo3(signature = (out, progress=None))]

@@ -28,7 +28,7 @@ use pyo3::ffi;
 use squall_trace::{FormKind, Kind, Recorded, SiteKind, ValRef, NONE};
 
 use crate::delegation_state::{Reopened, Waiting};
-use crate::encode::encode as capture;
+use crate::engine::capture;
 use crate::engine::{Engine, ThreadRec};
 
 /// Beyond this many waiting frames the notes are dropped (stale ones pile up only when a

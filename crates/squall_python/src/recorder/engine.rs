@@ -6,7 +6,7 @@ use std::ptr::null_mut;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 
 use pyo3::ffi;
-use squall_trace::{display_name, Forms, LimitHit, Limits, Recorded, Timeline, ValueStore};
+use squall_trace::{display_name, Forms, LimitHit, Limits, Recorded, Timeline, ValRef, ValueStore};
 
 use crate::encode::{Budget, EncodeCache, DEFAULT_BUDGET};
 use crate::gil_cell::GilCell;
@@ -68,18 +68,6 @@ pub static ENGINE: GilCell<Engine> = GilCell::new(Engine {
     lost_during_ui: 0,
     memory_stopped: false,
 });
-
-/// `collections.deque` (set at module init; sets and deques are read through their own C
-/// iterators).
-static DEQUE_TYPE: AtomicUsize = AtomicUsize::new(0);
-
-pub fn set_deque_type(tp: *mut ffi::PyTypeObject) {
-    DEQUE_TYPE.store(tp as usize, Ordering::Relaxed);
-}
-
-pub fn deque_type() -> *mut ffi::PyTypeObject {
-    DEQUE_TYPE.load(Ordering::Relaxed) as *mut ffi::PyTypeObject
-}
 
 pub const DEFAULT_MEMORY_LIMIT: u64 = 4 << 30;
 
@@ -258,6 +246,37 @@ unsafe fn current_rec_slow() -> Option<&'static mut ThreadRec> {
     // SAFETY: `rec` points into a Box owned by ENGINE.recs, which stays put for the epoch; no other
     // reference to that recording is alive on this thread.
     Some(claim(unsafe { &mut *rec }))
+}
+
+/// Encodes `o` into `rec`'s store with `eng`'s budget (`encode::encode`: the encoder is handed
+/// what it needs of the engine, which it does not name).
+///
+/// # Safety
+/// GIL held; `o` a valid borrowed reference.
+#[inline(always)]
+pub unsafe fn capture(eng: &mut Engine, rec: &mut ThreadRec, o: *mut ffi::PyObject) -> ValRef {
+    // SAFETY: this fn's contract.
+    unsafe { crate::encode::encode(&eng.budget, &eng.snapshotters, &mut rec.values, &mut rec.enc, o) }
+}
+
+/// `encode::scalar` into `rec`'s store.
+///
+/// # Safety
+/// GIL held; `o` a valid borrowed reference.
+#[inline(always)]
+pub unsafe fn scalar(rec: &mut ThreadRec, max_string: usize, o: *mut ffi::PyObject) -> Option<ValRef> {
+    // SAFETY: this fn's contract.
+    unsafe { crate::encode::scalar(&mut rec.values, &mut rec.enc, max_string, o) }
+}
+
+/// `f(o)` with this thread's recording suspended (`encode::CallUnrecorded`: a user-registered
+/// encoder runs the user's code).
+///
+/// # Safety
+/// GIL held; `f` and `o` live.
+pub unsafe fn call_unrecorded(f: *mut ffi::PyObject, o: *mut ffi::PyObject) -> *mut ffi::PyObject {
+    // SAFETY: this fn's contract (GIL held, `f` and `o` live).
+    without_recording(|| unsafe { ffi::PyObject_CallOneArg(f, o) })
 }
 
 /// Runs `f` with this thread's recording suspended: events caused by Python code that `f` runs

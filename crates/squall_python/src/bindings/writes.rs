@@ -8,6 +8,9 @@ use squall_trace::{display_name, writes_merged, Decoded, OldValue, Snap, Timelin
 use crate::query::{rec_of, value_ref, Backend, TlView};
 use crate::snap::to_python;
 
+/// Characters of a write's key as printed for `name_text`.
+const NAME_TEXT_MAX: usize = 240;
+
 /// The most writes one answer lists unless asked for more: answers stay small, and say what
 /// they left out.
 pub const DEFAULT_LIMIT: usize = 200;
@@ -87,6 +90,8 @@ pub fn writes<'py, B: Backend + ?Sized>(
         d.set_item("thread_id", v.thread_id)?;
         d.set_item("obj_id", w.obj)?;
         d.set_item("name", to_python(py, &w.name)?)?;
+        // The key as the core's printer shows it (the agents' answers print it, not the object).
+        d.set_item("name_text", squall_trace::printer::preview(&w.name, NAME_TEXT_MAX))?;
         d.set_item("kind", if w.is_attr { "attr" } else { "item" })?;
         d.set_item("fn", site.map(|s| display_name(forms, s.form)))?;
         d.set_item("file", site.and_then(|s| forms.form(s.form)).map(|f| f.file.to_string()))?;

@@ -18,7 +18,7 @@ use std::sync::atomic::Ordering;
 use pyo3::ffi;
 use squall_trace::{Recorded, ValRef};
 
-use crate::encode::{encode as capture, scalar};
+use crate::engine::{capture, scalar};
 use crate::engine::{current_rec, current_rec_cached, memory_check_due, ENGINE, RECORDING};
 use crate::identity::IDS;
 use crate::ints::id_of as small_id;

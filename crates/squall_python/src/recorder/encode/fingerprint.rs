@@ -62,7 +62,7 @@ struct Frozen {
 
 /// The last fingerprint per address, direct-mapped.
 #[derive(Default)]
-pub(in crate::encode) struct Prints {
+pub(super) struct Prints {
     slots: Vec<Print>,
     scratch: Vec<u64>,
     frozen: Vec<Frozen>,
@@ -73,7 +73,7 @@ impl Prints {
         ((addr >> 4) ^ (addr >> 14)) & (SLOTS - 1)
     }
 
-    pub(in crate::encode) fn bytes(&self) -> usize {
+    pub(super) fn bytes(&self) -> usize {
         self.slots.iter().map(|p| p.words.capacity() * 8).sum::<usize>()
             + self.slots.capacity() * std::mem::size_of::<Print>()
             + self.frozen.capacity() * std::mem::size_of::<Frozen>()

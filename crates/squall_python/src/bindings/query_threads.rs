@@ -5,6 +5,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use squall_trace::exceptions::{exception_text, exceptions as core_exceptions};
+use squall_trace::search::{SearchKind, SeenValues, TextSearch};
 use squall_trace::stepping::{iterations, step_like, Like};
 use squall_trace::{display_name, ThreadRef};
 
@@ -148,4 +149,39 @@ pub fn loop_iterations<B: Backend + ?Sized>(
     let rec = rec_of(b, flow_id, thread_id)?;
     let it = iterations(rec.tl, idx).map_err(trace_err)?;
     Ok((it.idxs, it.pos))
+}
+
+/// The core's text search (`squall_trace::search`, the UI's) over entries `from_idx..to_idx` of
+/// one thread: `{"hits": [(idx, text)], "next_idx"}`, at most `limit` hits, `text` being what the
+/// hit was found in (`TextSearch::hit_text`), `next_idx` where to go on from. A caller searches a
+/// long timeline in such ranges and decides between them whether to stop (a time budget, Ctrl-C).
+#[allow(clippy::too_many_arguments)]
+pub fn search<'py, B: Backend + ?Sized>(
+    py: Python<'py>,
+    b: &B,
+    flow_id: u32,
+    thread_id: u64,
+    text: &str,
+    kind: &str,
+    from_idx: usize,
+    to_idx: Option<usize>,
+    limit: usize,
+    ignore_case: bool,
+) -> PyResult<Bound<'py, PyDict>> {
+    let kind = SearchKind::parse(kind)
+        .ok_or_else(|| PyValueError::new_err(format!("search kind must be \"fn\" or \"value\", not {kind:?}")))?;
+    if text.is_empty() {
+        return Err(PyValueError::new_err("empty search text: it would match every entry; say what to look for"));
+    }
+    let rec = rec_of(b, flow_id, thread_id)?;
+    let store = b.store(&rec);
+    let matcher = TextSearch::with_case(b.forms(), kind, text, ignore_case);
+    let to = to_idx.unwrap_or(usize::MAX);
+    let (idxs, next) = matcher.search_range(b.forms(), rec.tl, store, &mut SeenValues::default(), from_idx, to, limit);
+    let hits: Vec<(u32, String)> =
+        idxs.into_iter().map(|i| (i, matcher.hit_text(b.forms(), rec.tl, store, i as usize))).collect();
+    let d = PyDict::new(py);
+    d.set_item("hits", hits)?;
+    d.set_item("next_idx", next)?;
+    Ok(d)
 }

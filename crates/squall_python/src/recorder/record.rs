@@ -12,7 +12,7 @@ use pyo3::ffi;
 use squall_trace::{Kind, Recorded, SiteKind, ValRef};
 
 use crate::delegation;
-use crate::encode::{encode as capture, scalar};
+use crate::engine::{capture, scalar};
 use crate::engine::{current_rec, current_rec_cached, memory_check_due, ENGINE, RECORDING};
 
 type Args = *mut *mut ffi::PyObject;
