@@ -97,6 +97,22 @@ fn entry_buffers_bytes(entries: &Vec<Entry>, args: &Vec<u32>) -> usize {
     entries.capacity() * std::mem::size_of::<Entry>() + args.capacity() * 4
 }
 
+/// Hands the pages of freed chunks back to the system (glibc keeps what a thread frees in that
+/// thread's arena, resident: the chunk buffers freed after each flush pass stayed counted
+/// nowhere). Called by the writer's thread after each flush, off the recording's path.
+fn give_back_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        unsafe extern "C" {
+            fn malloc_trim(pad: usize) -> std::ffi::c_int;
+        }
+        // SAFETY: glibc's malloc_trim takes no pointer and may be called from any thread.
+        unsafe {
+            malloc_trim(0);
+        }
+    }
+}
+
 /// Runs its closure when dropped.
 struct Defer<F: FnMut()>(F);
 
@@ -830,6 +846,7 @@ impl<W: Write + Send + 'static> Writer<W> {
                         Job::Flush(ticket) => {
                             let r = c.w.flush().map_err(StoreError::from);
                             progress.set(|p| p.flushed = ticket);
+                            give_back_freed_memory();
                             r
                         }
                     };
