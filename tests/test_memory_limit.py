@@ -91,8 +91,10 @@ def test_rss_growth_stays_within_the_memory_limit(baseline, saving):
     assert r.returncode == 0, r.stderr
     plain_out = subprocess.run([sys.executable, "prog.py"], cwd=d, capture_output=True, text=True).stdout
     assert r.stdout == plain_out  # the program is unchanged, and went on past the limit
-    # It recorded until the limit, not less: the limit is what stopped it.
+    # It recorded until the limit, not less: the limit is what stopped it, said when it happened
+    # and in the summary.
     assert "reached the memory limit of 96 MiB; recording stops everywhere" in r.stderr, r.stderr
+    assert "limit=memory_limit, value=100663296 (96 MiB: recording stopped everywhere there" in r.stderr
     growth = peak - base
     assert growth <= LIMIT_MIB * 1.1, (
         f"peak RSS {peak:.0f} MiB, plain {plain:.0f} MiB, baseline {base:.0f} MiB: growth {growth:.0f} MiB "
