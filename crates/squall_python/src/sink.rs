@@ -7,6 +7,10 @@
 //! whole under the GIL, so `close_sink` never sees one half done. A program killed at any moment
 //! leaves a file readable up to the last flush. `close` flushes the rest and writes the end
 //! marker.
+//!
+//! A flush hands over passes of at most a 32nd of the memory limit (`pass_bytes`), each written
+//! with the GIL released before the next is made; the memory limit counts the writer's buffers
+//! (`Engine::writer_bytes`). docs/DESIGN.md, "Memory: what the limit counts".
 
 use std::fs::File;
 use std::io::BufWriter;
@@ -61,9 +65,9 @@ fn pass_bytes(limit: Option<u64>) -> usize {
     limit.map_or(MAX_PASS_BYTES, |l| (l / 32) as usize).clamp(MIN_PASS_BYTES, MAX_PASS_BYTES)
 }
 const MIN_PASS_BYTES: usize = 1 << 20;
+const MAX_PASS_BYTES: usize = 16 << 20;
 /// Passes `close_sink` makes before it hands the rest over whole.
 const MAX_CLOSING_PASSES: usize = 10_000;
-const MAX_PASS_BYTES: usize = 16 << 20;
 
 /// The writer's buffers, counted by the memory limit (`Engine::bytes`) while saving.
 fn set_writer_held(held: Option<Arc<Held>>) {
