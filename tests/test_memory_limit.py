@@ -154,3 +154,49 @@ def test_rss_growth_stays_within_the_memory_limit(baseline, saving):
         rec = squall.load(d / "rec.sqrec")
         calls = {s["fn_name"].rsplit(".", 1)[-1]: s["cnt"] for s in rec.fn_call_stats(0)}
         assert 0 < calls["make"] < all_calls, calls
+
+
+INDEXED = """
+class Box:
+    def __init__(self, i, inner=None):
+        self.i = i
+        self.inner = inner
+
+
+def make(i):
+    return Box(i)
+
+
+def wrap(b):
+    return Box(-1, b)
+"""
+
+
+def test_the_indexes_queries_build_over_a_recording_are_counted():
+    # Showing an object met past `object_depth` builds each object's states and writes (the
+    # indexes of `ValueStore`); the limit counts them (the end-of-run summary built 17 MB of
+    # them on a recorded test suite, uncounted).
+    import threading
+
+    from squall import api, indexes, values
+    from squall._instrument import rewrite
+
+    api.stop_recording()
+    api.clear_recordings()
+    ns = {"__name__": "indexed"}
+    exec(rewrite.compile_instrumented(INDEXED, "/src/indexed.py", "indexed"), ns)
+    try:
+        api.start_recording(install_hook=False)
+        kept = [ns["make"](i) for i in range(50_000)]
+        ns["wrap"](kept[7])
+        api.stop_recording()
+        before = api.engine_stats()["bytes"]
+        tl = indexes.get_referenced_maps_timeline(0, threading.get_native_id())
+        wrapped = [e for e in tl if e["type"] == "fn-call"][-1]
+        shown = values.deref_val_id(wrapped["fn_args_ref"])
+        assert "(i=7, inner=None)" in repr(shown[2])  # its earlier state, from the index
+        grown = api.engine_stats()["bytes"] - before
+        # 50,000 objects' states and 100,000 writes: megabytes.
+        assert grown > 2 << 20, grown
+    finally:
+        api.clear_recordings()

@@ -366,14 +366,20 @@ impl Engine {
         self.hits.push((rec_number, hit));
     }
 
-    /// Memory the recordings hold: timelines, value stores, the encoders' caches, the identity
-    /// map and, while saving, the file writer's buffers.
+    /// Memory the recordings hold: timelines, value stores (with the indexes queries build over
+    /// them), the encoders' caches, the identity map and, while saving, the file writer's
+    /// buffers.
     pub fn bytes(&self) -> u64 {
         // SAFETY: an `Engine` is only reached through the ENGINE GilCell, so `&self` means the GIL
         // is held; no other reference to IDS is alive here.
         let ids = unsafe { crate::identity::IDS.get() }.bytes();
         ids + self.writer_bytes()
-            + self.recs.iter().flatten().map(|r| r.tl.bytes() + r.values.bytes() + r.enc.bytes()).sum::<u64>()
+            + self
+                .recs
+                .iter()
+                .flatten()
+                .map(|r| r.tl.bytes() + r.values.bytes() + r.values.index_bytes() + r.enc.bytes())
+                .sum::<u64>()
     }
 
     /// While saving, what the file writer's buffers hold, or the room reserved for them if that
