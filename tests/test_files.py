@@ -334,7 +334,8 @@ def test_bookmarks_from_code_are_recorded_and_saved(tmp_path):
 
 
 def test_a_long_run_saved_to_a_file_stays_within_the_memory_limit(tmp_path):
-    # Saved entries leave memory past half the limit; the recording goes on in the file.
+    # Saved entries leave memory past half the limit; the recording goes on in the file. The
+    # limit counts the writer's buffers too (a pass and its chunks: about 17 MiB here).
     import time as _time
 
     api.stop_recording()
@@ -342,7 +343,8 @@ def test_a_long_run_saved_to_a_file_stays_within_the_memory_limit(tmp_path):
     ns = {"__name__": "long"}
     exec(rewrite.compile_instrumented("def tick(i):\n    return i\n", "/src/long.py", "long"), ns)
     limits = api.get_limits()
-    api.set_limits(memory_limit=400_000)
+    limit = 24 << 20
+    api.set_limits(memory_limit=limit)
     try:
         api.start_recording(install_hook=False)
         api.save_to(str(tmp_path / "long.sqrec"))
@@ -350,12 +352,15 @@ def test_a_long_run_saved_to_a_file_stays_within_the_memory_limit(tmp_path):
         for _batch in range(12):
             for i in range(2000):
                 ns["tick"](i)
-            peak = max(peak, api.engine_stats()["bytes"])
+            stats = api.engine_stats()
+            peak = max(peak, stats["bytes"])
+            assert stats["writer_bytes"] > limit // 2  # so the saved entries leave memory
             _time.sleep(0.15)  # the flusher runs twice a second
         assert api.is_recording()  # not stopped by the limit
         api.stop_recording()
         api.finish_saving()
-        assert peak < 600_000, peak
+        assert api.engine_stats()["writer_bytes"] == 0  # the writer is gone
+        assert peak < limit, peak
         tid = threading.get_native_id()
         live_stats = squall.indexes.fn_call_stats(0)
         assert live_stats[0]["cnt"] == 24_000  # evicted calls still counted
@@ -380,12 +385,13 @@ def test_values_past_the_memory_limit_stop_the_recording_while_saving(tmp_path, 
     ns = {"__name__": "big"}
     exec(rewrite.compile_instrumented("def take(xs):\n    return 1\n", "/src/big.py", "big"), ns)
     limits = api.get_limits()
-    api.set_limits(memory_limit=2_000_000)
+    limit = 24 << 20  # the writer's buffers (about 17 MiB) are counted: 7 MiB of values
+    api.set_limits(memory_limit=limit)
     try:
         api.start_recording(install_hook=False)
         api.save_to(str(tmp_path / "big.sqrec"))
         calls = 0
-        for batch in range(10):
+        for batch in range(40):
             for i in range(100):
                 ns["take"]([[batch, i, j] for j in range(100)])  # a new value each time
                 calls += 1
@@ -394,7 +400,7 @@ def test_values_past_the_memory_limit_stop_the_recording_while_saving(tmp_path, 
                 break
         assert not api.is_recording()
         assert "reached the memory limit" in capfd.readouterr().err
-        assert api.engine_stats()["bytes"] < 2_000_000 * 1.1
+        assert api.engine_stats()["bytes"] < limit * 1.1
         api.finish_saving()
         rec = squall.load(tmp_path / "big.sqrec")
         recorded = rec.fn_call_stats(0)[0]["cnt"]

@@ -141,7 +141,13 @@ def _render(
     if hits:
         w("LIMITS HIT (recording is incomplete):")
         for h in hits:
-            w("  " + ", ".join(f"{k}={v}" for k, v in h.items()))
+            line = "  " + ", ".join(f"{k}={v}" for k, v in h.items())
+            if h.get("limit") == "memory_limit" and isinstance(h.get("value"), int):
+                line += (
+                    f" ({h['value'] / 2**20:g} MiB: recording stopped everywhere there, the program went on;"
+                    " raise it with --memory-limit MIB)"
+                )
+            w(line)
 
     dropped = stats.get("dropped", 0) if isinstance(stats, dict) else 0
     if dropped:

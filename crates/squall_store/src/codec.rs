@@ -96,6 +96,13 @@ pub(crate) struct Streams {
     g: Vec<u8>,
 }
 
+impl Streams {
+    /// The bytes the streams' buffers hold.
+    pub(crate) fn held(&self) -> usize {
+        self.h.capacity() + self.a.capacity() + self.b.capacity() + self.c.capacity() + self.g.capacity()
+    }
+}
+
 /// Encodes one ENTRIES body (uncompressed) into `out`. `nparams[form]` is the form's parameter
 /// count when known: calls of forms with 2+ parameters hold an args offset in `c`.
 #[allow(clippy::too_many_arguments)]

@@ -23,7 +23,7 @@ pub use error::StoreError;
 pub use reader::{open, open_with_progress, read, read_with_progress};
 pub use squall_trace::printer::{pprint, preview, preview_ref};
 pub use wire::{Codec, FORMAT_VERSION, MAGIC};
-pub use writer::{Writer, Written};
+pub use writer::{Held, Writer, Written};
 
 use squall_trace::{Forms, Outputs, Timeline, ValueStore};
 

@@ -110,6 +110,13 @@ pub(crate) struct Compressor {
     buf: Vec<u8>,
 }
 
+impl Compressor {
+    /// The bytes its buffer and zstd context hold.
+    pub(crate) fn held(&mut self) -> usize {
+        self.buf.capacity() + self.cx.as_mut().map_or(0, |(_, c)| c.context_mut().sizeof())
+    }
+}
+
 /// [`put_body`] with a context kept in `z`.
 pub(crate) fn put_body_with(out: &mut Vec<u8>, codec: Codec, raw: &[u8], z: &mut Compressor) {
     let Codec::Zstd(level) = codec else { return put_body(out, codec, raw) };

@@ -20,9 +20,11 @@ use crate::wire::{
 use crate::{Header, StoreError, ThreadMeta};
 
 /// Entries per ENTRIES chunk at most: bounds a chunk's memory and lets readers decode in parallel.
-const ENTRIES_PER_CHUNK: usize = 1 << 18;
+/// 1 MiB of entries in memory: the writer's buffers are a few chunks, and a recording saved under
+/// a small memory limit counts them (4 MiB chunks made them 40 MiB).
+const ENTRIES_PER_CHUNK: usize = 1 << 16;
 /// Raw value bytes per NODES chunk, roughly.
-const VALUE_BYTES_PER_CHUNK: usize = 4 << 20;
+const VALUE_BYTES_PER_CHUNK: usize = 1 << 20;
 
 #[derive(Default)]
 struct TlState {
@@ -54,6 +56,70 @@ pub struct Writer<W: Write> {
     raw: Vec<u8>,
     /// A NODES chunk's nodes, before its header (which counts them) is known.
     body: Vec<u8>,
+    /// The bytes this writer's buffers hold, on both threads (`Held`).
+    held: Arc<Held>,
+}
+
+/// The bytes a writer's buffers hold, kept up to date by both of its threads, so that a caller
+/// bounding its memory (the recorder's `--memory-limit`) counts them: the caller's own buffers,
+/// the chunks queued for the background thread or pooled for reuse, the background thread's
+/// buffers and its zstd context.
+#[derive(Debug, Default)]
+pub struct Held {
+    caller: AtomicU64,
+    queued: AtomicU64,
+    thread: AtomicU64,
+}
+
+impl Held {
+    /// The bytes held now.
+    pub fn bytes(&self) -> u64 {
+        self.caller.load(Ordering::Relaxed) + self.queued.load(Ordering::Relaxed) + self.thread.load(Ordering::Relaxed)
+    }
+
+    /// (the caller's buffers, the queued and pooled chunks, the background thread's buffers).
+    pub fn parts(&self) -> (u64, u64, u64) {
+        (self.caller.load(Ordering::Relaxed), self.queued.load(Ordering::Relaxed), self.thread.load(Ordering::Relaxed))
+    }
+
+    fn add_queued(&self, n: usize) {
+        self.queued.fetch_add(n as u64, Ordering::Relaxed);
+    }
+
+    fn sub_queued(&self, n: usize) {
+        // Saturating: a count must never wrap to a huge number that would stop a recording.
+        let _ = self.queued.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |q| Some(q.saturating_sub(n as u64)));
+    }
+}
+
+/// The bytes an entries job's buffers hold (their capacities).
+fn entry_buffers_bytes(entries: &Vec<Entry>, args: &Vec<u32>) -> usize {
+    entries.capacity() * std::mem::size_of::<Entry>() + args.capacity() * 4
+}
+
+/// Hands the pages of freed chunks back to the system (glibc keeps what a thread frees in that
+/// thread's arena, resident: the chunk buffers freed after each flush pass stayed counted
+/// nowhere). Called by the writer's thread after each flush, off the recording's path.
+fn give_back_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        unsafe extern "C" {
+            fn malloc_trim(pad: usize) -> std::ffi::c_int;
+        }
+        // SAFETY: glibc's malloc_trim takes no pointer and may be called from any thread.
+        unsafe {
+            malloc_trim(0);
+        }
+    }
+}
+
+/// Runs its closure when dropped.
+struct Defer<F: FnMut()>(F);
+
+impl<F: FnMut()> Drop for Defer<F> {
+    fn drop(&mut self) {
+        (self.0)()
+    }
 }
 
 /// Compresses chunk bodies and writes chunks to `W`.
@@ -67,6 +133,11 @@ struct Chunker<W> {
 }
 
 impl<W: Write> Chunker<W> {
+    /// The bytes this chunker's buffers and zstd context hold.
+    fn held(&mut self) -> usize {
+        self.payload.capacity() + self.out.capacity() + self.zstd.held()
+    }
+
     fn emit(&mut self, ty: u8, flags: u8, raw: &[u8]) -> Result<(), StoreError> {
         self.payload.clear();
         put_body_with(&mut self.payload, self.codec, raw, &mut self.zstd);
@@ -95,6 +166,9 @@ enum Job {
 
 /// How many chunks may wait for the background thread before the caller waits for it.
 const QUEUED_CHUNKS: usize = 16;
+/// How many spent buffers of each kind are kept for reuse (the rest are freed): a flush that
+/// handed over many chunks at once would otherwise keep them all, resident, for good.
+const POOLED_BUFFERS: usize = 1;
 
 /// What the background thread has written: the ticket of the last [`Writer::flush`] it did, or
 /// the error it stopped at.
@@ -185,6 +259,7 @@ impl<W: Write> Writer<W> {
             streams: Streams::default(),
             raw: Vec::new(),
             body: Vec::new(),
+            held: Arc::default(),
         };
         let mut p = Vec::new();
         put_str(&mut p, &header.program);
@@ -242,18 +317,49 @@ impl<W: Write> Writer<W> {
 
     fn emit(&mut self, ty: u8, flags: u8) -> Result<(), StoreError> {
         match &mut self.out {
-            Out::Here(c) => c.emit(ty, flags, &self.raw),
+            Out::Here(c) => {
+                let r = c.emit(ty, flags, &self.raw);
+                self.note_caller();
+                r
+            }
             Out::Background { tx, spent, .. } => {
                 let mut next = spent.try_recv().unwrap_or_default();
+                self.held.sub_queued(next.capacity());
                 next.clear();
                 let raw = std::mem::replace(&mut self.raw, next);
+                let n = raw.capacity();
+                self.held.add_queued(n);
+                let caller = self.raw.capacity() + self.body.capacity() + self.streams.held();
+                self.held.caller.store(caller as u64, Ordering::Relaxed);
                 if tx.as_ref().is_some_and(|tx| tx.send(Job::Chunk(ty, flags, raw)).is_ok()) {
                     return Ok(());
                 }
+                self.held.sub_queued(n);
                 // The thread stopped at an error: it says which.
                 self.join().map(|_| ()).and(Err(StoreError::Usage("the writer's thread stopped".into())))
             }
         }
+    }
+
+    /// The bytes this writer's buffers hold now, on both of its threads.
+    pub fn held_bytes(&self) -> u64 {
+        self.held.bytes()
+    }
+
+    /// A handle on [`Writer::held_bytes`] that can be read without the writer (the recorder's
+    /// memory limit reads it while another thread uses the writer).
+    pub fn held(&self) -> Arc<Held> {
+        Arc::clone(&self.held)
+    }
+
+    /// Notes what the caller's own buffers hold (and, without a background thread, the
+    /// chunker's: the caller compresses then).
+    fn note_caller(&mut self) {
+        let mut n = self.raw.capacity() + self.body.capacity() + self.streams.held();
+        if let Out::Here(c) = &mut self.out {
+            n += c.held();
+        }
+        self.held.caller.store(n as u64, Ordering::Relaxed);
     }
 
     /// Stops the background thread (if any) after everything handed over, and takes its chunker.
@@ -273,6 +379,12 @@ impl<W: Write> Writer<W> {
             Out::Here(c) => Ok(c),
             Out::Background { tx, thread, .. } => {
                 drop(tx);
+                // The thread's buffers and the pooled ones are freed with it and its channels.
+                let held = Arc::clone(&self.held);
+                let _forget = Defer(move || {
+                    held.queued.store(0, Ordering::Relaxed);
+                    held.thread.store(0, Ordering::Relaxed);
+                });
                 match thread.map(JoinHandle::join) {
                     Some(Ok(r)) => r,
                     Some(Err(_)) => Err(StoreError::Usage("the writer's thread panicked".into())),
@@ -429,24 +541,50 @@ impl<W: Write> Writer<W> {
             // job (the queue's bound then bounds the copies).
             for (idx, piece, args_at, piece_args) in chunk_pieces(first_idx, entries, args_first, args) {
                 let (mut e, mut g) = spent_entries.try_recv().unwrap_or_default();
+                self.held.sub_queued(entry_buffers_bytes(&e, &g));
                 e.clear();
                 e.extend_from_slice(piece);
                 g.clear();
                 g.extend_from_slice(piece_args);
+                let n = entry_buffers_bytes(&e, &g);
+                self.held.add_queued(n);
                 let job = Job::Entries { timeline, first_idx: idx, entries: e, args_first: args_at, args: g };
                 if tx.as_ref().is_none_or(|tx| tx.send(job).is_err()) {
+                    self.held.sub_queued(n);
                     return self.join().map(|_| ()).and(Err(StoreError::Usage("the writer's thread stopped".into())));
                 }
             }
             return Ok(());
         }
         let Out::Here(c) = &mut self.out else { unreachable!("handled above") };
-        entry_chunks(c, &mut self.raw, &mut self.streams, &self.nparams, timeline, first_idx, entries, args_first, args)
+        let r = entry_chunks(
+            c,
+            &mut self.raw,
+            &mut self.streams,
+            &self.nparams,
+            timeline,
+            first_idx,
+            entries,
+            args_first,
+            args,
+        );
+        self.note_caller();
+        r
     }
 
     /// Appends what `store` (a timeline's value store) holds beyond what was written before:
     /// its new names and nodes. A store only grows, so each call writes its new end.
     pub fn values(&mut self, timeline: u32, store: &ValueStore) -> Result<(), StoreError> {
+        let mut unbounded = usize::MAX;
+        self.values_within(timeline, store, &mut unbounded).map(|_| ())
+    }
+
+    /// [`Writer::values`], handing over about `budget` bytes of encoded nodes at most (at least
+    /// one chunk's worth, so each call makes progress), and taking what it handed over from
+    /// `budget`. Returns whether every node of `store` is written; the next call goes on where
+    /// this one stopped. A caller bounding its memory uses it to hand over a long recording
+    /// in pieces, each written before the next is made.
+    pub fn values_within(&mut self, timeline: u32, store: &ValueStore, budget: &mut usize) -> Result<bool, StoreError> {
         let st = self.state(timeline)?;
         let (mut node, mut name) = (st.nodes as usize, st.names as usize);
         if node > store.len() || name > store.names_len() {
@@ -455,10 +593,8 @@ impl<W: Write> Writer<W> {
                 store.len()
             )));
         }
-        st.nodes = store.len() as u64;
-        st.names = store.names_len() as u64;
         let (nodes, names) = (store.nodes(), store.names());
-        while node < nodes.len() || name < names.len() {
+        while (node < nodes.len() || name < names.len()) && *budget > 0 {
             self.raw.clear();
             put_uv(&mut self.raw, u64::from(timeline));
             put_uv(&mut self.raw, name as u64);
@@ -477,9 +613,16 @@ impl<W: Write> Writer<W> {
             put_uv(&mut self.raw, start as u64);
             put_uv(&mut self.raw, (node - start) as u64);
             self.raw.extend_from_slice(body);
+            *budget = budget.saturating_sub(self.raw.len());
+            // Written so far (before `emit`, which may fail: the chunk is then lost with the
+            // writer, whose error every later call returns).
+            let st = self.timelines.get_mut(&timeline).expect("declared: checked above");
+            st.nodes = node as u64;
+            st.names = name as u64;
             self.emit(chunk::NODES, 0)?;
         }
-        Ok(())
+        self.note_caller();
+        Ok(node == nodes.len() && name == names.len())
     }
 
     /// Writes the source files noted since the last call, in an optional SOURCES chunk (readers
@@ -657,8 +800,9 @@ impl<W: Write + Send + 'static> Writer<W> {
     fn start_background(&mut self) -> Result<(), StoreError> {
         let mut c = self.join()?;
         let (tx, rx) = sync_channel::<Job>(QUEUED_CHUNKS);
-        let (spent_tx, spent) = sync_channel::<Vec<u8>>(QUEUED_CHUNKS);
-        let (spent_entries_tx, spent_entries) = sync_channel::<(Vec<Entry>, Vec<u32>)>(QUEUED_CHUNKS);
+        let (spent_tx, spent) = sync_channel::<Vec<u8>>(POOLED_BUFFERS);
+        let (spent_entries_tx, spent_entries) = sync_channel::<(Vec<Entry>, Vec<u32>)>(POOLED_BUFFERS);
+        let held = Arc::clone(&self.held);
         let written = Written::default();
         let bytes = c.bytes.clone();
         let progress = written.clone();
@@ -680,7 +824,10 @@ impl<W: Write + Send + 'static> Writer<W> {
                                 args_first,
                                 &args,
                             );
-                            let _ = spent_entries_tx.try_send((entries, args));
+                            let n = entry_buffers_bytes(&entries, &args);
+                            if spent_entries_tx.try_send((entries, args)).is_err() {
+                                held.sub_queued(n);
+                            }
                             r
                         }
                         Job::Params(more) => {
@@ -689,15 +836,20 @@ impl<W: Write + Send + 'static> Writer<W> {
                         }
                         Job::Chunk(ty, flags, raw) => {
                             let r = c.emit(ty, flags, &raw);
-                            let _ = spent_tx.try_send(raw);
+                            let n = raw.capacity();
+                            if spent_tx.try_send(raw).is_err() {
+                                held.sub_queued(n);
+                            }
                             r
                         }
                         Job::Flush(ticket) => {
                             let r = c.w.flush().map_err(StoreError::from);
                             progress.set(|p| p.flushed = ticket);
+                            give_back_freed_memory();
                             r
                         }
                     };
+                    held.thread.store((raw.capacity() + streams.held() + c.held()) as u64, Ordering::Relaxed);
                     if let Err(e) = r {
                         progress.set(|p| p.failed = Some(e.to_string()));
                         return Err(e);

@@ -691,3 +691,46 @@ fn a_sequence_change_without_a_sequence_base_is_refused() {
     let why = through_a_file(&s).cut_short.expect("the bad node stops the read");
     assert!(why.contains("corrupt chunk") && why.contains("value nodes"), "{why}");
 }
+
+#[test]
+fn values_handed_over_in_pieces_make_the_same_file_and_the_writer_counts_its_buffers() {
+    // Enough nodes for several NODES chunks.
+    let mut store = squall_trace::ValueStore::new();
+    for i in 0..200_000 {
+        store.push_snap(&Snap::Str(format!("value number {i}")));
+    }
+    let meta = &common::metas()[0];
+    let write = |budget: Option<usize>| {
+        let mut w = Writer::new(Vec::new(), &common::header()).unwrap().in_background().unwrap();
+        w.forms(&common::forms()).unwrap();
+        w.thread(meta).unwrap();
+        let (mut passes, mut most_held) = (0, 0);
+        match budget {
+            None => w.values(meta.timeline, &store).unwrap(),
+            Some(b) => loop {
+                let mut left = b;
+                let done = w.values_within(meta.timeline, &store, &mut left).unwrap();
+                most_held = most_held.max(w.held_bytes());
+                let ticket = w.flush().unwrap();
+                w.written().unwrap().wait(ticket);
+                passes += 1;
+                if done {
+                    break;
+                }
+            },
+        }
+        // Once everything is written, the writer still holds its buffers (a chunk, pooled).
+        assert!(w.held_bytes() > 0);
+        (w.finish(1, &[]).unwrap(), passes, most_held)
+    };
+    let (whole, _, _) = write(None);
+    let (pieces, passes, most_held) = write(Some(1));
+    // One chunk per pass at least: progress whatever the budget.
+    assert!(passes > 2, "{passes} passes");
+    assert_eq!(whole, pieces);
+    let rec = read(&pieces).unwrap();
+    assert_eq!(rec.timelines[0].values.len(), store.len());
+    // What it held in one pass is a few chunks (1 MiB each), not the whole store.
+    assert!(most_held > 0 && most_held < 12 << 20, "{most_held}");
+    assert!(store.bytes() > 4 * (1 << 20));
+}

@@ -209,6 +209,10 @@ pub struct ValueStore {
     /// The writes of this store's timeline by target, fed by `writes::sync_writes` (the store
     /// does not see the timeline): applied to an earlier state shown for a reference.
     writes: std::sync::Mutex<WriteLog>,
+    /// What `states` and `writes` hold, built by queries (kept here so that the memory limit
+    /// reads it without their locks).
+    states_bytes: std::sync::atomic::AtomicU64,
+    writes_bytes: std::sync::atomic::AtomicU64,
 }
 
 /// What a write changed: an attribute by name, or an item by its key as recorded.
@@ -234,6 +238,8 @@ struct WriteLog {
     /// The timeline entries up to this idx are logged.
     synced_to: usize,
     by_obj: HashMap<ObjId, Vec<LoggedWrite>, foldhash::fast::FixedState>,
+    /// What the lists of `by_obj` hold (their capacities).
+    list_bytes: usize,
 }
 
 /// The slots of every state of each object (nodes that are not `Cut`), in slot order, for the
@@ -242,6 +248,13 @@ struct WriteLog {
 struct StateIndex {
     indexed: usize,
     by_obj: HashMap<ObjId, Vec<u32>, foldhash::fast::FixedState>,
+    /// What the lists of `by_obj` hold (their capacities).
+    list_bytes: usize,
+}
+
+/// What a map of lists by object holds: its table (a control byte per bucket) and its lists.
+fn map_bytes<V>(map: &HashMap<ObjId, Vec<V>, foldhash::fast::FixedState>, list_bytes: usize) -> u64 {
+    (map.capacity() * (std::mem::size_of::<(ObjId, Vec<V>)>() + 1) + list_bytes) as u64
 }
 
 /// Where an expansion is: the objects being expanded around the current value, and the slot
@@ -473,10 +486,22 @@ impl ValueStore {
     /// Logs writes of the timeline's entries up to `upto`, oldest first.
     pub fn log_writes(&self, upto: usize, writes: impl IntoIterator<Item = (ObjId, LoggedWrite)>) {
         let Ok(mut log) = self.writes.lock() else { return };
+        let log = &mut *log;
         for (obj, w) in writes {
-            log.by_obj.entry(obj).or_default().push(w);
+            let list = log.by_obj.entry(obj).or_default();
+            let before = list.capacity();
+            list.push(w);
+            log.list_bytes += (list.capacity() - before) * std::mem::size_of::<LoggedWrite>();
         }
         log.synced_to = log.synced_to.max(upto);
+        self.writes_bytes.store(map_bytes(&log.by_obj, log.list_bytes), std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Memory the query indexes of this store hold (each object's states and its writes, built
+    /// on first use by queries): the memory limit counts them besides [`ValueStore::bytes`].
+    pub fn index_bytes(&self) -> u64 {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.states_bytes.load(Relaxed) + self.writes_bytes.load(Relaxed)
     }
 
     /// The writes to `obj` made after node `after` was stored and before node `before` was.
@@ -603,13 +628,19 @@ impl ValueStore {
         }
         let Ok(mut index) = self.states.lock() else { return None };
         let index = &mut *index;
-        for (slot, node) in self.nodes.iter().enumerate().skip(index.indexed) {
-            let o = node.obj();
-            if o != 0 && !matches!(node, Node::Cut(_)) {
-                index.by_obj.entry(o).or_default().push(slot as u32);
+        if index.indexed < self.nodes.len() {
+            for (slot, node) in self.nodes.iter().enumerate().skip(index.indexed) {
+                let o = node.obj();
+                if o != 0 && !matches!(node, Node::Cut(_)) {
+                    let list = index.by_obj.entry(o).or_default();
+                    let before = list.capacity();
+                    list.push(slot as u32);
+                    index.list_bytes += (list.capacity() - before) * 4;
+                }
             }
+            index.indexed = self.nodes.len();
+            self.states_bytes.store(map_bytes(&index.by_obj, index.list_bytes), std::sync::atomic::Ordering::Relaxed);
         }
-        index.indexed = self.nodes.len();
         index.by_obj.get(&obj).map(|slots| f(slots))
     }
 

@@ -178,9 +178,16 @@ impl Timeline {
         self.stopped
     }
 
-    /// Bytes held by entries and the args arena.
+    /// Bytes the timeline's tables hold: their capacity, not their length (a table grows by
+    /// steps of up to 16 MiB, `grow.rs`, and the room ahead is faulted in before it is used, so
+    /// it is resident: counting the length left up to a step per table out of the memory limit).
     pub fn bytes(&self) -> u64 {
-        (self.entries.len() * std::mem::size_of::<Entry>() + self.args.len() * 4) as u64
+        (self.entries.capacity() * std::mem::size_of::<Entry>()
+            + self.args.capacity() * 4
+            + self.stack.capacity() * std::mem::size_of::<Open>()
+            + self.switches.capacity() * std::mem::size_of::<(u32, u64)>()
+            + self.fn_calls.capacity() * 4) as u64
+            + self.evicted_calls.capacity() as u64 * 16
     }
 
     /// Forgets the open frames (recording restarts; frames open before are not continued).

@@ -56,7 +56,8 @@ def _add_config_options(p: argparse.ArgumentParser) -> None:
         type=_positive_int,
         default=None,
         metavar="MIB",
-        help="MiB of recording; recording stops there (default 4096)",
+        help="MiB the recording may hold (entries, values, caches and, saving, the file writer's buffers): "
+        "recording stops there, saying so; while saving, entries already in the file leave memory (default 4096)",
     )
     p.add_argument(
         "-i",

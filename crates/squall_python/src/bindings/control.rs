@@ -196,6 +196,7 @@ pub fn get_snapshot_budget(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
 #[pyo3(signature = (thread_trace_limit, fn_call_limit, memory_limit))]
 pub fn set_limits(thread_trace_limit: Option<u64>, fn_call_limit: Option<u32>, memory_limit: Option<u64>) {
     eng().limits = Limits { thread_trace_limit, fn_call_limit, memory_limit };
+    squall_trace::grow::set_step_for_limit(memory_limit);
 }
 
 #[pyfunction]
@@ -250,6 +251,8 @@ pub fn engine_stats(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     // limit applies to it. It holds no object of the program.
     d.set_item("bytes", eng.bytes())?;
     d.set_item("value_bytes", recs.iter().map(|r| r.values.bytes()).sum::<u64>())?;
+    // The file writer's part of `bytes` (0 when not saving).
+    d.set_item("writer_bytes", eng.writer_bytes())?;
     d.set_item("timelines", recs.len())?;
     d.set_item("forms", eng.forms.forms().len())?;
     d.set_item("dropped", eng.dropped)?;

@@ -7,6 +7,10 @@
 //! whole under the GIL, so `close_sink` never sees one half done. A program killed at any moment
 //! leaves a file readable up to the last flush. `close` flushes the rest and writes the end
 //! marker.
+//!
+//! A flush hands over passes of at most a 32nd of the memory limit (`pass_bytes`), each written
+//! with the GIL released before the next is made; the memory limit counts the writer's buffers
+//! (`Engine::writer_bytes`). docs/DESIGN.md, "Memory: what the limit counts".
 
 use std::fs::File;
 use std::io::BufWriter;
@@ -18,7 +22,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use pyo3::exceptions::{PyOSError, PyRuntimeError};
 use pyo3::prelude::*;
-use squall_store::{Header, ThreadMeta, Writer, Written};
+use squall_store::{Header, Held, ThreadMeta, Writer, Written};
 
 use crate::engine::{Engine, ENGINE};
 use crate::gil_cell::GilCell;
@@ -28,6 +32,9 @@ struct Flushed {
     thread_written: bool,
     entries: usize,
     args: usize,
+    /// Args that belong to saved entries only (the args' length when every entry was saved):
+    /// the args evicted go no further, whatever the args saved.
+    args_evictable: usize,
     /// Switch marks written (see `Timeline::switches`), and the last one.
     switches: usize,
     last_switch: Option<(u32, u64)>,
@@ -49,6 +56,38 @@ static SINK: GilCell<Option<Sink>> = GilCell::new(None);
 static FLUSHER_RUNNING: AtomicBool = AtomicBool::new(false);
 
 pub const FLUSH_EVERY: Duration = Duration::from_millis(500);
+
+/// What one flush pass hands to the writer at most (entries copied plus value nodes encoded),
+/// as a share of the memory limit: a second to record a lot costs a few passes, each written
+/// before the next is made, instead of one copy of it all in the writer's queue (which held 40%
+/// of a 128 MiB limit, uncounted, and RSS went 1.66x past the limit while saving).
+fn pass_bytes(limit: Option<u64>) -> usize {
+    limit.map_or(MAX_PASS_BYTES, |l| (l / 32) as usize).clamp(MIN_PASS_BYTES, MAX_PASS_BYTES)
+}
+const MIN_PASS_BYTES: usize = 1 << 20;
+const MAX_PASS_BYTES: usize = 16 << 20;
+/// Passes `close_sink` makes before it hands the rest over whole.
+const MAX_CLOSING_PASSES: usize = 10_000;
+
+/// The writer's buffers, counted by the memory limit (`Engine::bytes`) while saving.
+fn set_writer_held(held: Option<Arc<Held>>) {
+    // SAFETY: GIL held (every caller is a pyfunction of this module); no other reference to
+    // ENGINE is alive in them at these points.
+    let eng = unsafe { ENGINE.get() };
+    eng.writer_held = held;
+    eng.writer_reserve = writer_reserve(eng.limits.memory_limit);
+}
+
+/// The most the writer's buffers hold, counted by the memory limit while saving (when they
+/// hold less): a pass (`pass_bytes`) queued, and the chunks' buffers of both of its threads.
+fn writer_reserve(limit: Option<u64>) -> u64 {
+    (pass_bytes(limit) + WRITER_BUFFERS) as u64
+}
+/// The writer's buffers besides a pass, measured (`Held::parts` sampled every 5 ms, 128 MiB
+/// limit, 4 MiB passes): at most 15.6 MiB (the caller's chunk buffers 3 MiB, pooled chunks 2 MiB
+/// and what is queued past the pass, the writer thread's chunk, compression buffers and zstd
+/// context 7.3 MiB).
+const WRITER_BUFFERS: usize = 16 << 20;
 
 fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
@@ -75,6 +114,7 @@ pub fn open_sink(
         .and_then(Writer::in_background)
         .map_err(|e| PyOSError::new_err(format!("cannot write the recording to `{}`: {e}", path.display())))?;
     let (stop, flusher) = spawn_flusher()?;
+    set_writer_held(Some(writer.held()));
     FLUSHER_RUNNING.store(true, Ordering::Relaxed);
     crate::bigalloc::start_prefaulter();
     *slot = Some(Sink {
@@ -190,9 +230,16 @@ impl<F: FnMut()> Drop for Defer<F> {
 
 fn flusher_loop(stop: &(Mutex<bool>, Condvar)) {
     let (lock, cv) = stop;
+    // Whether the last pass left something to hand over: the next one starts at once.
+    let mut more = false;
     loop {
         let Ok(guard) = lock.lock() else { return };
-        let Ok((guard, _)) = cv.wait_timeout(guard, FLUSH_EVERY) else { return };
+        let guard = if more {
+            guard
+        } else {
+            let Ok((guard, _)) = cv.wait_timeout(guard, FLUSH_EVERY) else { return };
+            guard
+        };
         if *guard {
             return;
         }
@@ -234,7 +281,8 @@ fn flusher_loop(stop: &(Mutex<bool>, Condvar)) {
         // The writer's thread compresses and writes what the flush handed over, without the
         // GIL; the next flush starts once it is on disk, so a killed program loses at most the
         // last half second, as before.
-        if let Some((written, ticket)) = written {
+        more = written.as_ref().is_some_and(|w| w.2);
+        if let Some((written, ticket, _)) = written {
             written.wait(ticket);
             if let Some(e) = written.failed() {
                 // SAFETY: GIL held inside `attach`.
@@ -270,11 +318,11 @@ fn interpreter_gone() -> bool {
     }
 }
 
-/// Appends everything recorded since the last flush. Errors are kept and reported at close; the
-/// program is never disturbed.
-/// Returns what to wait on for the flush to be written (the writer's thread and the flush's
-/// ticket).
-fn flush_now(_py: Python<'_>) -> Option<(Written, u64)> {
+/// Appends what was recorded since the last flush, a pass's worth at most (`pass_bytes`).
+/// Errors are kept and reported at close; the program is never disturbed.
+/// Returns what to wait on for the pass to be written (the writer's thread and the pass's
+/// ticket), and whether more is left for another pass.
+fn flush_now(_py: Python<'_>) -> Option<(Written, u64, bool)> {
     // SAFETY: GIL held.
     let sink = (unsafe { SINK.get() }).as_mut()?;
     if sink.error.is_some() || sink.pid != std::process::id() {
@@ -282,8 +330,10 @@ fn flush_now(_py: Python<'_>) -> Option<(Written, u64)> {
     }
     // SAFETY: GIL held (`py`); the SINK reference above and this one are different cells.
     let eng = unsafe { ENGINE.get() };
-    match flush_into(sink, eng) {
-        Ok(ticket) => Some((sink.writer.as_ref()?.written()?, ticket)),
+    let budget = pass_bytes(eng.limits.memory_limit);
+    eng.writer_reserve = writer_reserve(eng.limits.memory_limit);
+    match flush_into(sink, eng, budget) {
+        Ok((ticket, more)) => Some((sink.writer.as_ref()?.written()?, ticket, more)),
         Err(e) => {
             stop_saving(sink, &e);
             None
@@ -300,9 +350,13 @@ fn stop_saving(sink: &mut Sink, e: &dyn std::fmt::Display) {
     }
 }
 
-/// Hands everything recorded since the last flush to the writer; returns the flush's ticket.
-fn flush_into(sink: &mut Sink, eng: &mut Engine) -> Result<u64, squall_store::StoreError> {
-    let Some(writer) = sink.writer.as_mut() else { return Ok(0) };
+/// Hands what was recorded since the last flush to the writer, about `budget` bytes at most
+/// (entries copied and value nodes encoded; at least one chunk's worth, so each pass makes
+/// progress); returns the flush's ticket and whether more is left.
+fn flush_into(sink: &mut Sink, eng: &mut Engine, budget: usize) -> Result<(u64, bool), squall_store::StoreError> {
+    let Some(writer) = sink.writer.as_mut() else { return Ok((0, false)) };
+    let mut budget = budget;
+    let mut more = false;
     writer.forms(&eng.forms)?;
     for number in 0..eng.recs.len() {
         let Some(rec) = eng.recs.get_mut(number).and_then(|r| r.as_deref_mut()) else { continue };
@@ -325,17 +379,30 @@ fn flush_into(sink: &mut Sink, eng: &mut Engine) -> Result<u64, squall_store::St
         let args = rec.tl.args();
         let (first, len) = (rec.tl.first_idx(), rec.tl.len());
         let (args_first, args_len) = (rec.tl.args_len() - args.len(), rec.tl.args_len());
-        if len > done.entries || args_len > done.args {
+        if (len > done.entries || args_len > done.args) && budget > 0 {
+            // The args (a stream of their own in the file, small next to the entries) are
+            // handed over whole; the entries as far as the budget goes.
+            let n = (len - done.entries).min(budget / std::mem::size_of::<squall_trace::Entry>()).max(1);
+            let n = n.min(len - done.entries);
+            let m = args_len - done.args;
+            let from = done.entries - first;
+            let args_from = done.args - args_first;
             writer.entries(
                 number as u32,
                 done.entries as u64,
-                &entries[done.entries - first..],
+                &entries[from..from + n],
                 done.args as u64,
-                &args[done.args - args_first..],
+                &args[args_from..args_from + m],
             )?;
-            done.entries = len;
-            done.args = args_len;
+            budget = budget.saturating_sub(n * std::mem::size_of::<squall_trace::Entry>() + m * 4);
+            done.entries += n;
+            done.args += m;
+            if done.entries == len {
+                // Every arg recorded so far belongs to a saved entry.
+                done.args_evictable = args_len;
+            }
         }
+        more |= done.entries < len || done.args < args_len;
         // Thread-switch marks (an optional chunk): only those entries were written after, since
         // the recorder may still change the step of a mark at the timeline's end.
         let marks = rec.tl.switches();
@@ -351,14 +418,17 @@ fn flush_into(sink: &mut Sink, eng: &mut Engine) -> Result<u64, squall_store::St
             done.switches += taken;
             done.last_switch = new.last().copied().or(done.last_switch);
         }
-        writer.values(number as u32, &rec.values)?;
+        more |= !writer.values_within(number as u32, &rec.values, &mut budget)?;
     }
-    // After the entries: every output chunk is linked to an entry written before it.
-    // SAFETY: GIL held (every flush runs under it).
-    writer.outputs(unsafe { crate::outputs::OUTPUTS.get() })?;
+    // After the entries: every output chunk is linked to an entry written before it (so, only
+    // once every entry recorded is handed over).
+    if !more {
+        // SAFETY: GIL held (every flush runs under it).
+        writer.outputs(unsafe { crate::outputs::OUTPUTS.get() })?;
+    }
     let ticket = writer.flush()?;
     evict_saved(sink, eng);
-    Ok(ticket)
+    Ok((ticket, more))
 }
 
 /// Over half the memory limit, entries and args already saved leave memory: the recording
@@ -372,7 +442,12 @@ fn evict_saved(sink: &Sink, eng: &mut Engine) {
     for (number, rec) in eng.recs.iter_mut().enumerate() {
         let Some(rec) = rec.as_deref_mut() else { continue };
         if let Some(done) = sink.flushed.get(number) {
-            rec.tl.evict_before(done.entries, done.args);
+            // Evicting moves the entries not saved yet to the front: done when at least as
+            // many are saved, so that a backlog handed over in many passes is not moved at each.
+            let saved = done.entries.saturating_sub(rec.tl.first_idx());
+            if saved > 0 && saved >= rec.tl.len() - done.entries {
+                rec.tl.evict_before(done.entries, done.args_evictable);
+            }
         }
     }
 }
@@ -380,8 +455,13 @@ fn evict_saved(sink: &Sink, eng: &mut Engine) {
 /// Flushes now (also done every half second by the flusher): returns once it is written.
 #[pyfunction]
 pub fn flush_sink(py: Python<'_>) {
-    if let Some((written, ticket)) = flush_now(py) {
+    // Pass after pass until everything is handed over (each written before the next: the
+    // writer holds one pass at most).
+    while let Some((written, ticket, more)) = flush_now(py) {
         py.detach(|| written.wait(ticket));
+        if !more {
+            break;
+        }
     }
 }
 
@@ -406,6 +486,7 @@ pub fn close_sink(py: Python<'_>, mut stats: Vec<(String, u64)>) -> PyResult<Opt
         // is the file (writing the rest and an end marker into it would corrupt it). Leave both.
         std::mem::forget(sink.flusher.take());
         std::mem::forget(sink.writer.take());
+        set_writer_held(None);
         return Err(PyOSError::new_err(format!(
             "this process (pid {}) is a fork of the one saving the recording to `{}` (pid {}): what it recorded \
              is not saved",
@@ -419,16 +500,35 @@ pub fn close_sink(py: Python<'_>, mut stats: Vec<(String, u64)>) -> PyResult<Opt
     }
     FLUSHER_RUNNING.store(false, Ordering::Relaxed);
     py.detach(crate::bigalloc::stop_prefaulter);
-    // SAFETY: GIL held (`py`); the sink was taken out of its cell above, so no other reference to
-    // ENGINE or SINK is alive here.
-    let eng = unsafe { ENGINE.get() };
     if sink.error.is_none() {
-        if let Err(e) = flush_into(&mut sink, eng) {
-            // Said on stderr as when the flusher meets it: which flush meets a full disk is
-            // a matter of timing.
-            stop_saving(&mut sink, &e);
+        // Pass after pass, each written (with the GIL released) before the next is made: the
+        // rest of a long recording is not copied into the writer's queue all at once.
+        let mut passes = 0;
+        loop {
+            // SAFETY: GIL held (`py`, taken again after each wait); the sink was taken out of its
+            // cell above, so no other reference to ENGINE or SINK is alive here.
+            let eng = unsafe { ENGINE.get() };
+            // Threads still recording as fast as it is written: after many passes, one takes
+            // the rest whole.
+            let budget = if passes < MAX_CLOSING_PASSES { pass_bytes(eng.limits.memory_limit) } else { usize::MAX };
+            match flush_into(&mut sink, eng, budget) {
+                Err(e) => {
+                    // Said on stderr as when the flusher meets it: which flush meets a full disk
+                    // is a matter of timing.
+                    stop_saving(&mut sink, &e);
+                    break;
+                }
+                Ok((_, false)) => break,
+                Ok((ticket, true)) => {
+                    if let Some(written) = sink.writer.as_ref().and_then(Writer::written) {
+                        py.detach(|| written.wait(ticket));
+                    }
+                    passes += 1;
+                }
+            }
         }
     }
+    set_writer_held(None);
     if let Some(msg) = sink.error {
         return Err(PyOSError::new_err(msg));
     }

@@ -320,6 +320,9 @@ impl EncodeCache {
             + (self.heap_types.capacity() * 16 + self.attr_names.len() * 24) as u64
             + (self.pairs.capacity() * 8 + self.attrs.capacity() * 8 + self.text.capacity()) as u64
             + self.prints.bytes() as u64
+            // The write marks, the type cache, the cycle path and the types' member lists.
+            + (self.written.bytes() + std::mem::size_of_val(&*self.types.slots) + self.path.capacity() * 8) as u64
+            + self.member_lists.iter().map(|m| 16 + std::mem::size_of_val(&**m) as u64).sum::<u64>()
     }
 }
 

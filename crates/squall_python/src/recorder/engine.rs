@@ -50,6 +50,10 @@ pub struct Engine {
     /// Events not recorded because the live UI was reading the recording at that moment.
     pub lost_during_ui: u64,
     pub memory_stopped: bool,
+    /// While saving, the file writer's buffers (set by `sink.rs`): the memory limit counts them.
+    pub writer_held: Option<std::sync::Arc<squall_store::Held>>,
+    /// The most the writer's buffers may hold (a flush pass and its chunks' buffers).
+    pub writer_reserve: u64,
 }
 
 pub static ENGINE: GilCell<Engine> = GilCell::new(Engine {
@@ -67,6 +71,8 @@ pub static ENGINE: GilCell<Engine> = GilCell::new(Engine {
     snapshot_errors: 0,
     lost_during_ui: 0,
     memory_stopped: false,
+    writer_held: None,
+    writer_reserve: 0,
 });
 
 pub const DEFAULT_MEMORY_LIMIT: u64 = 4 << 30;
@@ -379,12 +385,27 @@ impl Engine {
         self.hits.push((rec_number, hit));
     }
 
-    /// Memory the recordings hold: timelines, value stores and the encoders' caches.
+    /// Memory the recordings hold: timelines, value stores (with the indexes queries build over
+    /// them), the encoders' caches, the identity map and, while saving, the file writer's
+    /// buffers.
     pub fn bytes(&self) -> u64 {
         // SAFETY: an `Engine` is only reached through the ENGINE GilCell, so `&self` means the GIL
         // is held; no other reference to IDS is alive here.
         let ids = unsafe { crate::identity::IDS.get() }.bytes();
-        ids + self.recs.iter().flatten().map(|r| r.tl.bytes() + r.values.bytes() + r.enc.bytes()).sum::<u64>()
+        ids + self.writer_bytes()
+            + self
+                .recs
+                .iter()
+                .flatten()
+                .map(|r| r.tl.bytes() + r.values.bytes() + r.values.index_bytes() + r.enc.bytes())
+                .sum::<u64>()
+    }
+
+    /// While saving, what the file writer's buffers hold, or the room reserved for them if that
+    /// is more (`writer_reserve`): they grow and shrink with each flush pass, on another thread,
+    /// so what is counted when the limit is checked must be what they may reach.
+    pub fn writer_bytes(&self) -> u64 {
+        self.writer_held.as_ref().map_or(0, |h| h.bytes().max(self.writer_reserve))
     }
 
     #[cold]
