@@ -25,6 +25,7 @@ mod recursion;
 mod sink;
 mod snap;
 mod ui;
+mod ui_predicate;
 mod write_entry;
 mod write_slot;
 mod writes;
