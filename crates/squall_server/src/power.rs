@@ -30,6 +30,17 @@ enum Stop {
     Bad(String),
 }
 
+/// Where a scan that ran out of time before looking at entry `i` stopped: the entry before it in
+/// the scan's direction, so that the next step from there (the client sends it as `idx`) starts
+/// at `i`.
+fn checked_up_to(i: u32, backward: bool) -> u32 {
+    if backward {
+        i.saturating_add(1)
+    } else {
+        i.saturating_sub(1)
+    }
+}
+
 /// `preds`: what evaluates custom predicates (none: `how=predicate` is refused).
 pub fn power_step(view: &dyn View, q: &Q, preds: Option<&dyn Predicates>) -> ApiResult {
     let tl = tl_of(view, q)?;
@@ -76,7 +87,7 @@ pub fn power_step(view: &dyn View, q: &Q, preds: Option<&dyn Predicates>) -> Api
             let found = match found {
                 Ok(f) => f,
                 Err(i) => {
-                    stopped_at = Some(i);
+                    stopped_at = Some(checked_up_to(i, backward));
                     None
                 }
             };
@@ -107,7 +118,7 @@ pub fn power_step(view: &dyn View, q: &Q, preds: Option<&dyn Predicates>) -> Api
                     });
                     answer = match found {
                         Ok(f) => Ok(json!({"idx": f, "stopped_at": null})),
-                        Err(Stop::Time(i)) => Ok(json!({"idx": null, "stopped_at": i})),
+                        Err(Stop::Time(i)) => Ok(json!({"idx": null, "stopped_at": checked_up_to(i, backward)})),
                         Err(Stop::Bad(why)) => Err(ApiError::bad(why)),
                     };
                 })

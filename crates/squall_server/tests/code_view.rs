@@ -192,6 +192,17 @@ struct IntAbove;
 
 impl Predicates for IntAbove {
     fn with_predicate(&self, text: &str, scan: &mut dyn FnMut(&Test<'_>)) -> Result<(), String> {
+        if text == "slow" {
+            // Sleeps past the 3 s budget at the first entry it sees; matches f's return of 0.
+            let slept = std::sync::atomic::AtomicBool::new(false);
+            scan(&|c: &Candidate<'_>| {
+                if !slept.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                    std::thread::sleep(std::time::Duration::from_millis(3100));
+                }
+                Ok(c.kind == "fn-return" && matches!(c.value, Snap::Int(0)))
+            });
+            return Ok(());
+        }
         let n: i64 = match text {
             "boom" => i64::MIN,
             t => t.parse().map_err(|_| format!("{t:?} is not a predicate"))?,
@@ -243,4 +254,12 @@ async fn power_steps_by_a_predicate_of_the_source() {
     assert_eq!((s, v["error"].as_str().unwrap()), (StatusCode::BAD_REQUEST, "boom at an entry"));
     let (s, v) = call(&app, &step("idx=0&pred=%20")).await;
     assert_eq!(s, StatusCode::BAD_REQUEST, "{v}");
+    // Out of time after bind i=0 (1), before f's return of 0 (3): stopped_at is the last entry
+    // looked at, and stepping on from there (as the UI does) finds 3 (it skipped it before).
+    let v = get(&app, &step("idx=0&pred=slow")).await;
+    assert_eq!(v, json!({"idx": null, "stopped_at": 2}));
+    assert_eq!(get(&app, &step(&format!("idx={}&pred=slow", v["stopped_at"]))).await["idx"], 3);
+    // Backward from 16: 15 (g's return) looked at, out of time before 14.
+    let v = get(&app, &step("idx=16&dir=prev&pred=slow")).await;
+    assert_eq!(v, json!({"idx": null, "stopped_at": 15}));
 }
