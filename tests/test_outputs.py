@@ -243,6 +243,24 @@ def test_capture_keeps_the_streams_objects_and_types():
     assert r.stdout == "abc\nde\n"
 
 
+def test_release_after_the_program_detached_stdout():
+    # A detached TextIOWrapper has no buffer any more (None); the detached one keeps its tee
+    # until release() takes it off, and writes what it is given either way.
+    code = (
+        "import sys\n"
+        "from squall import outputs\n"
+        "outputs.capture()\n"
+        "raw = sys.stdout.detach()\n"
+        "outputs.release()\n"
+        "raw.write(b'released\\n')\n"
+        "raw.flush()\n"
+        "sys.stdout = sys.stderr\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == b"released\n"
+
+
 def test_the_live_ui_serves_outputs_linked_to_their_timeline(tmp_path):
     import textwrap
     import urllib.request

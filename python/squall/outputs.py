@@ -80,7 +80,12 @@ def release() -> None:
     attributes go away)."""
     for name in _STREAMS:
         stream = getattr(sys, name, None)
-        for obj, attr in ((stream, "write"), (stream, "flush"), (getattr(stream, "buffer", None), "write")):
+        # only a TextIOWrapper's buffer was teed (another stream's `buffer` might be program code)
+        try:
+            buffer = stream.buffer if isinstance(stream, io.TextIOWrapper) else None
+        except Exception:  # never raise into the program at exit
+            buffer = None
+        for obj, attr in ((stream, "write"), (stream, "flush"), (buffer, "write")):
             try:
                 if _engine.tee_wrapped(vars(obj).get(attr)) is not None:
                     delattr(obj, attr)
