@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -311,8 +312,15 @@ def test_the_live_ui_serves_outputs_linked_to_their_timeline(tmp_path):
         proc.stdin.write("2\n")
         proc.stdin.flush()
         assert proc.stdout.readline() == "handled 2\n"
-        with urllib.request.urlopen(f"{base.rstrip('/')}/api/outputs?token={token}", timeout=30) as r:
-            got = json.loads(r.read())
+        # The tee notes a write after it returned: unbuffered (PYTHONUNBUFFERED), the line can
+        # reach this process while the program's thread is still in the write's syscall.
+        deadline = time.monotonic() + 30
+        while True:
+            with urllib.request.urlopen(f"{base.rstrip('/')}/api/outputs?token={token}", timeout=30) as r:
+                got = json.loads(r.read())
+            if got["items"] or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
         assert [(c["text"], c["tl"], c["idx"]) for c in got["items"]] == [("handled 2\n", 0, 0)]
     finally:
         proc.stdin.write("\n")
