@@ -83,6 +83,9 @@ def _check(url: str) -> dict:
     assert status == 400 and "'w > 1' names 'w'" in r["error"] and "fn, kind, name, v" in r["error"], r
     status, r = _step(url, "__import__('os').system('true')")
     assert status == 400 and "__import__" in r["error"], r
+    status, r = _step(url, "'JP'")
+    assert status == 400 and "\"'JP'\" reads none of the entry's names" in r["error"], r
+    assert "text:'JP'" in r["error"], r
     status, r = _step(url, "  ")
     assert status == 400 and "pred is empty" in r["error"], r
     status, r = _get(url, "power_step", tl=0, idx=0, how="pred")

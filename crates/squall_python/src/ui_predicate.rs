@@ -41,6 +41,15 @@ impl Predicates for PyPredicates {
                     .import("squall.agent_predicate")
                     .and_then(|m| m.getattr("compile_predicate")?.call1((text, "entry")))
                     .map_err(|e| message(py, &e))?;
+                // A predicate that reads no name is true or false for every entry alike: most
+                // likely text typed without `text:` (`'JP'`).
+                let reads_any = pred.getattr("reads").and_then(|r| r.is_truthy()).map_err(|e| message(py, &e))?;
+                if !reads_any {
+                    let quoted = pyo3::types::PyString::new(py, text).repr().map(|r| r.to_string()).unwrap_or_default();
+                    return Err(format!(
+                        "{quoted} reads none of the entry's names (v, kind, name, fn), so it holds for every entry or none: write e.g. `v == 3`, or text:{text} for the printed value"
+                    ));
+                }
                 let test = |c: &Candidate<'_>| -> Result<bool, String> {
                     let d = names(py, c).map_err(|e| message(py, &e))?;
                     pred.call1((d,)).and_then(|r| r.is_truthy()).map_err(|e| message(py, &e))
