@@ -74,13 +74,13 @@ CASES = {
     "summary": ["summary"],
     "calls": ["calls", "process_invoice", "--limit", "3"],
     "calls_method": ["calls", "Invoice.add", "--limit", "2", "--offset", "1"],
-    "call": ["call", 427],
+    "call": ["call", 430],
     "exceptions": ["exceptions"],
     "frequencies": ["frequencies", "--limit", "5"],
-    "stack": ["stack", 554],
-    "window": ["window", 554, "--before", "6", "--after", "3"],
-    "bindings": ["bindings", 554],
-    "source": ["source", 554],
+    "stack": ["stack", 558],
+    "window": ["window", 558, "--before", "6", "--after", "3"],
+    "bindings": ["bindings", 558],
+    "source": ["source", 558],
     "search": ["search", "JP", "--limit", "4"],
 }
 
@@ -217,14 +217,14 @@ def test_mcp_server_with_the_official_client(rec_path):
                 for name, args in [
                     ("summary", {}),
                     ("calls", {"fn": "process_invoice", "limit": 2}),
-                    ("call", {"idx": 427}),
+                    ("call", {"idx": 430}),
                     ("exceptions", {}),
-                    ("stack", {"idx": 554}),
+                    ("stack", {"idx": 558}),
                     ("frequencies", {"limit": 3}),
                     ("search", {"text": "JP", "limit": 2}),
-                    ("window", {"idx": 554, "before": 2, "after": 2}),
-                    ("source", {"idx": 554}),
-                    ("bindings", {"idx": 554, "thread": "MainThread"}),
+                    ("window", {"idx": 558, "before": 2, "after": 2}),
+                    ("source", {"idx": 558}),
+                    ("bindings", {"idx": 558, "thread": "MainThread"}),
                     ("history", {"obj_id": 1, "limit": 2}),
                 ]:
                     err, text = await ask(name, **args)
@@ -247,7 +247,7 @@ def test_mcp_server_with_the_official_client(rec_path):
     assert a["stack"]["frames"][0]["fn"] == "billing.pricing.tax_for"
     assert a["frequencies"]["frequencies"][0]["fn"] == "billing.pricing.tier_discount"
     assert a["search"]["shown"] == 2
-    assert [e["idx"] for e in a["window"]["entries"]] == [552, 553, 554, 555, 556]
+    assert [e["idx"] for e in a["window"]["entries"]] == [556, 557, 558, 559, 560]
     assert any(line.startswith("> 53 |") for line in a["source"]["lines"])
     assert [b["symbol"] for b in a["bindings"]["bindings"]] == ["amount", "country", "rate"]
 

@@ -202,6 +202,42 @@ def test_calls_to_plain_module_functions_are_recorded_by_the_callee(tmp_path):
     assert list(_engine.live().deref(call["fn_args_ref"])) == [4]
 
 
+def test_call_statements_and_tests_are_recorded_on_their_line(tmp_path):
+    # A call to a plain module function alone on a line (or as an `if`/`while`/`assert` test)
+    # leaves an expr entry at the call's coordinate, after the callee's return, holding its
+    # value: else nothing would say the line ran (no gutter count, no stop for next-over).
+    src = """
+    def log(acc, v):
+        acc.append(v)
+    def small(v):
+        return v < 2
+    def main():
+        acc = []
+        for i in range(3):
+            log(acc, i)
+            if small(i):
+                log(acc, -i)
+        assert small(0)
+        x = small(5) or log(acc, 9)
+        return acc
+    """
+    res, ent, lines = run(tmp_path, src)
+    assert res == ("ok", [0, 0, 1, -1, 2, 9])
+    ex = exprs(ent, lines)
+    assert [v for t, v in ex if t == "log(acc, i)"] == [None, None, None]
+    assert [v for t, v in ex if t == "log(acc, -i)"] == [None, None]
+    assert [v for t, v in ex if t == "small(i)"] == [True, True, False]
+    assert [v for t, v in ex if t == "small(0)"] == [True]
+    # inside a larger expression the call stays unrecorded (the binding of x is on the line)
+    assert not [t for t, _ in ex if t in ("small(5)", "log(acc, 9)")]
+    assert ("x", None) in binds(ent)
+    # the entry comes after the callee returned, in the caller's frame
+    first = next(i for i, e in enumerate(ent) if e["type"] == "expr" and text(lines, e["coord"]) == "log(acc, i)")
+    assert ent[first - 1]["type"] == "fn-return"
+    assert ent[ent[first - 1]["fn_call_idx"]]["fn_name"] == "log"
+    assert ent[first]["fn_call_idx"] == next(e["idx"] for e in ent if e["type"] == "fn-call" and e["fn_name"] == "main")
+
+
 def test_for_with_except_comprehension_walrus_import_global(tmp_path):
     src = """
     import contextlib

@@ -26,9 +26,9 @@ PROGRAM = HERE / "history_programs" / "mutate.py"
 
 #: What every frontend must show: per local, (preview, the idx its shown state is from or None).
 LOCALS_AT_DONE = {
-    "basket": ("[1, 2, 3]", 5),
-    "prices": ("{'pen': 1, 'ink': 2}", 9),
-    "cart": ("Cart#(total=9)", 16),
+    "basket": ("[1, 2, 3]", 6),
+    "prices": ("{'pen': 1, 'ink': 2}", 11),
+    "cart": ("Cart#(total=9)", 19),
     "done": ("True", None),
 }
 
@@ -92,23 +92,23 @@ def _pv(q, b: dict) -> str:
 def test_bindings_show_the_latest_state_and_its_idx(q):
     tid = _main_thread(q)
     at = _done_idx(q, tid)
-    assert at == 18
+    assert at == 22
     got = {b["symbol"]: (_pv(q, b), b.get("state_idx")) for b in q.bindings(0, tid, at)}
     assert got == LOCALS_AT_DONE
     # Before the list changed and was recorded again, it shows as bound.
-    early = {b["symbol"]: (_pv(q, b), b.get("state_idx")) for b in q.bindings(0, tid, 4)}
+    early = {b["symbol"]: (_pv(q, b), b.get("state_idx")) for b in q.bindings(0, tid, 5)}
     assert early == {"basket": ("[1, 2]", None)}
 
 
 def test_frame_data_shows_the_latest_state(q):
     tid = _main_thread(q)
-    fd = q._b.frame_data(0, tid, 18)
+    fd = q._b.frame_data(0, tid, 22)
     got = {b["symbol"]: (_pv(q, b), b.get("state_idx")) for b in fd["bindings"]}
     assert got == LOCALS_AT_DONE
 
 
 def _obj_id(q, tid: int, symbol: str) -> int:
-    (b,) = [b for b in q.bindings(0, tid, 18) if b["symbol"] == symbol]
+    (b,) = [b for b in q.bindings(0, tid, 22) if b["symbol"] == symbol]
     return q._b.deref(b["value_ref"]).obj_id if symbol == "cart" else _id_of_container(q, b)
 
 
@@ -130,18 +130,18 @@ def test_history_lists_states_in_order(q):
         for sym in ("basket", "prices", "cart")
     }
     assert hist == {
-        "basket": [("state", 1, "[1, 2]"), ("state", 5, "[1, 2, 3]")],
+        "basket": [("state", 1, "[1, 2]"), ("state", 6, "[1, 2, 3]")],
         "prices": [
-            ("state", 7, "{'pen': 1}"),
-            ("write", 8, "{'pen': 1, 'ink': 2}"),
-            ("state", 9, "{'pen': 1, 'ink': 2}"),
+            ("state", 9, "{'pen': 1}"),
+            ("write", 10, "{'pen': 1, 'ink': 2}"),
+            ("state", 11, "{'pen': 1, 'ink': 2}"),
         ],
         "cart": [
-            ("state", 11, "<Cart#>"),
-            ("write", 12, "Cart#(total=0)"),
-            ("state", 14, "Cart#(total=0)"),
-            ("write", 15, "Cart#(total=9)"),
-            ("state", 16, "Cart#(total=9)"),
+            ("state", 14, "<Cart#>"),
+            ("write", 15, "Cart#(total=0)"),
+            ("state", 17, "Cart#(total=0)"),
+            ("write", 18, "Cart#(total=9)"),
+            ("state", 19, "Cart#(total=9)"),
         ],
     }
     writes = [
@@ -158,23 +158,23 @@ def test_history_lists_states_in_order(q):
 
 
 def test_locals_at_a_write_show_it_applied(q):
-    """At `cart.total = 9` (idx 15) `cart`'s last recorded state (idx 14) says total=0: the write
+    """At `cart.total = 9` (idx 18) `cart`'s last recorded state (idx 17) says total=0: the write
     is applied, and the state is marked as of that write (`state_idx`), with `writes_applied`.
     Inside `Cart.__init__` after `self.total = 0`, `self` (recorded bare at the call) has it."""
     tid = _main_thread(q)
-    at_write = {b["symbol"]: (_pv(q, b), b.get("state_idx"), b.get("writes_applied")) for b in q.bindings(0, tid, 15)}
-    assert at_write["cart"] == ("Cart#(total=9)", 15, 1)
-    assert at_write["prices"] == ("{'pen': 1, 'ink': 2}", 9, None)
-    before = {b["symbol"]: (_pv(q, b), b.get("state_idx")) for b in q.bindings(0, tid, 14)}
+    at_write = {b["symbol"]: (_pv(q, b), b.get("state_idx"), b.get("writes_applied")) for b in q.bindings(0, tid, 18)}
+    assert at_write["cart"] == ("Cart#(total=9)", 18, 1)
+    assert at_write["prices"] == ("{'pen': 1, 'ink': 2}", 11, None)
+    before = {b["symbol"]: (_pv(q, b), b.get("state_idx")) for b in q.bindings(0, tid, 17)}
     assert before["cart"] == ("Cart#(total=0)", None)
-    (self_,) = q.bindings(0, tid, 12)
+    (self_,) = q.bindings(0, tid, 15)
     assert (self_["symbol"], _pv(q, self_), self_["state_idx"], self_["writes_applied"]) == (
         "self",
         "Cart#(total=0)",
-        12,
+        15,
         1,
     )
-    fd = q._b.frame_data(0, tid, 15)
+    fd = q._b.frame_data(0, tid, 18)
     assert {b["symbol"]: _pv(q, b) for b in fd["bindings"]}["cart"] == "Cart#(total=9)"
 
 
@@ -182,32 +182,32 @@ def test_live_and_file_answer_the_same(live, saved):
     rec = squall.load(saved)
     for q in (live, rec):
         tid = _main_thread(q)
-        q.answer = [(b["symbol"], _pv(q, b), b.get("state_idx")) for b in q.bindings(0, tid, 18)]
+        q.answer = [(b["symbol"], _pv(q, b), b.get("state_idx")) for b in q.bindings(0, tid, 22)]
     assert live.answer == rec.answer
 
 
 def test_query_text(saved):
-    r = _run([SQUALL, "query", saved, "bindings", "18"])
+    r = _run([SQUALL, "query", saved, "bindings", "22"])
     assert r.returncode == 0, r.stderr
-    assert "  basket = [1, 2, 3]  (line 14)  (as of idx 5)" in r.stdout
+    assert "  basket = [1, 2, 3]  (line 14)  (as of idx 6)" in r.stdout
     assert "  done = True  (line 24)\n" in r.stdout
     r = _run([SQUALL, "query", saved, "history", "1"])
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     assert lines[0] == "2 recorded state(s) of object #1 in flow 0 (all threads, in recorded order):"
     assert lines[1].split()[:2] == ["idx", "1"] and lines[1].endswith("[1, 2]")
-    assert lines[2].split()[:2] == ["idx", "5"] and lines[2].endswith("[1, 2, 3]")
+    assert lines[2].split()[:2] == ["idx", "6"] and lines[2].endswith("[1, 2, 3]")
     r = _run([SQUALL, "query", saved, "history", "1", "--limit", "1", "--json"])
     d = json.loads(r.stdout)
     assert (d["states"], d["shown"], d["left_out"]) == (2, 1, 1)
     assert d["history"][0]["value"] == "[1, 2, 3]"
-    r = _run([SQUALL, "query", saved, "bindings", "15"])
-    assert "  cart = Cart#3(total=9)  (line 21)  (as of idx 15: 1 write applied to its last recorded state)" in r.stdout
+    r = _run([SQUALL, "query", saved, "bindings", "18"])
+    assert "  cart = Cart#3(total=9)  (line 21)  (as of idx 18: 1 write applied to its last recorded state)" in r.stdout
     r = _run([SQUALL, "query", saved, "history", "3"])
     lines = r.stdout.splitlines()
     assert lines[0] == "3 recorded state(s) and 2 write(s) of object #3 in flow 0 (all threads, in recorded order):"
-    assert lines[2].split()[:2] == ["idx", "12"] and lines[2].endswith("write .total = 0  -> Cart#3(total=0)")
-    assert lines[4].split()[:2] == ["idx", "15"] and lines[4].endswith("write .total = 9  -> Cart#3(total=9)")
+    assert lines[2].split()[:2] == ["idx", "15"] and lines[2].endswith("write .total = 0  -> Cart#3(total=0)")
+    assert lines[4].split()[:2] == ["idx", "18"] and lines[4].endswith("write .total = 9  -> Cart#3(total=9)")
 
 
 def test_the_ui_locals_apply_writes_too(saved):
@@ -218,7 +218,7 @@ def test_the_ui_locals_apply_writes_too(saved):
 
     url = _engine.serve_file(str(saved), "127.0.0.1", 0)
     base, token = url.split("?token=")
-    with urllib.request.urlopen(f"{base.rstrip('/')}/api/frame?token={token}&tl=0&idx=15", timeout=30) as r:
+    with urllib.request.urlopen(f"{base.rstrip('/')}/api/frame?token={token}&tl=0&idx=18", timeout=30) as r:
         frame = json.loads(r.read())
     (cart,) = [b for b in frame["bindings"] if b["symbol"] == "cart"]
-    assert (_anon(cart["value"]["preview"]), cart["state_idx"], cart["writes_applied"]) == ("Cart#(total=9)", 15, 1)
+    assert (_anon(cart["value"]["preview"]), cart["state_idx"], cart["writes_applied"]) == ("Cart#(total=9)", 18, 1)

@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -27,21 +28,22 @@ def _env() -> dict:
     return env
 
 
-def _run(cmd, merged: bool) -> subprocess.CompletedProcess:
+def _run(cmd, merged: bool, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
         [str(c) for c in cmd],
         cwd=str(PROGRAMS),
-        env=_env(),
+        env={**_env(), **(env or {})},
         timeout=120,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT if merged else subprocess.PIPE,
     )
 
 
-def _both(program: str, tmp_path: Path, *args: str, merged: bool = False):
+def _both(program: str, tmp_path: Path, *args: str, merged: bool = False, env: dict | None = None):
+    """Runs `program` plainly and under `squall run` (`env`: added to the environment)."""
     out = tmp_path / (program + ".sqrec")
-    plain = _run([sys.executable, PROGRAMS / program, *args], merged)
-    rec = _run([SQUALL, "run", "-q", "-o", out, PROGRAMS / program, *args], merged)
+    plain = _run([sys.executable, PROGRAMS / program, *args], merged, env)
+    rec = _run([SQUALL, "run", "-q", "-o", out, PROGRAMS / program, *args], merged, env)
     return plain, rec, out
 
 
@@ -52,6 +54,7 @@ PROGRAM_NAMES = [
     "subprocess_out.py",
     "write_fails.py",
     "recursion_print.py",
+    "binary_writes.py",
 ]
 
 
@@ -129,10 +132,45 @@ def test_a_stream_the_program_puts_in_place_of_stdout_is_not_captured(tmp_path):
     assert texts == ["real stdout while redirected\n", "buffer held 'into the buffer\\n'\nback TextIOWrapper True\n"]
 
 
-def test_child_processes_fd_and_binary_writes_are_not_captured(tmp_path):
+def test_child_processes_and_fd_writes_are_not_captured(tmp_path):
     plain, rec, out = _both("subprocess_out.py", tmp_path, merged=True)
     assert b"from the child" in rec.stdout and b"raw fd write" in rec.stdout and b"binary buffer write" in rec.stdout
-    assert [c["text"] for c in _chunks(out)] == ["before child\n", "after child\n", "end\n"]
+    # the module-level binary write and print share the last entry: one chunk
+    assert [c["text"] for c in _chunks(out)] == ["before child\n", "after child\n", "binary buffer write\nend\n"]
+
+
+BINARY_STDOUT = (
+    "text 1\nbinary 1\ntext 2\nbinary 2 \\xff\\xfe bad\ntext 3\nbinary 3 h\u00e9llo\n"
+    + "y" * 20_000
+    + "\nafter big\nend\n"
+)
+
+
+@pytest.mark.parametrize("unbuffered", [False, True], ids=["buffered", "unbuffered"])
+def test_binary_writes_are_captured_once_in_call_order(unbuffered, tmp_path):
+    # Unbuffered (-u), sys.stdout.buffer is the raw file: the text layer writes into it at
+    # once; buffered, print's text waits in the text layer while binary writes go ahead.
+    plain, rec, out = _both("binary_writes.py", tmp_path, env={"PYTHONUNBUFFERED": "1"} if unbuffered else None)
+    assert rec.returncode == plain.returncode == 0, rec.stderr
+    assert (rec.stdout, rec.stderr) == (plain.stdout, plain.stderr)
+    chunks = _chunks(out)
+    stdout = "".join(c["text"] for c in chunks if c["stream"] == "stdout")
+    # Each write once (print's flush=True, flush() and the big write's own flush into the buffer
+    # add nothing), binary writes decoded as UTF-8, invalid bytes as \xNN.
+    assert stdout == BINARY_STDOUT
+    assert "".join(c["text"] for c in chunks if c["stream"] == "stderr") == "binary err\ntext err\n"
+    rec_ = squall.load(out)
+    by_text = {c["text"]: c for c in chunks}
+    assert _fn_at(rec_, by_text["binary 1\n"]) == "mixed"
+    assert _fn_at(rec_, by_text["after big\n"]) == "big_text"
+
+
+def test_binary_writes_decode_with_the_streams_encoding(tmp_path):
+    plain, rec, out = _both("binary_writes.py", tmp_path, env={"PYTHONIOENCODING": "latin-1"})
+    assert (rec.stdout, rec.stderr) == (plain.stdout, plain.stderr)
+    stdout = "".join(c["text"] for c in _chunks(out) if c["stream"] == "stdout")
+    # latin-1 decodes every byte: \xff\xfe are characters, and é's two UTF-8 bytes two of them
+    assert "binary 2 \u00ff\u00fe bad\n" in stdout and "binary 3 h\u00c3\u00a9llo\n" in stdout
 
 
 def test_a_failing_write_raises_as_without_squall_and_is_not_captured(tmp_path):
@@ -195,12 +233,33 @@ def test_capture_keeps_the_streams_objects_and_types():
         "assert sys.stdout is o and type(sys.stdout) is to and sys.stderr is e and type(sys.stderr) is te\n"
         "n = sys.stdout.write('abc\\n')\n"
         "assert n == 4, n\n"
+        "assert sys.stdout.flush.__name__ == 'flush' and sys.stdout.buffer.write.__name__ == 'write'\n"
+        "assert sys.stdout.buffer.write(b'de\\n') == 3\n"
         "outputs.release()\n"
-        "assert 'write' not in vars(sys.stdout)\n"
+        "assert 'write' not in vars(sys.stdout) and 'flush' not in vars(sys.stdout)\n"
+        "assert 'write' not in vars(sys.stdout.buffer)\n"
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
-    assert r.stdout == "abc\n"
+    assert r.stdout == "abc\nde\n"
+
+
+def test_release_after_the_program_detached_stdout():
+    # A detached TextIOWrapper has no buffer any more (None); the detached one keeps its tee
+    # until release() takes it off, and writes what it is given either way.
+    code = (
+        "import sys\n"
+        "from squall import outputs\n"
+        "outputs.capture()\n"
+        "raw = sys.stdout.detach()\n"
+        "outputs.release()\n"
+        "raw.write(b'released\\n')\n"
+        "raw.flush()\n"
+        "sys.stdout = sys.stderr\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == b"released\n"
 
 
 def test_the_live_ui_serves_outputs_linked_to_their_timeline(tmp_path):
@@ -253,8 +312,15 @@ def test_the_live_ui_serves_outputs_linked_to_their_timeline(tmp_path):
         proc.stdin.write("2\n")
         proc.stdin.flush()
         assert proc.stdout.readline() == "handled 2\n"
-        with urllib.request.urlopen(f"{base.rstrip('/')}/api/outputs?token={token}", timeout=30) as r:
-            got = json.loads(r.read())
+        # The tee notes a write after it returned: unbuffered (PYTHONUNBUFFERED), the line can
+        # reach this process while the program's thread is still in the write's syscall.
+        deadline = time.monotonic() + 30
+        while True:
+            with urllib.request.urlopen(f"{base.rstrip('/')}/api/outputs?token={token}", timeout=30) as r:
+                got = json.loads(r.read())
+            if got["items"] or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
         assert [(c["text"], c["tl"], c["idx"]) for c in got["items"]] == [("handled 2\n", 0, 0)]
     finally:
         proc.stdin.write("\n")

@@ -77,7 +77,7 @@ async function renderSource(f, got) {
       const code = el("span", { class: "code" });
       code.innerHTML = html[i] || " ";
       return el("div", { class: "line", "data-ln": i + 1 },
-        el("span", { class: "hits", title: "times this line ran in this timeline" }),
+        el("span", { class: "hits", title: "times this line ran in this timeline (calls mode: def and return lines only; calls carry no call-site line)" }),
         el("span", { class: "ln" }, i + 1), code);
     }));
     CODE.file = form.file;

@@ -1,4 +1,4 @@
-// Tools around the stepper: power stepping by frame and by printed text, quick-jump to a
+// Tools around the stepper: power stepping by frame and by a custom predicate, quick-jump to a
 // function's first call, Printers (print points replayed over the recording) and the
 // inspector's history of an object (its states and the writes that changed it). Loaded before
 // app.js; uses its globals at call time only.
@@ -9,19 +9,24 @@
 // Where a text search that ran out of time stopped, to go on from there on the next press.
 const POWER = { resume: null };
 
+// `custom`: the box holds a predicate over the entry (`v > 3`, sent as how=predicate) or, after
+// `text:`, text the printed value holds (how=text).
 async function powerStep(how, dir) {
   const params = { tl: S.tl, idx: S.idx, how, dir };
-  if (how === "text") {
-    params.text = $("#power-text").value;
-    if (!params.text) { toast("power step by text: type the text the value should hold first"); $("#power-text").focus(); return; }
+  if (how === "custom") {
+    const typed = $("#power-text").value;
+    if (!typed.trim()) { toast("custom power step: type a predicate such as v > 3 (or text:JP) first; ? lists the names"); $("#power-text").focus(); return; }
+    if (typed.startsWith("text:")) { params.how = "text"; params.text = typed.slice(5).trimStart(); }
+    else { params.how = "predicate"; params.pred = typed; }
+    if (params.how === "text" && !params.text) { toast("text: type the text the printed value should hold after text:"); $("#power-text").focus(); return; }
     const r0 = POWER.resume;
-    if (r0 && r0.tl === S.tl && r0.from === S.idx && r0.text === params.text && r0.dir === dir) params.idx = r0.at;
+    if (r0 && r0.tl === S.tl && r0.from === S.idx && r0.typed === typed && r0.dir === dir) params.idx = r0.at;
   }
   const r = await guard(api("power_step", params));
   if (!r) return;
   POWER.resume = null;
   if (r.stopped_at !== undefined && r.stopped_at !== null) {
-    POWER.resume = { tl: S.tl, from: S.idx, at: r.stopped_at, text: params.text, dir };
+    POWER.resume = { tl: S.tl, from: S.idx, at: r.stopped_at, typed: $("#power-text").value, dir };
     toast(`no match up to #${r.stopped_at} yet (searched 3 s): press again to go on from there`);
     return;
   }
@@ -162,7 +167,7 @@ function initTools() {
     b.addEventListener("click", () => queueNav(() => powerStep(b.dataset.power, b.dataset.dir)));
   }
   $("#power-text").addEventListener("keydown", (ev) => {
-    if (ev.key === "Enter") { ev.preventDefault(); ev.target.blur(); queueNav(() => powerStep("text", ev.shiftKey ? "prev" : "next")); }
+    if (ev.key === "Enter") { ev.preventDefault(); ev.target.blur(); queueNav(() => powerStep("custom", ev.shiftKey ? "prev" : "next")); }
   });
   $("#quick-fn").addEventListener("focus", quickForms);
   $("#quick-fn").addEventListener("keydown", (ev) => {

@@ -346,9 +346,12 @@ def serve_live(host: str = "127.0.0.1", port: int = 0, token: Optional[str] = No
 
 # --- outputs (crates/squall_python/src/recorder/outputs.rs) -----------------------------------------------
 
-def output_tee(write: Any, stream: str) -> Any:
+def output_tee(write: Any, stream: str, kind: str = "text", encoding: Optional[str] = None) -> Any:
     """A tee around ``write`` for ``stream`` ("stdout" or "stderr"; ValueError otherwise): a
-    builtin function named ``write`` that calls ``write`` and notes what it wrote."""
+    builtin function named ``write`` that calls ``write`` and notes what it wrote. ``kind``:
+    "text" (a text stream's ``write``: notes a str), "binary" (its buffer's ``write``: notes bytes
+    decoded with ``encoding``, None for UTF-8, unless the text layer is writing them) or "flush"
+    (a text stream's ``flush``, named ``flush``: notes nothing)."""
 
 def tee_wrapped(obj: Any) -> Any:
     """The ``write`` a tee made by ``output_tee`` wraps; None for anything else."""

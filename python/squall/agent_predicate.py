@@ -9,6 +9,11 @@ exception's ``Type: message`` text, None if it returned). Allowed: constants, co
 attributes (``item.price``; no ``_`` names), items with constant keys (``d['k']``, ``xs[0]``),
 and ``len(x)``, ``abs(x)``, ``str(x)``, ``type_name(x)``. Examples: ``weight == 10``,
 ``ret > 50``, ``raised is not None``, ``'JP' in str(invoice)``, ``len(items) == 0``.
+
+The web UI's custom power step uses the same language over one entry
+(``crates/squall_python/src/ui_predicate.rs``): names ``v`` (the entry's value), ``kind``
+(``'expr'``, ``'bind'``, ``'fn-return'``, ``'fn-unwind'``, ``'write'``), ``name`` (the name
+bound or attribute written, else None) and ``fn`` (the function's qualified name).
 """
 
 from __future__ import annotations
@@ -70,15 +75,22 @@ def _names_read(node: ast.AST) -> FrozenSet[str]:
     return frozenset(n.id for n in ast.walk(node) if isinstance(n, ast.Name) and id(n) not in called)
 
 
-def compile_predicate(text: str) -> Predicate:
+_EXAMPLES = {"call": "`weight == 10` or `ret > 50`", "entry": "`v > 3` or `len(v) == 0`"}
+
+
+def compile_predicate(text: str, subject: str = "call") -> Predicate:
     """The predicate ``text`` as a function of the call's names (see the module doc). Raises
-    :class:`PredicateError` quoting what is wrong and what to write instead."""
+    :class:`PredicateError` quoting what is wrong and what to write instead; ``subject``: what
+    the names belong to, as errors say it (``call``, or ``entry`` for the UI's power step)."""
     if not isinstance(text, str) or not text.strip():
-        raise PredicateError("the predicate is empty: write a condition such as `weight == 10` or `ret > 50`")
+        raise PredicateError(
+            f"the predicate is empty: write a condition such as {_EXAMPLES.get(subject, _EXAMPLES['call'])}"
+        )
     try:
         tree = ast.parse(text.strip(), mode="eval")
     except SyntaxError as e:
-        raise PredicateError(f"{text!r} is not an expression ({e.msg}); write e.g. `weight == 10`") from None
+        example = _EXAMPLES.get(subject, _EXAMPLES["call"])
+        raise PredicateError(f"{text!r} is not an expression ({e.msg}); write e.g. {example}") from None
     _check(tree.body, text)
 
     def run(names: Dict[str, Any]) -> bool:
@@ -87,7 +99,7 @@ def compile_predicate(text: str) -> Predicate:
         except _Unknown as e:
             known = ", ".join(sorted(names)) or "none"
             raise PredicateError(
-                f"{text!r} names {e.args[0]!r}, which this call does not have; its names are {known}"
+                f"{text!r} names {e.args[0]!r}, which this {subject} does not have; its names are {known}"
             ) from None
         except Exception:  # noqa: BLE001 - a comparison of unlike values is simply false
             return False

@@ -8,15 +8,22 @@ same object, of the same type, and writes what it wrote before, in the same orde
 
 What is captured: text written through those two stream objects, by any code (``print``,
 ``print(file=sys.stderr)``, ``sys.stdout.write``, ``writelines``, ``sys.__stdout__``, warnings,
-tracebacks, uninstrumented libraries), from any thread, while recording is on. What is not:
-writes to a stream the program put in their place (``redirect_stdout``, a ``StringIO``: that
-text never reaches the process's stdout), bytes written to ``sys.stdout.buffer`` or to the file
-descriptors directly (``os.write``, subprocesses, C extensions). A chunk keeps 64 KiB of text
-and the recording 16 MiB in all (``squall_trace::outputs``); what is past that is counted.
+tracebacks, uninstrumented libraries), from any thread, while recording is on; and bytes written
+to their buffers (``sys.stdout.buffer.write(b)``), decoded with the stream's encoding, bytes
+that are not valid text as ``\\xNN`` escapes. The buffer's tee leaves out what the text layer
+itself flushes into the buffer (noted as text when it was written): the text stream's ``write``
+and ``flush`` tees mark the thread as inside it. Chunks are in the order of the write calls; a
+block-buffered stream may put a binary write's bytes out before text written earlier (Python
+does, with or without squall). What is not captured: writes to a stream the program put in their
+place (``redirect_stdout``, a ``StringIO``: that text never reaches the process's stdout), or
+to the file descriptors directly (``os.write``, ``sys.stdout.buffer.raw``, subprocesses, C
+extensions). A chunk keeps 64 KiB of text and the recording 16 MiB in all
+(``squall_trace::outputs``); what is past that is counted.
 """
 
 from __future__ import annotations
 
+import io
 import sys
 from typing import Any, Dict, List, Optional
 
@@ -30,32 +37,60 @@ _STREAMS = ("stdout", "stderr")
 def capture() -> List[str]:
     """Tees ``sys.stdout`` and ``sys.stderr`` into the recording; returns the names of the
     streams it tees. A stream that is missing, already teed, or takes no instance attribute
-    (``__slots__``) is left as it is."""
+    (``__slots__``) is left as it is. Its ``flush`` is teed with its ``write`` (or neither),
+    and its ``buffer``'s ``write`` when it has a buffer that takes one."""
     teed = []
     for name in _STREAMS:
         stream = getattr(sys, name, None)
         if stream is None:
             continue
         try:
-            write = stream.write
+            write, flush = stream.write, stream.flush
             if _engine.tee_wrapped(write) is not None:
                 continue
-            stream.write = _engine.output_tee(write, name)
+            text_tees = (_engine.output_tee(write, name), _engine.output_tee(flush, name, "flush"))
+            stream.write = text_tees[0]
         except Exception:  # no __dict__, a read-only attribute: output is not captured there
             continue
+        try:
+            stream.flush = text_tees[1]
+        except Exception:  # without the flush mark, binary writes are not teed (see the module doc)
+            teed.append(name)
+            continue
+        _tee_buffer(stream, name)
         teed.append(name)
     return teed
 
 
+def _tee_buffer(stream: Any, name: str) -> None:
+    """Tees the ``write`` of the text stream's binary buffer (``sys.stdout.buffer``), if any."""
+    try:
+        if not isinstance(stream, io.TextIOWrapper):  # its `buffer` might be program code
+            return
+        buffer = stream.buffer
+        if _engine.tee_wrapped(buffer.write) is not None:
+            return
+        buffer.write = _engine.output_tee(buffer.write, name, "binary", getattr(stream, "encoding", None))
+    except Exception:  # no buffer, or one that takes no instance attribute: not captured
+        pass
+
+
 def release() -> None:
-    """Takes the tees off ``sys.stdout`` and ``sys.stderr`` (the instance attribute goes away)."""
+    """Takes the tees off ``sys.stdout`` and ``sys.stderr`` and their buffers (the instance
+    attributes go away)."""
     for name in _STREAMS:
         stream = getattr(sys, name, None)
+        # only a TextIOWrapper's buffer was teed (another stream's `buffer` might be program code)
         try:
-            if _engine.tee_wrapped(vars(stream).get("write")) is not None:
-                del stream.write
-        except Exception:
-            pass
+            buffer = stream.buffer if isinstance(stream, io.TextIOWrapper) else None
+        except Exception:  # never raise into the program at exit
+            buffer = None
+        for obj, attr in ((stream, "write"), (stream, "flush"), (buffer, "write")):
+            try:
+                if _engine.tee_wrapped(vars(obj).get(attr)) is not None:
+                    delattr(obj, attr)
+            except Exception:
+                pass
 
 
 def query(

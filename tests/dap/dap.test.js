@@ -280,6 +280,16 @@ test('objects: recorded attributes expand and evaluate', async (t) => {
     /the recorded __main__.Box has no attribute 'depth'/);
 });
 
+test('the caller of a call statement is shown at the call (its recorded value), not at an earlier mention', async (t) => {
+  const dc = await client(t);
+  const L = (text) => lineOf(STEPPING, text);
+  const stop = await open(dc, 'attach', { recording: REC.stepping }, async () => {
+    await dc.setBreakpointsRequest({ source: { path: STEPPING }, breakpoints: [{ line: L('return len(msg)') }] });
+  });
+  const frames = await stack(dc, stop.threadId);
+  assert.deepEqual(frames.map((f) => [f.name, f.line]), [['log_line', L('return len(msg)')], ['noted', L('    log_line(msgs)')]]);
+});
+
 test('evaluate: hover and watch over recorded values; errors say what went wrong', async (t) => {
   const dc = await client(t);
   const L = (text) => lineOf(STEPPING, text);

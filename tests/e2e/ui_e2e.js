@@ -293,6 +293,12 @@ function check(cond, what) {
     const ran = await page.$$eval("#source .line.ran", (ls) => ls.map((l) => +l.dataset.ln));
     const later = await page.$$eval("#source .line.later", (ls) => ls.map((l) => +l.dataset.ln));
     check(ran.includes(27) && ran.includes(29) && !ran.includes(31) && later.includes(31) && later.includes(36), `lines that ran in this frame are marked (ran ${ran}, later ${later})`);
+    // A call statement (`validate(invoice)`, line 28) counts too: its value is recorded on its
+    // line after the call. The calls that raised (INV-005's) record nothing there.
+    check(ran.includes(28), "the call statement on line 28 is marked as run in this frame");
+    const hits28 = +(await page.textContent('#source .line[data-ln="28"] .hits'));
+    const calls = await page.evaluate(async () => (await api("fn_calls", { tl: S.tl, form: S.frame.frame.form.id })).total);
+    check(hits28 >= 1 && hits28 <= calls, `line 28 (validate(invoice), a call statement) ran ${hits28} times (${calls} calls of process_invoice here)`);
     await page.unroute("**/api/frame_lines?*", slowLines);
 
     // Click an expression in the code: jump to when it ran (in this frame).
@@ -314,11 +320,25 @@ function check(cond, what) {
     await page.keyboard.press("F");
     await waitIdx(firstAmount);
     check(true, "F: the next time, back to #" + firstAmount);
-    await page.fill("#power-text", "'JP'");
+    await page.fill("#power-text", "text:'JP'");
     await page.press("#power-text", "Enter");
     await page.waitForFunction((b) => +document.querySelector("#idx-input").value !== b, firstAmount);
     const jp = await page.evaluate(async () => (await api("value", { tl: S.tl, v: S.frame.entry.value.v, level: 10, length: 1000 })).repr);
-    check(jp.includes("'JP'"), `text predicate: the next entry whose printed value holds 'JP' is #${await idx()}: ${jp.slice(0, 60)}…`);
+    check(jp.includes("'JP'"), `text:'JP': the next entry whose printed value holds 'JP' is #${await idx()}: ${jp.slice(0, 60)}…`);
+    // A custom predicate over the entry (the language of `calls --where`).
+    const beforePred = await idx();
+    await page.fill("#power-text", "kind == 'bind' and name == 'net' and v > 100");
+    await page.press("#power-text", "Shift+Enter");
+    await page.waitForFunction((b) => +document.querySelector("#idx-input").value !== b, beforePred);
+    await page.waitForSelector('body[data-busy="0"]');
+    const pe = await page.evaluate(() => S.frame.entry);
+    check(pe.type === "bind" && pe.symbol === "net" && +pe.value.preview > 100 && pe.idx < beforePred,
+      `predicate (Shift+Enter: previous) kind == 'bind' and name == 'net' and v > 100: #${pe.idx}, net = ${pe.value.preview}`);
+    await page.fill("#power-text", "v >");
+    await page.press("#power-text", "Enter");
+    await page.waitForFunction(() => document.querySelector("#toast").textContent.includes("'v >'"));
+    check((await idx()) === pe.idx, "a wrong predicate says what is wrong, quoting it, and stays: " + await page.textContent("#toast"));
+    await shot("power-predicate");
 
     // Printers: right-click an expression to print it every time it ran.
     await page.fill("#quick-fn", "process_invoice");

@@ -55,6 +55,20 @@ function check(cond, what) {
     const cur = await page.getAttribute("#source", "data-cur") || "";
     check(cur.startsWith("5:"), "on the bookmark's line (5): " + cur);
 
+    // The custom power step by predicate, run in the live program as for a file.
+    await page.keyboard.press("g");
+    await page.waitForFunction(() => document.querySelector("#idx-input").value === "0");
+    await page.fill("#power-text", "name == 'm' and v == 2");
+    await page.press("#power-text", "Enter");
+    await page.waitForFunction(() => document.querySelector("#idx-input").value !== "0");
+    await page.waitForSelector('body[data-busy="0"]');
+    const pe = await page.evaluate(() => S.frame.entry);
+    check(pe.type === "bind" && pe.symbol === "m" && pe.value.preview === "2", `live predicate name == 'm' and v == 2: #${pe.idx} ${pe.type} ${pe.symbol} = ${pe.value.preview}`);
+    await page.fill("#power-text", "m == 2");
+    await page.press("#power-text", "Enter");
+    await page.waitForFunction(() => document.querySelector("#toast").textContent.includes("'m == 2' names 'm'"));
+    check(true, "a predicate naming something the entry lacks is refused, quoting it: " + await page.textContent("#toast"));
+
     // Recording controls: stop, start, reload.
     check(await page.$eval("#rec-dot", (d) => d.classList.contains("on")), "recording");
     await page.click("#rec-toggle");

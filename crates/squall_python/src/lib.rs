@@ -8,7 +8,7 @@ mod gil_cell;
 mod persistence;
 mod recorder;
 
-use bindings::{agent_queries, arg_refs, control, file, printed, query, query_threads, snap, ui, writes};
+use bindings::{agent_queries, arg_refs, control, file, printed, query, query_threads, snap, ui, ui_predicate, writes};
 use persistence::sink;
 use recorder::{
     addr_filter, awaiting, bigalloc, deaths, delegation, delegation_state, encode, engine, identity, ints, loop_iter,

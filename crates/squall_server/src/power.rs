@@ -1,9 +1,11 @@
 //! `/api/power_step`: the power steps `/api/find` does not take. `same-frame`: the next or
 //! previous time the current expression ran in the same frame (a loop's next iteration; for a
 //! call, the next call of the same function from the same caller frame). `text`: the next or
-//! previous entry whose printed value holds `text` (a custom predicate a recording file can
-//! answer without the program), scanned for at most `TEXT_BUDGET`; when that runs out the answer
-//! says where it stopped, so the client can go on from there.
+//! previous entry whose printed value holds `text` (answered without Python). `predicate`: the
+//! next or previous entry for which the custom predicate `pred` (`predicate.rs`: the agent's
+//! `calls --where` language over the entry's value `v`, e.g. `v > 3`, `len(v) == 0`) is true.
+//! Both scan for at most `TEXT_BUDGET`; when that runs out the answer says where it stopped, so
+//! the client can go on from there.
 
 use std::time::{Duration, Instant};
 
@@ -11,12 +13,36 @@ use serde_json::json;
 use squall_trace::{Kind, TraceError};
 
 use crate::api::{opt, req, tl_of, ApiError, ApiResult, Q};
+use crate::predicate::{candidate, entry_snap, Predicates};
 use crate::source::View;
 use crate::values::val_text;
 
 const TEXT_BUDGET: Duration = Duration::from_secs(3);
 
-pub fn power_step(view: &dyn View, q: &Q) -> ApiResult {
+/// The entry kinds a text or predicate step stops at (those with a value).
+const VALUE_KINDS: [Kind; 5] = [Kind::Expr, Kind::Bind, Kind::Return, Kind::Unwind, Kind::Write];
+
+/// Why a predicate scan stopped before its end.
+enum Stop {
+    /// Out of time at this idx.
+    Time(u32),
+    /// The predicate cannot be answered for this entry (a message for the user).
+    Bad(String),
+}
+
+/// Where a scan that ran out of time before looking at entry `i` stopped: the entry before it in
+/// the scan's direction, so that the next step from there (the client sends it as `idx`) starts
+/// at `i`.
+fn checked_up_to(i: u32, backward: bool) -> u32 {
+    if backward {
+        i.saturating_add(1)
+    } else {
+        i.saturating_sub(1)
+    }
+}
+
+/// `preds`: what evaluates custom predicates (none: `how=predicate` is refused).
+pub fn power_step(view: &dyn View, q: &Q, preds: Option<&dyn Predicates>) -> ApiResult {
     let tl = tl_of(view, q)?;
     let t = view.timelines()[tl].timeline;
     let idx: u32 = req(q, "idx")?;
@@ -52,8 +78,7 @@ pub fn power_step(view: &dyn View, q: &Q) -> ApiResult {
             let Some(from) = from else { return Ok(json!({"idx": null})) };
             let start = Instant::now();
             let mut stopped_at = None;
-            let kinds = [Kind::Expr, Kind::Bind, Kind::Return, Kind::Unwind, Kind::Write];
-            let found = t.find_entry::<u32>(&kinds, Some(from), backward, |i, x| {
+            let found = t.find_entry::<u32>(&VALUE_KINDS, Some(from), backward, |i, x| {
                 if start.elapsed() > TEXT_BUDGET {
                     return Err(i);
                 }
@@ -62,12 +87,44 @@ pub fn power_step(view: &dyn View, q: &Q) -> ApiResult {
             let found = match found {
                 Ok(f) => f,
                 Err(i) => {
-                    stopped_at = Some(i);
+                    stopped_at = Some(checked_up_to(i, backward));
                     None
                 }
             };
             Ok(json!({"idx": found, "stopped_at": stopped_at}))
         }
-        other => Err(ApiError::bad(format!("how must be same-frame or text, not `{other}`"))),
+        "predicate" => {
+            let text: String = req(q, "pred")?;
+            if text.trim().is_empty() {
+                return Err(ApiError::bad("pred is empty: write a condition over the value `v`, e.g. `v > 3`"));
+            }
+            let Some(preds) = preds else {
+                return Err(ApiError::bad(format!(
+                    "this server cannot evaluate the predicate `{text}` (it runs without Python: serve the recording with `squall open`); how=text finds printed text"
+                )));
+            };
+            let Some(from) = from else { return Ok(json!({"idx": null})) };
+            let start = Instant::now();
+            let mut answer = Ok(json!({"idx": null}));
+            preds
+                .with_predicate(&text, &mut |test| {
+                    let found = t.find_entry::<Stop>(&VALUE_KINDS, Some(from), backward, |i, x| {
+                        if start.elapsed() > TEXT_BUDGET {
+                            return Err(Stop::Time(i));
+                        }
+                        // A value the file does not hold (cut short) matches nothing.
+                        let Ok(snap) = entry_snap(view, tl, x) else { return Ok(false) };
+                        test(&candidate(view, x, &snap)).map_err(Stop::Bad)
+                    });
+                    answer = match found {
+                        Ok(f) => Ok(json!({"idx": f, "stopped_at": null})),
+                        Err(Stop::Time(i)) => Ok(json!({"idx": null, "stopped_at": checked_up_to(i, backward)})),
+                        Err(Stop::Bad(why)) => Err(ApiError::bad(why)),
+                    };
+                })
+                .map_err(ApiError::bad)?;
+            answer
+        }
+        other => Err(ApiError::bad(format!("how must be same-frame, text or predicate, not `{other}`"))),
     }
 }

@@ -7,7 +7,7 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use http_body_util::BodyExt;
 use serde_json::{json, Value};
-use squall_server::{router, FileSource};
+use squall_server::{router, Candidate, FileSource, Predicates, RecordingSource, Test, View};
 use squall_store::{Header, LoadedTimeline, Recording, ThreadMeta};
 use squall_trace::{Coord, Form, FormKind, Forms, Kind, Limits, Site, SiteKind, Snap, Timeline, ValRef};
 use tower::ServiceExt;
@@ -23,6 +23,11 @@ fn coord(line: u32, col: u32, end_col: u32) -> Coord {
 /// expression `f(i)` 4/8/12), then g(2) (call 13, its expression 14 = 'hello world', return
 /// 15), then returns (16).
 fn app() -> (axum::Router, tempfile::TempDir) {
+    let (src, dir) = source();
+    (router(Arc::new(src), TOKEN.into()), dir)
+}
+
+fn source() -> (FileSource, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("demo.py");
     std::fs::write(&file, SOURCE).unwrap();
@@ -78,7 +83,7 @@ fn app() -> (axum::Router, tempfile::TempDir) {
         cut_short: None,
         outputs: Default::default(),
     };
-    (router(Arc::new(FileSource { rec, path: "demo.sqrec".into() }), TOKEN.into()), dir)
+    (FileSource { rec, path: "demo.sqrec".into() }, dir)
 }
 
 async fn call(app: &axum::Router, uri: &str) -> (StatusCode, Value) {
@@ -176,5 +181,85 @@ async fn power_steps_by_frame_and_by_text() {
     assert_eq!(get(&app, &step("idx=16&how=text&text=20&dir=prev")).await["idx"], 12);
     let (s, v) = call(&app, &step("idx=0&how=fast")).await;
     assert_eq!(s, StatusCode::BAD_REQUEST);
-    assert_eq!(v["error"], "how must be same-frame or text, not `fast`");
+    assert_eq!(v["error"], "how must be same-frame, text or predicate, not `fast`");
+}
+
+/// A source whose predicates are `N`: an int value above N (names `kind`/`name`/`fn` checked
+/// on the way), `bad`: not a predicate, `boom`: fails on an entry.
+struct WithPredicates(FileSource);
+
+struct IntAbove;
+
+impl Predicates for IntAbove {
+    fn with_predicate(&self, text: &str, scan: &mut dyn FnMut(&Test<'_>)) -> Result<(), String> {
+        if text == "slow" {
+            // Sleeps past the 3 s budget at the first entry it sees; matches f's return of 0.
+            let slept = std::sync::atomic::AtomicBool::new(false);
+            scan(&|c: &Candidate<'_>| {
+                if !slept.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                    std::thread::sleep(std::time::Duration::from_millis(3100));
+                }
+                Ok(c.kind == "fn-return" && matches!(c.value, Snap::Int(0)))
+            });
+            return Ok(());
+        }
+        let n: i64 = match text {
+            "boom" => i64::MIN,
+            t => t.parse().map_err(|_| format!("{t:?} is not a predicate"))?,
+        };
+        scan(&|c: &Candidate<'_>| {
+            if n == i64::MIN {
+                return Err("boom at an entry".into());
+            }
+            assert!(["expr", "bind", "fn-return", "fn-unwind", "write"].contains(&c.kind));
+            assert_eq!(c.name.is_some(), c.kind == "bind", "{}", c.kind);
+            assert!(c.function.is_some());
+            Ok(matches!(c.value, Snap::Int(i) if *i > n))
+        });
+        Ok(())
+    }
+}
+
+impl RecordingSource for WithPredicates {
+    fn with_view(&self, f: &mut dyn FnMut(&dyn View)) {
+        f(&self.0)
+    }
+
+    fn predicates(&self) -> Option<&dyn Predicates> {
+        Some(&IntAbove)
+    }
+}
+
+#[tokio::test]
+async fn power_steps_by_a_predicate_of_the_source() {
+    let (plain, _d) = app();
+    // A server without Python refuses, quoting the predicate and naming what it can do.
+    let (s, v) = call(&plain, "/api/power_step?tl=0&idx=0&how=predicate&pred=v%20%3E%203").await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+    assert!(
+        v["error"].as_str().unwrap().contains("`v > 3`") && v["error"].as_str().unwrap().contains("how=text"),
+        "{v}"
+    );
+    let (src, _d2) = source();
+    let app = router(Arc::new(WithPredicates(src)), TOKEN.into());
+    let step = |q: &str| format!("/api/power_step?tl=0&how=predicate&{q}");
+    // f's returns are 0, 10, 20 (3, 7, 11), each followed by main's expression `f(i)` (4, 8, 12).
+    assert_eq!(get(&app, &step("idx=0&pred=5")).await, json!({"idx": 7, "stopped_at": null}));
+    assert_eq!(get(&app, &step("idx=7&pred=5")).await["idx"], 8);
+    assert_eq!(get(&app, &step("idx=16&pred=15&dir=prev")).await["idx"], 12);
+    assert_eq!(get(&app, &step("idx=0&pred=20")).await["idx"], Value::Null);
+    let (s, v) = call(&app, &step("idx=0&pred=bad")).await;
+    assert_eq!((s, v["error"].as_str().unwrap()), (StatusCode::BAD_REQUEST, "\"bad\" is not a predicate"));
+    let (s, v) = call(&app, &step("idx=0&pred=boom")).await;
+    assert_eq!((s, v["error"].as_str().unwrap()), (StatusCode::BAD_REQUEST, "boom at an entry"));
+    let (s, v) = call(&app, &step("idx=0&pred=%20")).await;
+    assert_eq!(s, StatusCode::BAD_REQUEST, "{v}");
+    // Out of time after bind i=0 (1), before f's return of 0 (3): stopped_at is the last entry
+    // looked at, and stepping on from there (as the UI does) finds 3 (it skipped it before).
+    let v = get(&app, &step("idx=0&pred=slow")).await;
+    assert_eq!(v, json!({"idx": null, "stopped_at": 2}));
+    assert_eq!(get(&app, &step(&format!("idx={}&pred=slow", v["stopped_at"]))).await["idx"], 3);
+    // Backward from 16: 15 (g's return) looked at, out of time before 14.
+    let v = get(&app, &step("idx=16&dir=prev&pred=slow")).await;
+    assert_eq!(v, json!({"idx": null, "stopped_at": 15}));
 }

@@ -67,9 +67,10 @@ class Nav:
 
     def call_line(self, call: Dict[str, Any], before: int) -> Optional[int]:
         """The line of the caller that made ``call``, ``before`` being the caller's last entry
-        before it. Calls leave no entry of their own in the caller (only what it did before and
-        after), so it is found in the source: the first place after ``before``'s expression that
-        names the callee followed by ``(``."""
+        before it. A call leaves no entry of its own in the caller; when the caller recorded the
+        call's value just after it (``recorded_call_line``), that entry's line is the call's.
+        Else it is found in the source: the first place after ``before``'s expression that names
+        the callee followed by ``(``."""
         be = self.entry(before)
         if call["type"] == "fn-resume":
             # Resumed by next() / send() / a for loop, not by its name: the caller's first entry
@@ -90,6 +91,9 @@ class Nav:
         if short.startswith("<"):
             return None
         pattern = re.compile(r"\b" + re.escape(short) + r"\s*\(")
+        exact = self.recorded_call_line(call, be, file, short)
+        if exact is not None:
+            return exact
         for line in range(lo, lo + 40):
             text = linecache.getline(file, line)
             if not text:
@@ -97,6 +101,23 @@ class Nav:
             if pattern.search(text[col:] if line == lo else text):
                 return line
         return None
+
+    def recorded_call_line(self, call: Dict[str, Any], be: Dict[str, Any], file: str, short: str) -> Optional[int]:
+        """The line of ``call`` when the caller recorded the call's value right after it
+        returned (full mode: a call statement, an ``if f(x):`` test, a method call): the
+        caller's next entry is an ``expr`` whose source is the callee's name and ``(``, after
+        ``obj.`` for a method."""
+        ret = call.get("ret_idx")
+        if ret is None or ret >= self.last or self.entry(ret)["type"] != "fn-return":
+            return None
+        after = self.entry(ret + 1)
+        c = after.get("coord")
+        if after["type"] != "expr" or not c or self.frame_of(after) != self.frame_of(be):
+            return None
+        text = linecache.getline(file, c[0]).encode()
+        end = c[3] if c[2] == c[0] else len(text)
+        src = text[c[1] : end].decode("utf-8", errors="replace")
+        return c[0] if re.match(r"(?:\w+\s*\.\s*)*" + re.escape(short) + r"\s*\(", src) else None
 
     def key(self, idx: int) -> Tuple[int, Tuple[str, int], str]:
         e = self.entry(idx)

@@ -31,3 +31,17 @@ def describe(box):
 
 
 describe(Box(5, 6))
+
+
+def log_line(msg):
+    return len(msg)
+
+
+def noted(msgs):
+    count = len(msgs)
+    # log_line(msgs) is called below: the caller's line is the call's, not this comment's
+    log_line(msgs)
+    return count
+
+
+noted(["a"])

@@ -27,6 +27,29 @@ class _FullExprs(_FullEntries):
             return self._wrap(new)
         return new
 
+    def line_expr(self, node: Any) -> Any:
+        """``e(node)`` for an expression that is a whole statement or a statement's test
+        (``f(x)`` alone on a line, ``if f(x):``, ``while f(x):``, ``assert f(x)``). A call to a
+        known function is then recorded too (``_sq_expr(S, f(x))``, its value at the call's
+        coordinate): nothing else on that line would say that the line ran (the callee's
+        entries are on its own lines), so the gutter's hit count, click-to-jump and next-over
+        need it. Inside a larger expression the enclosing expression's entry does that."""
+        new = self.e(node)
+        if new is node and self._on() and self._known_call(node):
+            return self._wrap(new)
+        return new
+
+    def _known_call(self, node: Any) -> bool:
+        """``node`` is a call to one of this module's plain functions by name (recorded by the
+        callee, so ``e`` leaves it unwrapped)."""
+        return (
+            isinstance(node, ast.Call)
+            and getattr(node, "_sq_entry", None) is None
+            and isinstance(node.func, ast.Name)
+            and node.func.id in self.known_fns
+            and node.func.id not in self.locals
+        )
+
     def e_Constant(self, node: Any) -> Any:
         return node, False
 

@@ -46,7 +46,7 @@ class _FullStmts(_FullEntries):
     def s_Expr(self, node: ast.Expr) -> Any:
         if getattr(node.value, "_sq_entry", None) == "call":
             return node
-        node.value = self.e(node.value)
+        node.value = self.line_expr(node.value)
         return node
 
     def s_Assign(self, node: ast.Assign) -> Any:
@@ -147,13 +147,13 @@ class _FullStmts(_FullEntries):
     s_AsyncFor = s_For
 
     def s_While(self, node: ast.While) -> Any:
-        node.test = self.e(node.test)
+        node.test = self.line_expr(node.test)
         node.body = self.stmts(node.body)
         node.orelse = self.stmts(node.orelse)
         return node
 
     def s_If(self, node: ast.If) -> Any:
-        node.test = self.e(node.test)
+        node.test = self.line_expr(node.test)
         node.body = self.stmts(node.body)
         node.orelse = self.stmts(node.orelse)
         return node
@@ -190,7 +190,7 @@ class _FullStmts(_FullEntries):
     s_TryStar = s_Try
 
     def s_Assert(self, node: ast.Assert) -> Any:
-        node.test = self.e(node.test)
+        node.test = self.line_expr(node.test)
         node.msg = self.e(node.msg)
         return node
 
