@@ -11,7 +11,7 @@ and ``len(x)``, ``abs(x)``, ``str(x)``, ``type_name(x)``. Examples: ``weight == 
 ``ret > 50``, ``raised is not None``, ``'JP' in str(invoice)``, ``len(items) == 0``.
 
 The web UI's custom power step uses the same language over one entry
-(``crates/squall_python/src/ui_predicate.rs``): names ``v`` (the entry's value), ``kind``
+(``crates/squall_python/src/bindings/ui_predicate.rs``): names ``v`` (the entry's value), ``kind``
 (``'expr'``, ``'bind'``, ``'fn-return'``, ``'fn-unwind'``, ``'write'``), ``name`` (the name
 bound or attribute written, else None) and ``fn`` (the function's qualified name).
 """
