@@ -2,7 +2,7 @@
 //! entry's recorded value, in the language of the agent's `calls --where`
 //! (`python/squall/agent_predicate.py`, read with `ast`, never `eval`'d). This server holds no
 //! Python: the front end that serves a recording from Python (the live program's, or `squall
-//! open`'s, `crates/squall_python/src/ui.rs`) hands in a [`Predicates`] that compiles and runs
+//! open`'s, `crates/squall_python/src/bindings/ui.rs`) hands in a [`Predicates`] that compiles and runs
 //! them there, the same code for live and file. A server without one says so.
 
 use squall_trace::{Decoded, Entry, Kind, Snap};
@@ -23,7 +23,7 @@ pub struct Candidate<'a> {
 /// predicate names something the entry does not have).
 pub type Test<'t> = dyn Fn(&Candidate<'_>) -> Result<bool, String> + 't;
 
-/// Compiles and runs predicates. Implemented where Python is (`crates/squall_python/src/ui.rs`).
+/// Compiles and runs predicates. Implemented where Python is (`crates/squall_python/src/bindings/ui.rs`).
 pub trait Predicates: Send + Sync {
     /// Compiles `text` and calls `scan` once with it; `Err`: why `text` is not a predicate
     /// (quoting it and saying what to write).
