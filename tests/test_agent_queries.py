@@ -219,6 +219,28 @@ def test_writes_of_all_threads_come_in_the_order_they_happened(tmp_path):
     )
 
 
+def test_writes_reads_type_dot_attribute_as_a_person_names_it(tmp_path):
+    """mutation.py: "where was Item.price changed" asked as `writes Item.price` finds the writes
+    to attribute price of Item objects (it found none: no key is the text 'Item.price'), and
+    says how it read the name; a dict key with a dot in it is still matched as itself first."""
+    path = record(PROGRAMS / "mutation.py", tmp_path / "m.sqrec")
+    rec = squall.load(path)
+    dotted = agent.writes(rec, "Item.price")
+    plain = agent.writes(rec, "price", type_name="Item")
+    assert dotted["total"] == plain["total"] == 3
+    assert dotted["writes"] == plain["writes"]
+    assert dotted["read_as"] == "read 'Item.price' as attribute 'price' of objects of type 'Item'"
+    assert "read_as" not in plain
+    assert [w["new"] for w in dotted["writes"]] == ["2.0", "4.0", "1.0"]
+    text = query(path, "writes", "Item.price").stdout.splitlines()
+    assert text[0].startswith("3 write(s); showing 3 (read 'Item.price' as attribute 'price'")
+    assert text[3].endswith("mutation.py:18") and "2.0 -> 1.0" in text[3]
+    keyed = tmp_path / "keyed.py"
+    keyed.write_text("def main():\n    d = {}\n    d['a.b'] = 1\n\n\nmain()\n")
+    own = agent.writes(squall.load(record(keyed, tmp_path / "k.sqrec")), "a.b")
+    assert (own["total"], "read_as" in own) == (1, False)
+
+
 def test_a_predicate_says_which_names_it_reads():
     assert compile_predicate("len(items) == 0 and ret > x.y or str(z) == 'None'").reads == {"items", "ret", "x", "z"}
 

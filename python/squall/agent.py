@@ -447,6 +447,13 @@ def writes(
     if isinstance(name, str) and name.lstrip("-").isdigit():
         key = int(name)  # an int key, as `writes 0 --obj 12` asks for item 0
     found = q.writes(obj_id=obj_id, attr_or_key=key, type_name=type_name, flow_id=fid, thread_id=tid, limit=limit)
+    read_as = None
+    if not found["total"] and type_name is None and isinstance(key, str) and "." in key.strip("."):
+        # `Item.price` (how a person names it) is the attribute `price` of objects of type `Item`,
+        # when no key is the dotted text itself.
+        type_name, key = key.rsplit(".", 1)
+        found = q.writes(obj_id=obj_id, attr_or_key=key, type_name=type_name, flow_id=fid, thread_id=tid, limit=limit)
+        read_as = f"read {name!r} as attribute {key!r} of objects of type {type_name!r}"
     out = []
     for w in found["writes"]:
         out.append(
@@ -475,6 +482,8 @@ def writes(
         "left_out": found["left_out"] + cut,
         "writes": out,
     }
+    if read_as:
+        answer["read_as"] = read_as
     if answer["left_out"]:
         answer["more"] = (
             f"{answer['left_out']} more write(s): narrow with obj_id, type_name or thread, or raise "

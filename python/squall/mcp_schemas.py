@@ -139,6 +139,7 @@ class Writes(TypedDict):
     shown: int
     left_out: int
     writes: List[Write]
+    read_as: NotRequired[str]  # how a dotted name was read: `Item.price` as type Item, attribute price
     more: NotRequired[str]
 
 

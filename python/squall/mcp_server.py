@@ -282,7 +282,7 @@ def build_server(rec: Any) -> Any:
     ) -> dict:
         """Returns where an attribute or item was changed (writes in instrumented code), in the
         order they happened across all threads (oldest first): by attribute `name` (or key;
-        digits for an int key), of objects of recorded `type_name` (e.g. "Item") and/or the
+        digits for an int key; `Item.price` names attribute price of type Item), of objects of recorded `type_name` (e.g. "Item") and/or the
         object `obj_id` (the N of `#N`). Each: idx, thread, function, file and line, `old` (with
         `old_from`: "previous write" (at `old_idx` of thread `old_thread_id`, maybe another
         thread), "recorded state", "unknown (not recorded before)", "unknown (not saved: ...)")

@@ -429,6 +429,8 @@ def _search(d: dict) -> List[str]:
 def _writes(d: dict) -> List[str]:
     left = f"; {d['left_out']} left out (--limit)" if d["left_out"] else ""
     out = [f"{d['total']} write(s); showing {d['shown']}{left}"]
+    if d.get("read_as"):
+        out[0] += f" ({d['read_as']})"
     for w in d["writes"]:
         old = w["old"] if w["old"] is not None else w["old_from"]
         if w.get("old_thread_id") not in (None, w["thread_id"]):
