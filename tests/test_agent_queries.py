@@ -113,6 +113,16 @@ def test_origin_over_a_file_without_site_reads_says_so():
     assert bind["steps"][0]["leaf"] == "this recording does not say what this site reads (recorded by an older squall)"
 
 
+def test_origin_of_a_function_that_ends_without_return_says_its_result_is_none(tmp_path):
+    """upstream.py's main() falls off its end: origin of its return said "recorded by an older
+    squall" of a recording made by this one."""
+    rec = squall.load(record(PROGRAMS / "upstream.py", tmp_path / "u.sqrec"))
+    main_ret = agent.calls(rec, "main")["calls"][0]["ret_idx"]
+    step = agent.origin(rec, main_ret)["steps"][0]
+    assert (step["kind"], step["value"]) == ("fn-return", "None")
+    assert step["leaf"] == "the function ended without returning a value: its result is None"
+
+
 def test_origin_over_the_live_recording(tmp_path):
     """The same query over the recording in this process (the engine's live backend)."""
     code = textwrap.dedent("""

@@ -76,6 +76,8 @@ pub enum Leaf {
     Unbound,
     /// The recording does not say what this site reads (made before `SiteReads` existed).
     NoReads,
+    /// A function that ended without a `return` of a value: its result is `None`.
+    ImplicitNone,
     /// An argument passed by code that was not recorded.
     UnrecordedCaller,
     /// An argument no recorded value of the caller matches.
@@ -268,6 +270,13 @@ impl Cx<'_> {
             Kind::Expr | Kind::Bind | Kind::Return | Kind::Write => {
                 let site = self.forms.site(e.id()).ok_or(Leaf::NotFollowed)?;
                 let reads = self.forms.site_reads(e.id());
+                if reads.is_none() && e.kind() == Kind::Return && e.value() == ValRef::NONE {
+                    // The return site of falling off the end (or a bare `return`) spans the def.
+                    let def_line = self.forms.form(site.form).map(|f| f.line);
+                    if def_line == Some(site.coord.line) {
+                        return Err(Leaf::ImplicitNone);
+                    }
+                }
                 if reads.is_none() && e.kind() != Kind::Expr {
                     return Err(Leaf::NoReads);
                 }

@@ -38,6 +38,7 @@ fn leaf_text(leaf: Leaf) -> &'static str {
         Leaf::Literal => "computed from literals only",
         Leaf::Unbound => "reads only names with no recorded binding (globals, closures, builtins or unrecorded code)",
         Leaf::NoReads => "this recording does not say what this site reads (recorded by an older squall)",
+        Leaf::ImplicitNone => "the function ended without returning a value: its result is None",
         Leaf::UnrecordedCaller => "passed by code that was not recorded",
         Leaf::NoMatchInCaller => {
             "the caller passed it straight from an expression not recorded on its own (a literal, a display, \
