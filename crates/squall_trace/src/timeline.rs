@@ -141,8 +141,11 @@ impl Timeline {
         self.entries.get_mut(idx.checked_sub(self.base)? as usize)
     }
 
-    /// Frees the entries before `idx` and the args before `args_idx` (both already saved to the
+    /// Drops the entries before `idx` and the args before `args_idx` (both already saved to the
     /// recording file). Idxs stay absolute; queries answer for the rest and say what was evicted.
+    /// The tables keep their capacity: the entries recorded next reuse the pages the evicted ones
+    /// were in, instead of pages the kernel must zero (on the VMs measured, a fresh page cost
+    /// ~4x a reused one: docs/DESIGN.md, "Where recorded time goes").
     pub fn evict_before(&mut self, idx: usize, args_idx: usize) {
         let n = idx.saturating_sub(self.base as usize).min(self.entries.len());
         for e in &self.entries[..n] {
@@ -151,12 +154,15 @@ impl Timeline {
             }
         }
         self.entries.drain(..n);
-        self.entries.shrink_to_fit();
         self.base += n as u32;
         let m = args_idx.saturating_sub(self.args_base as usize).min(self.args.len());
         self.args.drain(..m);
-        self.args.shrink_to_fit();
         self.args_base += m as u32;
+    }
+
+    /// Entries the entries table holds room for (evicted ones' room included: it is reused).
+    pub fn capacity(&self) -> usize {
+        self.entries.capacity()
     }
 
     /// One past the last args-arena offset (evicted args included).

@@ -327,3 +327,23 @@ fn evicted_entries_keep_idxs_absolute_and_stats_whole() {
     assert_eq!(tl.callstack_node_childs(None, 0, None).unwrap(), vec![8]);
     assert_eq!(tl.find_fn_call(&[false, true, false, false], None, true, |_| Ok::<bool, ()>(true)).unwrap(), Some(8));
 }
+
+#[test]
+fn entries_recorded_after_an_eviction_reuse_the_evicted_room() {
+    // Fresh pages cost the kernel's zeroing (most of a long saved run's time, measured): the
+    // room of evicted entries is kept and filled again, the table does not grow.
+    let mut tl = Timeline::new();
+    tl.call(0, &[int(1), int(2)], &NO_LIMITS);
+    while tl.len() < 10_000 {
+        tl.call(0, &[int(1), int(2)], &NO_LIMITS);
+    }
+    let (room, args_room) = (tl.capacity(), tl.args().len());
+    tl.evict_before(tl.len(), tl.args_len());
+    assert_eq!((tl.first_idx(), tl.entries().len(), tl.capacity()), (10_000, 0, room));
+    while tl.len() < 20_000 {
+        tl.call(0, &[int(3), int(4)], &NO_LIMITS);
+    }
+    assert_eq!(tl.capacity(), room, "the table grew instead of reusing the evicted room");
+    assert_eq!(tl.args().len(), args_room);
+    assert_eq!(tl.call_args(19_999, 2), vec![int(3), int(4)]);
+}

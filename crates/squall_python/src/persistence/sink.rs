@@ -434,6 +434,11 @@ fn flush_into(sink: &mut Sink, eng: &mut Engine, budget: usize) -> Result<(u64, 
 /// Over half the memory limit, entries and args already saved leave memory: the recording
 /// goes on in the file, and live queries answer for what is still in memory (and say so for
 /// the rest). This is what keeps a long run's memory bounded while it is saved.
+///
+/// A timeline's tables keep their capacity when entries leave (the next entries reuse those
+/// pages instead of fresh ones), so the count stays over half the limit once there: a table is
+/// evicted from when it is three quarters full, as it was when the count reached half the limit
+/// and the table shrank: live queries keep a window of up to three quarters of the table.
 fn evict_saved(sink: &Sink, eng: &mut Engine) {
     let Some(limit) = eng.limits.memory_limit else { return };
     if eng.bytes() < limit / 2 {
@@ -442,6 +447,9 @@ fn evict_saved(sink: &Sink, eng: &mut Engine) {
     for (number, rec) in eng.recs.iter_mut().enumerate() {
         let Some(rec) = rec.as_deref_mut() else { continue };
         if let Some(done) = sink.flushed.get(number) {
+            if rec.tl.len() - rec.tl.first_idx() < rec.tl.capacity() / 4 * 3 {
+                continue;
+            }
             // Evicting moves the entries not saved yet to the front: done when at least as
             // many are saved, so that a backlog handed over in many passes is not moved at each.
             let saved = done.entries.saturating_sub(rec.tl.first_idx());
