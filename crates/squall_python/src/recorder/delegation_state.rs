@@ -1,8 +1,6 @@
 //! One thread's delegation state (`delegation.rs` records with it): kept apart so that the
 //! engine, which holds it per thread, does not depend on the recording code that uses it.
 
-use std::collections::HashMap;
-
 use squall_trace::Timeline;
 
 /// One thread's delegation state. Invariant: `reopened` lists re-opened frames innermost last; a
@@ -10,7 +8,7 @@ use squall_trace::Timeline;
 /// also close by paths that do not come here, so records are checked, not trusted).
 #[derive(Default)]
 pub struct Delegation {
-    pub(crate) waiting: HashMap<usize, Waiting>,
+    pub(crate) waiting: foldhash::HashMap<usize, Waiting>,
     pub(crate) reopened: Vec<Reopened>,
 }
 
