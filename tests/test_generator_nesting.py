@@ -144,6 +144,29 @@ def test_awaited_coroutines_nest_under_their_awaiter(rec):
     assert got == [2, 3]
 
 
+def test_delegates_nest_at_every_await_and_plain_code_objects_are_left_alone(rec):
+    """A rewritten delegate's code is found rewritten once, then known by a mark in its code
+    object's extra slot (delegation.rs): every later await takes that path and must nest the
+    same. A delegate squall did not rewrite is asked each time and its code is not marked."""
+    helper = plain("async def outside(x):\n    return x\n")
+    size = sys.getsizeof(helper["outside"].__code__)
+    ns = rec(
+        "async def leaf(x):\n    return x + 1\n\n"
+        "async def top(outside):\n"
+        "    total = 0\n"
+        "    for i in range(5):\n"
+        "        total += await leaf(i) + await outside(i)\n"
+        "    return total\n"
+    )
+    assert asyncio.run(ns["top"](helper["outside"])) == 25
+    tl = timeline()
+    leaves = [e for e in tl if e["type"] == "fn-call" and e["fn_name"] == "leaf"]
+    assert len(leaves) == 5
+    for leaf in leaves:
+        assert [n.split(" ")[0] for n in chain(tl, leaf["idx"])] == ["leaf", "top"]
+    assert sys.getsizeof(helper["outside"].__code__) == size
+
+
 DELEGATION = """
 import sys
 import traceback

@@ -206,6 +206,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     )?;
     m.add_function(wrap_pyfunction!(bound_entry, m)?)?;
     awaiting::register(m)?;
+    delegation::init_names(m.py());
     loop_iter::register(m)?;
 
     // The kind codes register_form / register_site take, from the core's enums (their one

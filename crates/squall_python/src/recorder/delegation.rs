@@ -30,6 +30,7 @@ use squall_trace::{FormKind, Kind, Recorded, SiteKind, ValRef, NONE};
 use crate::delegation_state::{Reopened, Waiting};
 use crate::engine::capture;
 use crate::engine::{Engine, ThreadRec};
+use crate::gil_cell::GilCell;
 
 /// Beyond this many waiting frames the notes are dropped (stale ones pile up only when a
 /// delegator catches its delegate's exception and later returns): nesting then falls back to flat.
@@ -209,25 +210,62 @@ pub unsafe fn delegates_inside(eng: &mut Engine, rec: &mut ThreadRec, site: u32,
 
 /// `obj` is a generator or coroutine whose code the rewriter instrumented (its handler catches
 /// what leaves the function in a local named `_sq_exc`), so entering it records.
+///
+/// Asked at every `await` / `yield from` of a rewritten frame. A code object found rewritten is
+/// marked in its extra slot (PEP 523's per-code storage, squall's own index: it lives and dies
+/// with the code, so a new code at a freed one's address is never taken for it), and the next
+/// ask reads the mark instead of making `co_varnames` (a new tuple on 3.11) and scanning it.
+/// Only squall's own code objects are marked; others are scanned each time.
 unsafe fn is_rewritten_delegate(obj: *mut ffi::PyObject) -> bool {
     // SAFETY: GIL held, `obj` live (the caller's contract); the attributes read are the builtin
     // types' own descriptors (no Python code runs); a failed lookup's error is cleared; every
-    // strong reference taken is released.
+    // strong reference taken is released; the extra slot is read and set only at squall's own
+    // index, with a marker that owns nothing (no free function).
     unsafe {
+        let names = names();
         let attr = if ffi::PyGen_CheckExact(obj) != 0 {
-            c"gi_code"
+            names.gi_code
         } else if ffi::PyCoro_CheckExact(obj) != 0 {
-            c"cr_code"
+            names.cr_code
         } else {
             return false;
         };
-        let code = ffi::PyObject_GetAttrString(obj, attr.as_ptr());
+        if attr.is_null() {
+            return false;
+        }
+        let code = ffi::PyObject_GetAttr(obj, attr);
         if code.is_null() {
             ffi::PyErr_Clear();
             return false;
         }
-        let names = ffi::PyObject_GetAttrString(code, c"co_varnames".as_ptr());
+        if names.extra_index >= 0 {
+            let mut mark = std::ptr::null_mut();
+            if ffi::PyUnstable_Code_GetExtra(code, names.extra_index, &mut mark) == 0 && mark == REWRITTEN_MARK {
+                ffi::Py_DECREF(code);
+                return true;
+            }
+            ffi::PyErr_Clear();
+        }
+        let found = has_exc_local(code, names.co_varnames);
+        if found
+            && names.extra_index >= 0
+            && ffi::PyUnstable_Code_SetExtra(code, names.extra_index, REWRITTEN_MARK) != 0
+        {
+            ffi::PyErr_Clear();
+        }
         ffi::Py_DECREF(code);
+        found
+    }
+}
+
+/// Whether `code`'s locals include `EXC_NAME`.
+unsafe fn has_exc_local(code: *mut ffi::PyObject, co_varnames: *mut ffi::PyObject) -> bool {
+    // SAFETY: GIL held, `code` live (the caller's contract); the tuple taken is released.
+    unsafe {
+        if co_varnames.is_null() {
+            return false;
+        }
+        let names = ffi::PyObject_GetAttr(code, co_varnames);
         if names.is_null() {
             ffi::PyErr_Clear();
             return false;
@@ -246,6 +284,51 @@ unsafe fn is_rewritten_delegate(obj: *mut ffi::PyObject) -> bool {
         }
         ffi::Py_DECREF(names);
         found
+    }
+}
+
+/// The extra-slot value marking a code object found rewritten (any non-null word: it owns
+/// nothing).
+const REWRITTEN_MARK: *mut std::ffi::c_void = std::ptr::dangling_mut();
+
+/// The code-extra slot's free function: the mark owns nothing.
+unsafe extern "C" fn free_mark(_: *mut std::ffi::c_void) {}
+
+/// Interned attribute names and squall's code-extra index, made once (by `init_names`, at
+/// module init).
+struct Names {
+    gi_code: *mut ffi::PyObject,
+    cr_code: *mut ffi::PyObject,
+    co_varnames: *mut ffi::PyObject,
+    /// -1 when the interpreter gave none (it has 255).
+    extra_index: ffi::Py_ssize_t,
+}
+
+static NAMES: GilCell<Names> = GilCell::new(Names {
+    gi_code: std::ptr::null_mut(),
+    cr_code: std::ptr::null_mut(),
+    co_varnames: std::ptr::null_mut(),
+    extra_index: -1,
+});
+
+fn names() -> &'static Names {
+    // SAFETY: the GIL is held by every caller; written once by `init_names`, under the GIL.
+    unsafe { &*NAMES.get() }
+}
+
+/// Makes the interned names and asks the interpreter for a code-extra index (GIL held, once).
+pub fn init_names(_py: pyo3::Python<'_>) {
+    // SAFETY: the GIL is held (`_py`); the names are interned strings kept for the process's
+    // life; a failure leaves a null name or index -1, which the lookups above treat as "unknown".
+    unsafe {
+        let n = NAMES.get();
+        n.gi_code = ffi::PyUnicode_InternFromString(c"gi_code".as_ptr());
+        n.cr_code = ffi::PyUnicode_InternFromString(c"cr_code".as_ptr());
+        n.co_varnames = ffi::PyUnicode_InternFromString(c"co_varnames".as_ptr());
+        n.extra_index = ffi::PyUnstable_Eval_RequestCodeExtraIndex(free_mark);
+        if !ffi::PyErr_Occurred().is_null() {
+            ffi::PyErr_Clear();
+        }
     }
 }
 
