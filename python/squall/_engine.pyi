@@ -294,6 +294,10 @@ class Recording:
         """What the program wrote to stdout and stderr (chunks as dicts), and (chunks,
         characters) not kept past the bound."""
     def exceptions(self, flow_id: Optional[int] = None, thread_id: Optional[int] = None) -> list[dict[str, Any]]: ...
+    def exception_text(self, value_ref: int) -> Optional[str]:
+        """The line Python's traceback ends with for an exception's ref (``Type: message``)."""
+    def unwind_chain(self, flow_id: int, thread_id: int, idx: int) -> list[tuple[int, int]]:
+        """``(call_idx, unwind_idx)`` of each frame the exception at fn-unwind ``idx`` left."""
     def bookmarks(self, flow_id: Optional[int] = None) -> list[dict[str, Any]]: ...
     def line_hits(
         self,

@@ -397,6 +397,16 @@ impl PyRecording {
     ) -> PyResult<Vec<Bound<'py, PyDict>>> {
         crate::query_threads::exceptions(py, self.b(), flow_id, thread_id)
     }
+    /// The line Python's traceback ends with for an exception's value ref (`Type: message`,
+    /// the module left out for `__main__` and builtins); `None`: no exception was recorded.
+    fn exception_text(&self, value_ref: u64) -> PyResult<Option<String>> {
+        crate::query_threads::exception_line(self.b(), value_ref)
+    }
+    /// The frames the exception at fn-unwind `idx` left from there outward, innermost first:
+    /// `(call_idx, unwind_idx)` each.
+    fn unwind_chain(&self, flow_id: u32, thread_id: u64, idx: u64) -> PyResult<Vec<(u32, u32)>> {
+        crate::query_threads::unwind_chain(self.b(), flow_id, thread_id, idx)
+    }
     #[pyo3(signature = (flow_id=None))]
     fn bookmarks<'py>(&self, py: Python<'py>, flow_id: Option<u32>) -> PyResult<Vec<Bound<'py, PyDict>>> {
         crate::query_threads::bookmarks(py, self.b(), flow_id)

@@ -10,12 +10,7 @@ use crate::query::{after_write, Backend, TlView, ARGS_BIT, NUMBER_SHIFT};
 /// What `deref_value` gives for ref `r`, as a `Snap`: a value, a call's arguments as a list, or
 /// the target of a write as of that write. Same refs, same errors.
 pub fn snap_of_ref<B: Backend + ?Sized>(b: &B, r: u64) -> PyResult<Snap> {
-    let number = u32::try_from(r >> NUMBER_SHIFT)
-        .map_err(|_| PyKeyError::new_err(format!("value ref {r} was not made by this recording")))?;
-    let local = (r & 0xFFFF_FFFF) as u32;
-    let rec = b
-        .by_number(number)
-        .map_err(|e| Python::attach(|py| PyKeyError::new_err(format!("value ref {r}: {}", e.value(py)))))?;
+    let (rec, local) = timeline_of_ref(b, r)?;
     if r & ARGS_BIT != 0 && rec.tl.get(local as usize).is_some_and(|e| e.kind() == Kind::Write) {
         return b.store(&rec).and_then(|store| after_write(store, rec.tl, b.forms(), local)).ok_or_else(|| {
             PyKeyError::new_err(format!("value ref {r}: no state of the target of write entry {local} was recorded"))
@@ -34,6 +29,17 @@ pub fn snap_of_ref<B: Backend + ?Sized>(b: &B, r: u64) -> PyResult<Snap> {
         return Ok(Snap::Seq { kind: SeqKind::List, type_name: "list".into(), id: 0, items, len });
     }
     leaf(b, &rec, ValRef(local))
+}
+
+/// The timeline a user-facing ref `r` belongs to, and its local part (a value ref of that
+/// timeline, or with `ARGS_BIT` a call's or write's idx).
+pub fn timeline_of_ref<B: Backend + ?Sized>(b: &B, r: u64) -> PyResult<(TlView<'_>, u32)> {
+    let number = u32::try_from(r >> NUMBER_SHIFT)
+        .map_err(|_| PyKeyError::new_err(format!("value ref {r} was not made by this recording")))?;
+    let rec = b
+        .by_number(number)
+        .map_err(|e| Python::attach(|py| PyKeyError::new_err(format!("value ref {r}: {}", e.value(py)))))?;
+    Ok((rec, (r & 0xFFFF_FFFF) as u32))
 }
 
 fn leaf<B: Backend + ?Sized>(b: &B, rec: &TlView<'_>, v: ValRef) -> PyResult<Snap> {
