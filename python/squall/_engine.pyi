@@ -284,6 +284,22 @@ class Recording:
     def val_pprint(
         self, value_ref: int, print_level: Optional[int] = None, print_length: Optional[int] = None
     ) -> str: ...
+    def val_expand(
+        self,
+        value_ref: int,
+        path: Sequence[int] = (),
+        offset: int = 0,
+        limit: Optional[int] = None,
+        print_level: Optional[int] = None,
+        print_length: Optional[int] = None,
+    ) -> dict[str, Any]:
+        """One level of the value a ref names, paged as the UI's value inspector pages it
+        (``squall_trace::value_tree``): the node ``path`` names (child positions) with ``type``,
+        ``id``, ``len``, ``earlier``, ``repr`` (the core's printer within the bounds),
+        ``children_total``, ``indexed``, ``truncated_when_recorded``, ``offset``, ``more``, and
+        ``children`` from ``offset`` (at most ``limit``): the same fields plus ``key`` (the UI's
+        text), ``key_kind`` (item, key, attr), ``key_exact`` (``key`` is the key's literal) and
+        ``path``."""
     def arg_refs(self, args_ref: int) -> list[Optional[int]]:
         """The value ref of each argument of the call whose ``fn_args_ref`` is ``args_ref``."""
     def forms(self) -> list[dict[str, Any]]: ...

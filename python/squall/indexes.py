@@ -150,6 +150,22 @@ class Queries:
 
         return pprint_ref(self._b, value_ref, print_level, print_length)
 
+    def val_expand(
+        self,
+        value_ref: int,
+        path: Sequence[int] = (),
+        offset: int = 0,
+        limit: Optional[int] = None,
+        print_level: Optional[int] = None,
+        print_length: Optional[int] = None,
+    ) -> dict:
+        """One level of the recorded value a ref names, as the UI's value inspector opens it
+        (``squall_trace::value_tree``): the node ``path`` (child positions) names, printed within
+        bounds, and its children from ``offset`` (at most ``limit``), each with its ``key`` and
+        ``path`` (see ``_engine.Recording.val_expand`` for the fields). The DAP server's variables
+        are these."""
+        return dict(self._b.val_expand(value_ref, list(path), offset, limit, print_level, print_length))
+
     def _warn_if_nothing_recorded(self) -> None:
         if not self._b.is_recording() and not self._b.all_flows():
             warnings.warn(

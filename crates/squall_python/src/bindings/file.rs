@@ -362,6 +362,31 @@ impl PyRecording {
         let snap = crate::printed::snap_of_ref(self.b(), value_ref)?;
         Ok(squall_trace::printer::pprint(&snap, print_level.unwrap_or(usize::MAX), print_length.unwrap_or(usize::MAX)))
     }
+    /// One level of the value a ref names, as the UI's value inspector pages it: the node `path`
+    /// names and its children `offset..offset + limit` (`None`: all), printed within bounds.
+    #[pyo3(signature = (value_ref, path=Vec::new(), offset=0, limit=None, print_level=None, print_length=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn val_expand<'py>(
+        &self,
+        py: Python<'py>,
+        value_ref: u64,
+        path: Vec<usize>,
+        offset: usize,
+        limit: Option<usize>,
+        print_level: Option<usize>,
+        print_length: Option<usize>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        crate::printed::val_expand(
+            py,
+            self.b(),
+            value_ref,
+            &path,
+            offset,
+            limit.unwrap_or(usize::MAX),
+            print_level.unwrap_or(usize::MAX),
+            print_length.unwrap_or(usize::MAX),
+        )
+    }
     /// The value ref of each argument named by an args ref (None: not recorded).
     fn arg_refs(&self, args_ref: u64) -> PyResult<Vec<Option<u64>>> {
         crate::arg_refs::arg_refs(self.b(), args_ref)
