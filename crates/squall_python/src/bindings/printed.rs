@@ -7,7 +7,7 @@ use pyo3::types::{PyDict, PyList};
 use squall_trace::value_tree::{self, ChildKey};
 use squall_trace::{Decoded, Kind, SeqKind, Snap, ValRef};
 
-use crate::query::{after_write, Backend, TlView, ARGS_BIT, NUMBER_SHIFT};
+use crate::bindings::query::{after_write, Backend, TlView, ARGS_BIT, NUMBER_SHIFT};
 
 /// What `deref_value` gives for ref `r`, as a `Snap`: a value, a call's arguments as a list, or
 /// the target of a write as of that write. Same refs, same errors.

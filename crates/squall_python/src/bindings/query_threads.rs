@@ -9,7 +9,7 @@ use squall_trace::search::{SearchKind, SeenValues, TextSearch};
 use squall_trace::stepping::{iterations, step_like, Like};
 use squall_trace::{display_name, ThreadRef, ValRef};
 
-use crate::query::{rec_of, trace_err, value_ref, Backend, TlView};
+use crate::bindings::query::{rec_of, trace_err, value_ref, Backend, TlView};
 
 /// The timelines of flow `flow_id` (every flow for `None`), one thread's for `thread_id`, as the
 /// core's queries read them, with their views.
@@ -75,8 +75,8 @@ pub fn exceptions<'py, B: Backend + ?Sized>(
 /// The line Python's traceback ends with for the exception value ref `r` names (`Type: message`,
 /// `squall_trace::exceptions::exception_text`); `None`: no exception was recorded there.
 pub fn exception_line<B: Backend + ?Sized>(b: &B, r: u64) -> PyResult<Option<String>> {
-    let (view, local) = crate::printed::timeline_of_ref(b, r)?;
-    if r & crate::query::ARGS_BIT != 0 {
+    let (view, local) = crate::bindings::printed::timeline_of_ref(b, r)?;
+    if r & crate::bindings::query::ARGS_BIT != 0 {
         return Err(PyValueError::new_err(format!(
             "value ref {r} names a call's arguments or a write's target, not an exception: pass an fn-unwind's throwable_ref"
         )));
