@@ -126,8 +126,10 @@ def test_exceptions(q):
     assert exc["text"] == rec.exception_text(exc["throwable_ref"]) == "prog.Oops: bad t3"
     assert exc["obj_id"] == rec.deref_val_id(exc["throwable_ref"]).obj_id != 0
     # The chain from its innermost unwind is the query's; from the next frame, the rest of it.
-    assert rec.unwind_chain(0, tid, exc["idx"]) == [tuple(c) for c in exc["chain"]]
-    assert rec.unwind_chain(0, tid, exc["chain"][1][1]) == [tuple(exc["chain"][1])]
+    chain = rec.unwind_chain(0, tid, exc["idx"])
+    assert [(call, unwind) for call, unwind, _ in chain] == [tuple(c) for c in exc["chain"]]
+    assert chain[0][2] == exc["raised_idx"]
+    assert rec.unwind_chain(0, tid, exc["chain"][1][1]) == chain[1:]
     with pytest.raises(ValueError, match="is not an fn-unwind"):
         rec.unwind_chain(0, tid, exc["fn_call_idx"])
     assert str(rec.deref_val_id(exc["throwable_ref"])) == "bad t3"

@@ -312,8 +312,9 @@ class Recording:
     def exceptions(self, flow_id: Optional[int] = None, thread_id: Optional[int] = None) -> list[dict[str, Any]]: ...
     def exception_text(self, value_ref: int) -> Optional[str]:
         """The line Python's traceback ends with for an exception's ref (``Type: message``)."""
-    def unwind_chain(self, flow_id: int, thread_id: int, idx: int) -> list[tuple[int, int]]:
-        """``(call_idx, unwind_idx)`` of each frame the exception at fn-unwind ``idx`` left."""
+    def unwind_chain(self, flow_id: int, thread_id: int, idx: int) -> list[tuple[int, int, Optional[int]]]:
+        """``(call_idx, unwind_idx, last_event_idx)`` of each frame the exception at fn-unwind
+        ``idx`` left, from there outward."""
     def bookmarks(self, flow_id: Optional[int] = None) -> list[dict[str, Any]]: ...
     def line_hits(
         self,

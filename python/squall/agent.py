@@ -326,16 +326,14 @@ def call(
     return out
 
 
-def _raise_line(c: _Ctx, fid: int, tid: int, unwind: dict, call_idx: int, scan: int = 2000) -> Optional[int]:
-    """The line an exception left a frame from: the unwind's coord, else the last recorded
-    expression or binding of that frame before it (the statement that raised, or just before)."""
-    if unwind.get("coord"):
-        return unwind["coord"][0]
-    lo = max(call_idx, unwind["idx"] - scan)
-    for e in reversed(list(c.b.entries(fid, tid, lo, unwind["idx"]))):
-        if e.get("fn_call_idx") == call_idx and e["type"] in ("expr", "bind") and e.get("coord"):
-            return e["coord"][0]
-    return None
+def _raise_line(c: _Ctx, fid: int, tid: int, last_event_idx: Optional[int]) -> Optional[int]:
+    """The line an exception left a frame from: that of the frame's last recorded event before
+    it unwound (the statement that raised, or just before: the core's ``last_event_idx``, the
+    UI's raised line)."""
+    if last_event_idx is None:
+        return None
+    coord = c.b.entry(fid, tid, last_event_idx).get("coord")
+    return coord[0] if coord else None
 
 
 def unwind_chain(
@@ -356,7 +354,7 @@ def unwind_chain(
         raise AgentError(f"idx {idx} is a {u['type']}, not an fn-unwind (see `exceptions`)")
     out = []
     bounds = _bounds(print_level, print_length)
-    for call_idx, unwind_idx in c.b.unwind_chain(flow, thread, idx)[:max_frames]:
+    for call_idx, _unwind_idx, last_event_idx in c.b.unwind_chain(flow, thread, idx)[:max_frames]:
         callee = c.b.entry(flow, thread, call_idx)
         form = c.forms.get(callee["form_id"]) or {}
         out.append(
@@ -365,7 +363,7 @@ def unwind_chain(
                 "fn": c.fn(callee),
                 "args": c.args(callee, **bounds),
                 "file": form.get("file"),
-                "line": _raise_line(c, flow, thread, c.b.entry(flow, thread, unwind_idx), call_idx),
+                "line": _raise_line(c, flow, thread, last_event_idx),
             }
         )
     return out
@@ -673,7 +671,7 @@ def source(q: Queries, idx: int, flow: Optional[int] = None, thread: ThreadRef =
     else:
         line = None
         if e["type"] == "fn-unwind":
-            line = _raise_line(c, fid, tid, e, e["fn_call_idx"])
+            line = _raise_line(c, fid, tid, c.b.unwind_chain(fid, tid, idx)[0][2])
         first = last = line or c.line_of(fid, tid, e) or form.get("line")
     out: Dict[str, Any] = {
         **c.where(fid, tid),

@@ -302,7 +302,9 @@ class Queries:
 
     def unwind_chain(self, flow_id: int, thread_id: int, idx: int) -> List[tuple]:
         """The frames the exception at fn-unwind ``idx`` left, from that frame outward:
-        ``(call idx, unwind idx)`` of each (the ``chain`` of :meth:`exceptions` from there)."""
+        ``(call idx, unwind idx, last event idx)`` of each (the ``chain`` of :meth:`exceptions`
+        from there; the last: the frame's last expression, binding or write before it unwound,
+        where it raised or just before, None if it recorded none)."""
         return list(self._b.unwind_chain(flow_id, thread_id, idx))
 
     def power_step(self, flow_id: int, thread_id: int, idx: int, how: str, backward: bool = False) -> Optional[dict]:

@@ -437,8 +437,8 @@ impl PyRecording {
         crate::bindings::query_threads::exception_line(self.b(), value_ref)
     }
     /// The frames the exception at fn-unwind `idx` left from there outward, innermost first:
-    /// `(call_idx, unwind_idx)` each.
-    fn unwind_chain(&self, flow_id: u32, thread_id: u64, idx: u64) -> PyResult<Vec<(u32, u32)>> {
+    /// `(call_idx, unwind_idx, last_event_idx)` each.
+    fn unwind_chain(&self, flow_id: u32, thread_id: u64, idx: u64) -> PyResult<Vec<(u32, u32, Option<u32>)>> {
         crate::bindings::query_threads::unwind_chain(self.b(), flow_id, thread_id, idx)
     }
     #[pyo3(signature = (flow_id=None))]

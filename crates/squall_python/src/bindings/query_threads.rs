@@ -85,8 +85,15 @@ pub fn exception_line<B: Backend + ?Sized>(b: &B, r: u64) -> PyResult<Option<Str
 }
 
 /// The frames the exception at fn-unwind `idx` left from there outward, innermost first, as
-/// `(call_idx, unwind_idx)` (`squall_trace::exceptions::unwind_chain`).
-pub fn unwind_chain<B: Backend + ?Sized>(b: &B, flow_id: u32, thread_id: u64, idx: u64) -> PyResult<Vec<(u32, u32)>> {
+/// `(call_idx, unwind_idx, last_event_idx)` (`squall_trace::exceptions::unwind_chain`; the last:
+/// the frame's last expression, binding or write before it unwound, where it raised or just
+/// before, `None` if it recorded none).
+pub fn unwind_chain<B: Backend + ?Sized>(
+    b: &B,
+    flow_id: u32,
+    thread_id: u64,
+    idx: u64,
+) -> PyResult<Vec<(u32, u32, Option<u32>)>> {
     let rec = rec_of(b, flow_id, thread_id)?;
     let chain = u32::try_from(idx).ok().and_then(|i| squall_trace::exceptions::unwind_chain(b.store(&rec), rec.tl, i));
     let chain = chain.ok_or_else(|| {
@@ -94,7 +101,7 @@ pub fn unwind_chain<B: Backend + ?Sized>(b: &B, flow_id: u32, thread_id: u64, id
             "entry {idx} of thread {thread_id} is not an fn-unwind: pass the idx of one (see `exceptions`)"
         ))
     })?;
-    Ok(chain.iter().map(|u| (u.call_idx, u.unwind_idx)).collect())
+    Ok(chain.iter().map(|u| (u.call_idx, u.unwind_idx, u.last_event_idx)).collect())
 }
 
 /// Every bookmark placed from code: `flow_id`, `thread_id`, `idx`, `note_ref`.
