@@ -162,9 +162,11 @@ PRINT_LEVEL = 2
 PRINT_LENGTH = 10
 
 
-def _node(s: Session, ref: Optional[int], path: Sequence[int] = (), offset: int = 0, limit: int = 0) -> Dict[str, Any]:
+def _node(
+    s: Session, ref: Optional[int], path: Sequence[int] = (), offset: int = 0, limit: Optional[int] = 0
+) -> Dict[str, Any]:
     """The node ``path`` names in the value ``ref`` names, with children ``offset..offset +
-    limit``, as the core opens it (``val_expand``); ``None`` ref: no value recorded."""
+    limit`` (None: all), as the core opens it (``val_expand``); ``None`` ref: no value recorded."""
     if ref is None:
         return {"type": "NoneType", "repr": "None", "children_total": 0, "indexed": False, "children": []}
     return s.rec.val_expand(ref, path, offset, limit, PRINT_LEVEL, PRINT_LENGTH)
