@@ -115,13 +115,23 @@ def test_navigation(q):
 def test_exceptions(q):
     rec, tid = q
     (exc,) = rec.exceptions()
+    # Named as Python's traceback names it: the module `prog` is not __main__.
     assert (exc["fn_name"], exc["exc_type"], exc["message"], exc["frames"], exc["caught_in"]) == (
         "leaf",
-        "Oops",
+        "prog.Oops",
         "bad t3",
         2,
         "prog.main",
     )
+    assert exc["text"] == rec.exception_text(exc["throwable_ref"]) == "prog.Oops: bad t3"
+    assert exc["obj_id"] == rec.deref_val_id(exc["throwable_ref"]).obj_id != 0
+    # The chain from its innermost unwind is the query's; from the next frame, the rest of it.
+    chain = rec.unwind_chain(0, tid, exc["idx"])
+    assert [(call, unwind) for call, unwind, _ in chain] == [tuple(c) for c in exc["chain"]]
+    assert chain[0][2] == exc["raised_idx"]
+    assert rec.unwind_chain(0, tid, exc["chain"][1][1]) == chain[1:]
+    with pytest.raises(ValueError, match="is not an fn-unwind"):
+        rec.unwind_chain(0, tid, exc["fn_call_idx"])
     assert str(rec.deref_val_id(exc["throwable_ref"])) == "bad t3"
 
 

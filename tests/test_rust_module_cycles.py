@@ -1,5 +1,6 @@
 """The modules of ``crates/squall_python/src`` form no dependency cycle, and its layers depend
-downward only: a module that names ``crate::X`` (or ``crate::LAYER::X``) depends on ``X``. A
+downward only: a module that names ``crate::LAYER::X`` (or ``crate::X``, a module of its own
+under ``src`` like ``gil_cell``) depends on ``X``. A
 module is a file directly under ``src`` or under a layer folder (``recorder/``,
 ``persistence/``, ``bindings/``); the files of a module's own folder (``recorder/encode/``) count
 as that module. Tarjan's strongly connected components over that graph; any cycle fails here.

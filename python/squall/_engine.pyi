@@ -284,6 +284,22 @@ class Recording:
     def val_pprint(
         self, value_ref: int, print_level: Optional[int] = None, print_length: Optional[int] = None
     ) -> str: ...
+    def val_expand(
+        self,
+        value_ref: int,
+        path: Sequence[int] = (),
+        offset: int = 0,
+        limit: Optional[int] = None,
+        print_level: Optional[int] = None,
+        print_length: Optional[int] = None,
+    ) -> dict[str, Any]:
+        """One level of the value a ref names, paged as the UI's value inspector pages it
+        (``squall_trace::value_tree``): the node ``path`` names (child positions) with ``type``,
+        ``id``, ``len``, ``earlier``, ``repr`` (the core's printer within the bounds),
+        ``children_total``, ``indexed``, ``truncated_when_recorded``, ``offset``, ``more``, and
+        ``children`` from ``offset`` (at most ``limit``): the same fields plus ``key`` (the UI's
+        text), ``key_kind`` (item, key, attr), ``key_exact`` (``key`` is the key's literal) and
+        ``path``."""
     def arg_refs(self, args_ref: int) -> list[Optional[int]]:
         """The value ref of each argument of the call whose ``fn_args_ref`` is ``args_ref``."""
     def forms(self) -> list[dict[str, Any]]: ...
@@ -294,6 +310,11 @@ class Recording:
         """What the program wrote to stdout and stderr (chunks as dicts), and (chunks,
         characters) not kept past the bound."""
     def exceptions(self, flow_id: Optional[int] = None, thread_id: Optional[int] = None) -> list[dict[str, Any]]: ...
+    def exception_text(self, value_ref: int) -> Optional[str]:
+        """The line Python's traceback ends with for an exception's ref (``Type: message``)."""
+    def unwind_chain(self, flow_id: int, thread_id: int, idx: int) -> list[tuple[int, int, Optional[int]]]:
+        """``(call_idx, unwind_idx, last_event_idx)`` of each frame the exception at fn-unwind
+        ``idx`` left, from there outward."""
     def bookmarks(self, flow_id: Optional[int] = None) -> list[dict[str, Any]]: ...
     def line_hits(
         self,

@@ -22,7 +22,6 @@ from typing import Any, Dict, List, Optional
 
 from squall import _engine
 from squall import indexes as _indexes
-from squall import values as _values
 
 __all__ = ["render_call_tree", "render_flow"]
 
@@ -35,15 +34,11 @@ def _fmt(rec: Any, ref: Optional[int], print_level: Optional[int], print_length:
     return "None" if ref is None else rec.val_pprint(ref, print_level, print_length)
 
 
-def _exc_text(exc: Any) -> str:
-    if exc is None:
-        return "<exception not recorded>"
-    name = exc.type_name if isinstance(exc, _values.ObjectSnapshot) else type(exc).__qualname__
-    try:
-        msg = str(exc)
-    except BaseException:  # noqa: BLE001 - str() of an exception may raise anything
-        msg = _values.safe_repr(exc)
-    return f"{name}: {msg}" if msg else name
+def _exc_text(rec: Any, ref: Optional[int]) -> str:
+    """The exception as Python's traceback ends with it (``module.Type: message``, the module
+    left out for ``__main__`` and builtins): the core's ``exceptions::exception_text``."""
+    line = None if ref is None else rec.exception_text(ref)
+    return "<exception not recorded>" if line is None else line
 
 
 def _call_line(
@@ -73,8 +68,7 @@ def _call_line(
         return f"{line} -> <no exit recorded>"
     x = rec.entry(flow_id, thread_id, ret_idx)
     if x["type"] == "fn-unwind":
-        exc = _values.deref_val_id(x["throwable_ref"]) if x["throwable_ref"] is not None else None
-        return f"{line} !! {_exc_text(exc)}"
+        return f"{line} !! {_exc_text(rec, x['throwable_ref'])}"
     result = _fmt(rec, x["result_ref"], print_level, print_length)
     kind = x.get("kind", "return")
     if kind in ("yield", "await"):

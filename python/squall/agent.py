@@ -47,7 +47,7 @@ from squall.agent_context import (  # noqa: F401 (re-exported: the API documents
     preview,
     set_answer_budget,
 )
-from squall.indexes import Queries, _same_exception
+from squall.indexes import Queries
 
 __all__ = [
     "AgentError",
@@ -235,7 +235,7 @@ def _holds(c: _Ctx, fid: int, tid: int, call: dict, pred: Any, where: str) -> bo
     if call.get("ret_idx") is not None and pred.reads & _OUTCOME_NAMES:
         x = c.b.entry(fid, tid, call["ret_idx"])
         if x["type"] == "fn-unwind":
-            names["raised"] = _exc_text(c.deref(x["throwable_ref"]))
+            names["raised"] = _exc_text(c.b, x["throwable_ref"])
         else:
             names["ret"] = c.deref(x["result_ref"])
     try:
@@ -326,16 +326,14 @@ def call(
     return out
 
 
-def _raise_line(c: _Ctx, fid: int, tid: int, unwind: dict, call_idx: int, scan: int = 2000) -> Optional[int]:
-    """The line an exception left a frame from: the unwind's coord, else the last recorded
-    expression or binding of that frame before it (the statement that raised, or just before)."""
-    if unwind.get("coord"):
-        return unwind["coord"][0]
-    lo = max(call_idx, unwind["idx"] - scan)
-    for e in reversed(list(c.b.entries(fid, tid, lo, unwind["idx"]))):
-        if e.get("fn_call_idx") == call_idx and e["type"] in ("expr", "bind") and e.get("coord"):
-            return e["coord"][0]
-    return None
+def _raise_line(c: _Ctx, fid: int, tid: int, last_event_idx: Optional[int]) -> Optional[int]:
+    """The line an exception left a frame from: that of the frame's last recorded event before
+    it unwound (the statement that raised, or just before: the core's ``last_event_idx``, the
+    UI's raised line)."""
+    if last_event_idx is None:
+        return None
+    coord = c.b.entry(fid, tid, last_event_idx).get("coord")
+    return coord[0] if coord else None
 
 
 def unwind_chain(
@@ -354,28 +352,20 @@ def unwind_chain(
     u = c.entry(flow, thread, idx)
     if u["type"] != "fn-unwind":
         raise AgentError(f"idx {idx} is a {u['type']}, not an fn-unwind (see `exceptions`)")
-    exc = c.deref(u["throwable_ref"])
     out = []
     bounds = _bounds(print_level, print_length)
-    while u is not None and len(out) < max_frames:
-        callee = c.b.entry(flow, thread, u["fn_call_idx"])
+    for call_idx, _unwind_idx, last_event_idx in c.b.unwind_chain(flow, thread, idx)[:max_frames]:
+        callee = c.b.entry(flow, thread, call_idx)
         form = c.forms.get(callee["form_id"]) or {}
         out.append(
             {
-                "idx": callee["idx"],
+                "idx": call_idx,
                 "fn": c.fn(callee),
                 "args": c.args(callee, **bounds),
                 "file": form.get("file"),
-                "line": _raise_line(c, flow, thread, u, callee["idx"]),
+                "line": _raise_line(c, flow, thread, last_event_idx),
             }
         )
-        u = None
-        if callee["parent_idx"] is not None:
-            parent = c.b.entry(flow, thread, callee["parent_idx"])
-            if parent.get("ret_idx") is not None:
-                x = c.b.entry(flow, thread, parent["ret_idx"])
-                if x["type"] == "fn-unwind" and _same_exception(c.deref(x["throwable_ref"]), exc):
-                    u = x
     return out
 
 
@@ -402,11 +392,7 @@ def exceptions(q: Queries, flow: Optional[int] = None, thread: ThreadRef = None,
                 "idx": x["idx"],
                 "fn_call_idx": x["fn_call_idx"],
                 "fn": f"{x['fn_ns']}.{x['fn_name']}",
-                "exception": (
-                    _NOT_SAVED_EXC
-                    if x["exc_type"] == _NOT_SAVED
-                    else _cut(f"{x['exc_type']}: {x['message']}", MAX_CHARS)
-                ),
+                "exception": _exc_text(c.b, x["throwable_ref"]),
                 "file": form.get("file"),
                 "line": chain[0]["line"] if chain else None,
                 "unwound": [fr["fn"] for fr in chain],
@@ -694,7 +680,7 @@ def source(q: Queries, idx: int, flow: Optional[int] = None, thread: ThreadRef =
     else:
         line = None
         if e["type"] == "fn-unwind":
-            line = _raise_line(c, fid, tid, e, e["fn_call_idx"])
+            line = _raise_line(c, fid, tid, c.b.unwind_chain(fid, tid, idx)[0][2])
         first = last = line or c.line_of(fid, tid, e) or form.get("line")
     out: Dict[str, Any] = {
         **c.where(fid, tid),

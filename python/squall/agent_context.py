@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Tuple, Union
 
 from squall import values as _values
-from squall.indexes import Queries, _type_name
+from squall.indexes import Queries
 
 ThreadRef = Union[int, str, None]
 
@@ -106,17 +106,21 @@ _NOT_SAVED = "<not saved>"  # squall_store::MISSING_VALUE: the type of a value a
 _NOT_SAVED_EXC = "<exception not saved: the recording was cut short before it was written>"
 
 
-def _exc_text(exc: Any, max_chars: int = MAX_CHARS) -> str:
-    if exc is None:
+def _exc_text(b: Any, ref: Optional[int], max_chars: int = MAX_CHARS) -> str:
+    """The exception a ``throwable_ref`` of recording ``b`` (an ``_engine.Recording``) names, as
+    Python's traceback ends with it (``module.Type: message``, the core's
+    ``exceptions::exception_text``), long text cut. Never raises."""
+    if ref is None:
         return "<exception not recorded>"
-    name = _type_name(exc) or type(exc).__name__
-    if name == _NOT_SAVED:
-        return _NOT_SAVED_EXC
     try:
-        msg = str(exc)
-    except BaseException:  # noqa: BLE001
-        msg = _values.safe_repr(exc)
-    return _cut(f"{name}: {msg}" if msg else name, max_chars)
+        line = b.exception_text(ref)
+    except (KeyError, ValueError) as e:
+        return f"<unreadable exception: {e}>"
+    if line is None:
+        return "<exception not recorded>"
+    if line == _NOT_SAVED:
+        return _NOT_SAVED_EXC
+    return _cut(line, max_chars)
 
 
 # --- context: forms, flows, threads -------------------------------------------------------------
@@ -231,7 +235,7 @@ class _Ctx:
             return {"ret_idx": None, "running": True}
         x = self.b.entry(fid, tid, ret_idx)
         if x["type"] == "fn-unwind":
-            return {"ret_idx": ret_idx, "raised": _exc_text(self.deref(x["throwable_ref"]))}
+            return {"ret_idx": ret_idx, "raised": _exc_text(self.b, x["throwable_ref"])}
         kind = x.get("kind", "return")
         key = {"yield": "yielded", "await": "awaited"}.get(kind, "returned")
         return {"ret_idx": ret_idx, key: self.show(x["result_ref"], **bounds)}
@@ -304,7 +308,7 @@ def _entry_line(c: _Ctx, fid: int, tid: int, e: dict, bounds: dict) -> dict:
         kind = e.get("kind", "return")
         row["text"] = f"{kind} {row['fn']} -> {c.show(e['result_ref'], **bounds)}"
     elif t == "fn-unwind":
-        row["text"] = f"unwind {row['fn']} !! {_exc_text(c.deref(e['throwable_ref']))}"
+        row["text"] = f"unwind {row['fn']} !! {_exc_text(c.b, e['throwable_ref'])}"
     elif t == "expr":
         src = c.source_text(e["form_id"], e.get("coord")) or "?"
         row["text"] = f"`{src}` = {c.show(e['result_ref'], **bounds)}"

@@ -54,6 +54,7 @@ __all__ = [
     "history",
     "callstack_node_childs",
     "callstack_root_node",
+    "exception_text",
     "exceptions",
     "find_expr_entry",
     "find_fn_call_entry",
@@ -70,6 +71,7 @@ __all__ = [
     "timeline_count",
     "timeline_entry",
     "total_order_timeline",
+    "unwind_chain",
 ]
 
 
@@ -147,6 +149,22 @@ class Queries:
         from squall.values import pprint_ref
 
         return pprint_ref(self._b, value_ref, print_level, print_length)
+
+    def val_expand(
+        self,
+        value_ref: int,
+        path: Sequence[int] = (),
+        offset: int = 0,
+        limit: Optional[int] = None,
+        print_level: Optional[int] = None,
+        print_length: Optional[int] = None,
+    ) -> dict:
+        """One level of the recorded value a ref names, as the UI's value inspector opens it
+        (``squall_trace::value_tree``): the node ``path`` (child positions) names, printed within
+        bounds, and its children from ``offset`` (at most ``limit``), each with its ``key`` and
+        ``path`` (see ``_engine.Recording.val_expand`` for the fields). The DAP server's variables
+        are these."""
+        return dict(self._b.val_expand(value_ref, list(path), offset, limit, print_level, print_length))
 
     def _warn_if_nothing_recorded(self) -> None:
         if not self._b.is_recording() and not self._b.all_flows():
@@ -264,7 +282,10 @@ class Queries:
     def exceptions(self, flow_id: Optional[int] = None, thread_id: Optional[int] = None) -> List[dict]:
         """One dict per exception that left a recorded frame (once, however many frames it
         unwound), at the innermost frame it left: ``flow_id``, ``thread_id``, ``idx`` (that
-        fn-unwind), ``fn_ns``, ``fn_name``, ``exc_type``, ``message`` (what ``str(exc)`` says),
+        fn-unwind), ``fn_ns``, ``fn_name``, ``exc_type`` (as Python's traceback names it:
+        ``module.Qualname``, the module left out for ``__main__`` and builtins), ``message`` (what
+        ``str(exc)`` says), ``text`` (the traceback's last line, ``exc_type: message``), ``obj_id``
+        (the exception's recorded identity, 0: none),
         ``throwable_ref``, ``fn_call_idx``, ``raised_idx`` (the innermost frame's last recorded
         event before it unwound), ``frames`` (how many recorded frames it unwound), ``chain``
         (``(call idx, unwind idx)`` of each, innermost first), ``caught`` (True if a recorded
@@ -272,6 +293,19 @@ class Queries:
         ``module.qualname``) and ``caught_in_idx`` (its call entry). The UI's exceptions list is
         the same query (``squall_trace::exceptions``)."""
         return [dict(x) for x in self._b.exceptions(flow_id, thread_id)]
+
+    def exception_text(self, value_ref: Optional[int]) -> Optional[str]:
+        """The line Python's traceback ends with for the exception a ``throwable_ref`` names
+        (``Type: message``, as ``traceback.format_exception_only`` says it, from the recorded
+        exception: no code of the program runs); None when no exception was recorded."""
+        return None if value_ref is None else self._b.exception_text(value_ref)
+
+    def unwind_chain(self, flow_id: int, thread_id: int, idx: int) -> List[tuple]:
+        """The frames the exception at fn-unwind ``idx`` left, from that frame outward:
+        ``(call idx, unwind idx, last event idx)`` of each (the ``chain`` of :meth:`exceptions`
+        from there; the last: the frame's last expression, binding or write before it unwound,
+        where it raised or just before, None if it recorded none)."""
+        return list(self._b.unwind_chain(flow_id, thread_id, idx))
 
     def power_step(self, flow_id: int, thread_id: int, idx: int, how: str, backward: bool = False) -> Optional[dict]:
         """Power stepping: the next (``backward``: previous) entry like the one at ``idx``, or None:
@@ -464,6 +498,8 @@ callstack_node_childs = _live.callstack_node_childs
 fn_call_stats = _live.fn_call_stats
 find_fn_call_entry = _live.find_fn_call_entry
 exceptions = _live.exceptions
+exception_text = _live.exception_text
+unwind_chain = _live.unwind_chain
 bindings = _live.bindings
 history = _live.history
 find_expr_entry = _live.find_expr_entry
@@ -474,23 +510,6 @@ loop_iterations = _live.loop_iterations
 writes = _live.writes
 outputs = _live.outputs
 total_order_timeline = _live.total_order_timeline
-
-
-def _same_exception(a: Any, b: Any) -> bool:
-    """The same exception object: by its recorded identity."""
-    a_id, b_id = getattr(a, "obj_id", 0), getattr(b, "obj_id", 0)
-    if a_id or b_id:
-        return a_id == b_id
-    return a is not None and b is not None and type(a) is type(b) and repr(a) == repr(b)
-
-
-def _type_name(exc: Any) -> Optional[str]:
-    if exc is None:
-        return None
-    if isinstance(exc, BaseException):
-        return type(exc).__qualname__
-    name = getattr(exc, "type_name", None)
-    return name.rsplit(".", 1)[-1] if isinstance(name, str) else type(exc).__qualname__
 
 
 def _safe_eq(a: Any, b: Any) -> bool:

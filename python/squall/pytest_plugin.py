@@ -196,9 +196,15 @@ def _short(path: str, cwd: Any) -> str:
     return rel if not rel.startswith("..") else path
 
 
+def _traceback_name(tp: type) -> str:
+    """A type's name as Python's traceback prints it (and the core's ``exception_text``)."""
+    module = getattr(tp, "__module__", None)
+    return tp.__qualname__ if module in ("__main__", "builtins") else f"{module}.{tp.__qualname__}"
+
+
 def account(state: _TestState, exc: Optional[BaseException], keep: str, test_name: str, cwd: Any) -> str:
     """The ``squall recording`` section of a failing test's report."""
-    from squall import agent, recording
+    from squall import _engine, agent, recording
 
     q = recording.live()
     c = agent._Ctx(q)
@@ -213,18 +219,19 @@ def account(state: _TestState, exc: Optional[BaseException], keep: str, test_nam
         return "\n".join(lines)
     found = None
     excs = q.exceptions(state.flow_id) if exc is not None else []
+    obj_id = _engine.object_id(exc) if exc is not None else None
     for x in excs:
-        if c.deref(x["throwable_ref"]) is exc:
+        if obj_id and x.get("obj_id") == obj_id:
             found = x
             break
-    else:  # read back from the file (a released value): the same type and message, uncaught
+    else:  # its identity was not recorded: the same type and message, uncaught
         for x in reversed(excs):
-            if not x["caught"] and x["exc_type"] == type(exc).__qualname__ and x["message"] == str(exc):
+            if not x["caught"] and x["exc_type"] == _traceback_name(type(exc)) and x["message"] == str(exc):
                 found = x
                 break
     if found is not None:
         chain = agent.unwind_chain(q, found["flow_id"], found["thread_id"], found["idx"], _ctx=c)
-        raised = agent._exc_text(exc)
+        raised = agent._exc_text(c.b, found["throwable_ref"])
         lines.append(
             f"where it went wrong (innermost first, thread {c.thread_name(found['flow_id'], found['thread_id'])}):"
         )

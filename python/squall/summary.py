@@ -163,23 +163,24 @@ def _render(
     return "\n".join(out)
 
 
-def _caught_state(e: dict, escaped: Optional[set]) -> str:
+def _caught_state(e: dict, escaped: Optional[dict]) -> str:
     caught = bool(e.get("caught"))
     if escaped is not None and not caught:
-        exc = _deref(e.get("throwable_ref"))
-        obj_id = getattr(exc, "obj_id", None)
-        caught = exc is None or obj_id not in escaped or escaped[obj_id] not in (None, _text(exc))
+        # The recorded exception (identity, message: the core's) against those that escaped.
+        obj_id = e.get("obj_id") or None
+        caught = obj_id not in escaped or not _same_text(escaped[obj_id], e.get("message", ""))
     if not caught:
         return "NOT caught"
     where = e.get("caught_in")
     return f"caught in {where}" if where else "caught"
 
 
-def _text(exc: Any) -> str:
-    try:
-        return str(exc)
-    except Exception:  # noqa: BLE001 - a program's __str__ may raise anything
-        return ""
+def _same_text(escaped: Optional[str], recorded: str) -> bool:
+    """Whether the recorded message is the escaped exception's (None: its text is not known
+    without running the program's code): the core cuts long messages, ending them in `…`."""
+    if escaped is None or escaped == recorded:
+        return True
+    return recorded.endswith("…") and escaped.startswith(recorded[:-1])
 
 
 _PLAIN_ARGS = (str, int, float, bool, type(None))
@@ -203,17 +204,6 @@ def _engine_id(obj: Any) -> Optional[int]:
     from squall import _engine
 
     return _engine.object_id(obj)
-
-
-def _deref(ref: Any) -> Any:
-    if ref is None:
-        return None
-    try:
-        from squall import values
-
-        return values.deref_val_id(ref)
-    except Exception:
-        return None
 
 
 def _skipped_modules() -> list[str]:

@@ -288,10 +288,10 @@ def pprint_ref(
 
 def pformat(value: Any, print_level: Optional[int] = None, print_length: Optional[int] = None, width: int = 100) -> str:
     """Formats a Python value with the same bounds as :func:`val_pprint`: for values that are not
-    a recorded ref, like the DAP server's evaluated expressions and the children it pages
-    through (``squall.agent.preview``). A recorded value is printed from its ref by the core's
-    printer (:func:`val_pprint`, ``Recording.val_pprint``): the call tree text, the agents'
-    answers and the UI all do."""
+    a recorded ref, like the DAP server's evaluated expressions and their children
+    (``squall.agent.preview``). A recorded value is printed from its ref by the core's printer
+    (:func:`val_pprint`, ``Recording.val_pprint``): the call tree text, the agents' answers, the
+    DAP server's variables and the UI all do."""
     return _Printer(print_level, print_length).fmt(value, 0, set())
 
 

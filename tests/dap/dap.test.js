@@ -179,6 +179,43 @@ test('variables: values as they were, containers expandable and paged', async (t
   assert.deepEqual(page.map((v) => v.name), ['[1]']);
 });
 
+test('variables: an object changed after the stop shows its state there, under its one identity', async (t) => {
+  const dc = await client(t);
+  const file = path.join(ROOT, 'tests/dap/programs/mutated.py');
+  const L = (text) => lineOf(file, text);
+  const stop = await open(dc, 'attach', { recording: REC.mutated }, async () => {
+    await dc.setBreakpointsRequest({ source: { path: file }, breakpoints: [{ line: L('count = len') }, { line: L('return count') }] });
+  });
+  const tid = stop.threadId;
+  // The recorder kept 100 of the 150 items: the value says so, whatever the print bounds hide.
+  const cut = "<...50 more of list[150]: cut by squall's snapshot budget>";
+  const items = `[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, ..., ${cut}]`;
+  let basket = (await locals(dc, (await stack(dc, tid))[0].id)).basket;
+  const id = /^Basket#(\d+)\(/.exec(basket.value);
+  assert.ok(id, basket.value);
+  assert.equal(basket.value, `Basket#${id[1]}(items=${items}, owner='ann')`);
+  assert.equal(basket.namedVariables, 2);
+  let attrs = (await dc.variablesRequest({ variablesReference: basket.variablesReference })).body.variables;
+  assert.deepEqual(attrs.map((v) => [v.name, v.value, v.type, v.evaluateName]),
+    [['items', items, 'list', 'basket.items'], ['owner', "'ann'", 'str', 'basket.owner']]);
+  assert.equal(attrs[0].indexedVariables, 100);
+  const page = (await dc.variablesRequest({ variablesReference: attrs[0].variablesReference, start: 98, count: 5 })).body.variables;
+  assert.deepEqual(page.map((v) => [v.name, v.value]), [['[98]', '98'], ['[99]', '99']]);
+  // A hover on the local shows the same recorded value.
+  const hover = (await dc.evaluateRequest({ expression: 'basket', frameId: (await stack(dc, tid))[0].id, context: 'hover' })).body;
+  assert.equal(hover.result, basket.value);
+  // After fill changed it: the new state, the same identity.
+  await move(dc, 'continue', { threadId: tid });
+  basket = (await locals(dc, (await stack(dc, tid))[0].id)).basket;
+  assert.equal(basket.value, `Basket#${id[1]}(items=${items}, owner='bob')`);
+  attrs = (await dc.variablesRequest({ variablesReference: basket.variablesReference })).body.variables;
+  assert.deepEqual(attrs.map((v) => [v.name, v.value]), [['items', items], ['owner', "'bob'"]]);
+  // Back at the first stop, the state of then again.
+  await move(dc, 'reverseContinue', { threadId: tid });
+  basket = (await locals(dc, (await stack(dc, tid))[0].id)).basket;
+  assert.equal(basket.value, `Basket#${id[1]}(items=${items}, owner='ann')`);
+});
+
 test('breakpoints: continue and reverseContinue, conditions, hit counts, logpoints, function breakpoints', async (t) => {
   const dc = await client(t);
   const L = (text) => lineOf(STEPPING, text);

@@ -21,6 +21,7 @@ HERE = Path(__file__).resolve().parent
 SQUALL = [sys.executable, "-m", "squall"]
 PROGRAMS = {
     "stepping": HERE / "programs" / "stepping.py",
+    "mutated": HERE / "programs" / "mutated.py",
     "threads": ROOT / "tests" / "programs" / "threads.py",
     "generators": ROOT / "tests" / "programs" / "generators.py",
     "exc_caught_in_caller": ROOT / "tests" / "programs" / "exc_caught_in_caller.py",

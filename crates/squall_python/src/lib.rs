@@ -1,19 +1,12 @@
 //! `squall._engine`: the CPython recorder and thin bindings over `squall_trace`'s queries.
 
 // The layers, lowest first: `recorder` (runs in the program's threads), `persistence` (the file
-// sink), `bindings` (the Python surface). Their modules are imported here so that every module
-// names another as `crate::X` (the layers are folders, ARCHITECTURE.md).
+// sink), `bindings` (the Python surface); each a folder whose modules are named by their path,
+// `crate::recorder::engine` (ARCHITECTURE.md).
 mod bindings;
 mod gil_cell;
 mod persistence;
 mod recorder;
-
-use bindings::{agent_queries, arg_refs, control, file, printed, query, query_threads, snap, ui, ui_predicate, writes};
-use persistence::sink;
-use recorder::{
-    addr_filter, awaiting, bigalloc, deaths, delegation, delegation_state, encode, engine, identity, ints, loop_iter,
-    outputs, record, recursion, write_entry, write_slot,
-};
 
 use std::ffi::CStr;
 use std::ptr::null_mut;
@@ -22,7 +15,7 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 
 #[global_allocator]
-static ALLOC: bigalloc::BigAlloc = bigalloc::BigAlloc;
+static ALLOC: recorder::bigalloc::BigAlloc = recorder::bigalloc::BigAlloc;
 
 type FastFn = unsafe extern "C" fn(*mut ffi::PyObject, *mut *mut ffi::PyObject, ffi::Py_ssize_t) -> *mut ffi::PyObject;
 
@@ -61,67 +54,67 @@ fn bound_defs() -> &'static [usize; 11] {
             leak(
                 c"call",
                 c"call(*param_values) -> None: a frame of the bound form starts.",
-                ffi::PyMethodDefPointer { PyCFunctionFast: record::call_bound },
+                ffi::PyMethodDefPointer { PyCFunctionFast: recorder::record::call_bound },
                 ffi::METH_FASTCALL,
             ),
             leak(
                 c"ret",
                 c"ret(value) -> value: a frame returns at the bound site.",
-                ffi::PyMethodDefPointer { PyCFunction: record::ret_bound },
+                ffi::PyMethodDefPointer { PyCFunction: recorder::record::ret_bound },
                 ffi::METH_O,
             ),
             leak(
                 c"expr",
                 c"expr(value) -> value: the bound site's sub-expression value.",
-                ffi::PyMethodDefPointer { PyCFunction: record::expr_bound },
+                ffi::PyMethodDefPointer { PyCFunction: recorder::record::expr_bound },
                 ffi::METH_O,
             ),
             leak(
                 c"bind",
                 c"bind(value) -> value: a local binding at the bound site.",
-                ffi::PyMethodDefPointer { PyCFunction: record::bind_bound },
+                ffi::PyMethodDefPointer { PyCFunction: recorder::record::bind_bound },
                 ffi::METH_O,
             ),
             leak(
                 c"wattr",
                 c"wattr(value, obj, name) -> value: obj.name = value, recorded at the bound site.",
-                ffi::PyMethodDefPointer { PyCFunctionFast: write_entry::write_attr_bound },
+                ffi::PyMethodDefPointer { PyCFunctionFast: recorder::write_entry::write_attr_bound },
                 ffi::METH_FASTCALL,
             ),
             leak(
                 c"witem",
                 c"witem(value, obj, key) -> value: obj[key] = value, recorded at the bound site.",
-                ffi::PyMethodDefPointer { PyCFunctionFast: write_entry::write_item_bound },
+                ffi::PyMethodDefPointer { PyCFunctionFast: recorder::write_entry::write_item_bound },
                 ffi::METH_FASTCALL,
             ),
             leak(
                 c"wdelattr",
                 c"wdelattr(obj, name) -> None: del obj.name, recorded at the bound site.",
-                ffi::PyMethodDefPointer { PyCFunctionFast: write_entry::del_attr_bound },
+                ffi::PyMethodDefPointer { PyCFunctionFast: recorder::write_entry::del_attr_bound },
                 ffi::METH_FASTCALL,
             ),
             leak(
                 c"wdelitem",
                 c"wdelitem(obj, key) -> None: del obj[key], recorded at the bound site.",
-                ffi::PyMethodDefPointer { PyCFunctionFast: write_entry::del_item_bound },
+                ffi::PyMethodDefPointer { PyCFunctionFast: recorder::write_entry::del_item_bound },
                 ffi::METH_FASTCALL,
             ),
             leak(
                 c"waugattr",
                 c"waugattr(obj, name, op, operand) -> None: obj.name op= operand, recorded at the bound site.",
-                ffi::PyMethodDefPointer { PyCFunctionFast: write_entry::aug_attr_bound },
+                ffi::PyMethodDefPointer { PyCFunctionFast: recorder::write_entry::aug_attr_bound },
                 ffi::METH_FASTCALL,
             ),
             leak(
                 c"waugitem",
                 c"waugitem(obj, key, op, operand) -> None: obj[key] op= operand, recorded at the bound site.",
-                ffi::PyMethodDefPointer { PyCFunctionFast: write_entry::aug_item_bound },
+                ffi::PyMethodDefPointer { PyCFunctionFast: recorder::write_entry::aug_item_bound },
                 ffi::METH_FASTCALL,
             ),
             leak(
                 c"wsetattr",
                 c"wsetattr(obj, name, value) -> None: setattr(obj, name, value), recorded at the bound site.",
-                ffi::PyMethodDefPointer { PyCFunctionFast: write_entry::set_attr_bound },
+                ffi::PyMethodDefPointer { PyCFunctionFast: recorder::write_entry::set_attr_bound },
                 ffi::METH_FASTCALL,
             ),
         ]
@@ -152,7 +145,7 @@ fn bound_entry<'py>(py: Python<'py>, entry: &str, id: &Bound<'py, PyAny>) -> PyR
         _ => return Err(pyo3::exceptions::PyValueError::new_err(format!("no bound entry point {entry:?}"))),
     };
     // SAFETY: GIL held; a valid object.
-    if unsafe { crate::ints::id_of(id.as_ptr()) }.is_none() {
+    if unsafe { crate::recorder::ints::id_of(id.as_ptr()) }.is_none() {
         return Err(pyo3::exceptions::PyValueError::new_err(format!(
             "a form or site id is an int in 0..2**32, not {}",
             id.repr()?
@@ -165,49 +158,69 @@ fn bound_entry<'py>(py: Python<'py>, entry: &str, id: &Bound<'py, PyAny>) -> PyR
 
 #[pymodule]
 fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    add_fast(m, c"call", c"call(form_id, *param_values) -> None: a frame starts.", record::call)?;
-    add_fast(m, c"ret", c"ret(site_id, value) -> value: a frame returns.", record::ret)?;
-    add_fast(m, c"unwind", c"unwind(form_id, exc) -> None: a frame is left by an exception.", record::unwind)?;
-    add_fast(m, c"suspend", c"suspend(site_id, value) -> value: a resumable frame suspends.", record::suspend)?;
-    add_fast(m, c"resume", c"resume(form_id, sent) -> sent: a resumable frame resumes.", record::resume)?;
-    add_fast(m, c"expr", c"expr(site_id, value) -> value: a sub-expression's value.", record::expr)?;
-    add_fast(m, c"bind", c"bind(site_id, value) -> value: a local binding.", record::bind)?;
+    add_fast(m, c"call", c"call(form_id, *param_values) -> None: a frame starts.", recorder::record::call)?;
+    add_fast(m, c"ret", c"ret(site_id, value) -> value: a frame returns.", recorder::record::ret)?;
+    add_fast(
+        m,
+        c"unwind",
+        c"unwind(form_id, exc) -> None: a frame is left by an exception.",
+        recorder::record::unwind,
+    )?;
+    add_fast(
+        m,
+        c"suspend",
+        c"suspend(site_id, value) -> value: a resumable frame suspends.",
+        recorder::record::suspend,
+    )?;
+    add_fast(m, c"resume", c"resume(form_id, sent) -> sent: a resumable frame resumes.", recorder::record::resume)?;
+    add_fast(m, c"expr", c"expr(site_id, value) -> value: a sub-expression's value.", recorder::record::expr)?;
+    add_fast(m, c"bind", c"bind(site_id, value) -> value: a local binding.", recorder::record::bind)?;
     add_fast(
         m,
         c"wattr",
         c"wattr(site_id, value, obj, name) -> value: obj.name = value, recorded.",
-        write_entry::write_attr,
+        recorder::write_entry::write_attr,
     )?;
     add_fast(
         m,
         c"witem",
         c"witem(site_id, value, obj, key) -> value: obj[key] = value, recorded.",
-        write_entry::write_item,
+        recorder::write_entry::write_item,
     )?;
-    add_fast(m, c"wdelattr", c"wdelattr(site_id, obj, name) -> None: del obj.name, recorded.", write_entry::del_attr)?;
-    add_fast(m, c"wdelitem", c"wdelitem(site_id, obj, key) -> None: del obj[key], recorded.", write_entry::del_item)?;
+    add_fast(
+        m,
+        c"wdelattr",
+        c"wdelattr(site_id, obj, name) -> None: del obj.name, recorded.",
+        recorder::write_entry::del_attr,
+    )?;
+    add_fast(
+        m,
+        c"wdelitem",
+        c"wdelitem(site_id, obj, key) -> None: del obj[key], recorded.",
+        recorder::write_entry::del_item,
+    )?;
     add_fast(
         m,
         c"waugattr",
         c"waugattr(site_id, obj, name, op, operand) -> None: obj.name op= operand, recorded.",
-        write_entry::aug_attr,
+        recorder::write_entry::aug_attr,
     )?;
     add_fast(
         m,
         c"waugitem",
         c"waugitem(site_id, obj, key, op, operand) -> None: obj[key] op= operand, recorded.",
-        write_entry::aug_item,
+        recorder::write_entry::aug_item,
     )?;
     add_fast(
         m,
         c"wsetattr",
         c"wsetattr(site_id, obj, name, value) -> None: setattr(obj, name, value), recorded.",
-        write_entry::set_attr,
+        recorder::write_entry::set_attr,
     )?;
     m.add_function(wrap_pyfunction!(bound_entry, m)?)?;
-    awaiting::register(m)?;
-    delegation::init_names(m.py());
-    loop_iter::register(m)?;
+    recorder::awaiting::register(m)?;
+    recorder::delegation::init_names(m.py());
+    recorder::loop_iter::register(m)?;
 
     // The kind codes register_form / register_site take, from the core's enums (their one
     // definition).
@@ -220,54 +233,54 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
 
     let py = m.py();
     // The encoder calls a user-registered encoder through the engine, which it does not name.
-    crate::encode::set_call_unrecorded(crate::engine::call_unrecorded);
-    if crate::encode::deque_type().is_null() {
+    crate::recorder::encode::set_call_unrecorded(crate::recorder::engine::call_unrecorded);
+    if crate::recorder::encode::deque_type().is_null() {
         let deque = py.import("collections")?.getattr("deque")?;
-        crate::encode::set_deque_type(deque.as_ptr().cast());
+        crate::recorder::encode::set_deque_type(deque.as_ptr().cast());
         // Held for good: the engine compares types with it.
         std::mem::forget(deque);
     }
 
-    outputs::register(m)?;
-    m.add_function(wrap_pyfunction!(control::register_form, m)?)?;
-    m.add_function(wrap_pyfunction!(control::note_source, m)?)?;
-    m.add_function(wrap_pyfunction!(control::read_source, m)?)?;
-    m.add_function(wrap_pyfunction!(control::register_site, m)?)?;
-    m.add_function(wrap_pyfunction!(control::start_recording, m)?)?;
-    m.add_function(wrap_pyfunction!(control::stop_recording, m)?)?;
-    m.add_function(wrap_pyfunction!(control::is_recording, m)?)?;
-    m.add_function(wrap_pyfunction!(control::clear_recordings, m)?)?;
-    m.add_function(wrap_pyfunction!(control::set_flow, m)?)?;
-    m.add_function(wrap_pyfunction!(control::current_flow, m)?)?;
-    m.add_function(wrap_pyfunction!(control::set_thread_namer, m)?)?;
-    m.add_function(wrap_pyfunction!(control::register_snapshot, m)?)?;
-    m.add_function(wrap_pyfunction!(control::set_snapshot_budget, m)?)?;
-    m.add_function(wrap_pyfunction!(control::get_snapshot_budget, m)?)?;
-    m.add_function(wrap_pyfunction!(control::set_limits, m)?)?;
-    m.add_function(wrap_pyfunction!(control::get_limits, m)?)?;
-    m.add_function(wrap_pyfunction!(control::limits_hit, m)?)?;
-    m.add_function(wrap_pyfunction!(control::engine_stats, m)?)?;
-    m.add_function(wrap_pyfunction!(control::next_ids, m)?)?;
-    m.add_function(wrap_pyfunction!(control::registrations_since, m)?)?;
+    recorder::outputs::register(m)?;
+    m.add_function(wrap_pyfunction!(bindings::control::register_form, m)?)?;
+    m.add_function(wrap_pyfunction!(bindings::control::note_source, m)?)?;
+    m.add_function(wrap_pyfunction!(bindings::control::read_source, m)?)?;
+    m.add_function(wrap_pyfunction!(bindings::control::register_site, m)?)?;
+    m.add_function(wrap_pyfunction!(bindings::control::start_recording, m)?)?;
+    m.add_function(wrap_pyfunction!(bindings::control::stop_recording, m)?)?;
+    m.add_function(wrap_pyfunction!(bindings::control::is_recording, m)?)?;
+    m.add_function(wrap_pyfunction!(bindings::control::clear_recordings, m)?)?;
+    m.add_function(wrap_pyfunction!(bindings::control::set_flow, m)?)?;
+    m.add_function(wrap_pyfunction!(bindings::control::current_flow, m)?)?;
+    m.add_function(wrap_pyfunction!(bindings::control::set_thread_namer, m)?)?;
+    m.add_function(wrap_pyfunction!(bindings::control::register_snapshot, m)?)?;
+    m.add_function(wrap_pyfunction!(bindings::control::set_snapshot_budget, m)?)?;
+    m.add_function(wrap_pyfunction!(bindings::control::get_snapshot_budget, m)?)?;
+    m.add_function(wrap_pyfunction!(bindings::control::set_limits, m)?)?;
+    m.add_function(wrap_pyfunction!(bindings::control::get_limits, m)?)?;
+    m.add_function(wrap_pyfunction!(bindings::control::limits_hit, m)?)?;
+    m.add_function(wrap_pyfunction!(bindings::control::engine_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(bindings::control::next_ids, m)?)?;
+    m.add_function(wrap_pyfunction!(bindings::control::registrations_since, m)?)?;
 
     // The queries: methods of the one recording class, over the live recording (`live()`) or
     // a file (`load_recording`).
-    m.add_function(wrap_pyfunction!(query::object_id, m)?)?;
-    m.add_class::<file::PyRecording>()?;
-    m.add_function(wrap_pyfunction!(file::live, m)?)?;
+    m.add_function(wrap_pyfunction!(bindings::query::object_id, m)?)?;
+    m.add_class::<bindings::file::PyRecording>()?;
+    m.add_function(wrap_pyfunction!(bindings::file::live, m)?)?;
 
-    agent_queries::register(m)?;
-    m.add_function(wrap_pyfunction!(file::load_recording, m)?)?;
-    m.add_function(wrap_pyfunction!(sink::open_sink, m)?)?;
-    m.add_function(wrap_pyfunction!(sink::flush_sink, m)?)?;
-    m.add_function(wrap_pyfunction!(sink::sink_path, m)?)?;
-    m.add_function(wrap_pyfunction!(sink::close_sink, m)?)?;
-    m.add_function(wrap_pyfunction!(sink::pause_flusher, m)?)?;
-    m.add_function(wrap_pyfunction!(sink::resume_flusher, m)?)?;
-    m.add_function(wrap_pyfunction!(ui::serve_file, m)?)?;
-    m.add_function(wrap_pyfunction!(ui::serve_live, m)?)?;
-    m.add_function(wrap_pyfunction!(recursion::recursion_used, m)?)?;
-    write_slot::register(m)?;
-    m.add_function(wrap_pyfunction!(recursion::shift_recursion, m)?)?;
+    bindings::agent_queries::register(m)?;
+    m.add_function(wrap_pyfunction!(bindings::file::load_recording, m)?)?;
+    m.add_function(wrap_pyfunction!(persistence::sink::open_sink, m)?)?;
+    m.add_function(wrap_pyfunction!(persistence::sink::flush_sink, m)?)?;
+    m.add_function(wrap_pyfunction!(persistence::sink::sink_path, m)?)?;
+    m.add_function(wrap_pyfunction!(persistence::sink::close_sink, m)?)?;
+    m.add_function(wrap_pyfunction!(persistence::sink::pause_flusher, m)?)?;
+    m.add_function(wrap_pyfunction!(persistence::sink::resume_flusher, m)?)?;
+    m.add_function(wrap_pyfunction!(bindings::ui::serve_file, m)?)?;
+    m.add_function(wrap_pyfunction!(bindings::ui::serve_live, m)?)?;
+    m.add_function(wrap_pyfunction!(recorder::recursion::recursion_used, m)?)?;
+    recorder::write_slot::register(m)?;
+    m.add_function(wrap_pyfunction!(recorder::recursion::shift_recursion, m)?)?;
     Ok(())
 }

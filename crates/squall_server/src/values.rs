@@ -2,6 +2,7 @@
 //! level / print length.
 
 use serde_json::{json, Value};
+use squall_trace::value_tree::{self, children_count, total_len};
 use squall_trace::{Decoded, Snap, ValRef};
 
 use crate::source::View;
@@ -37,33 +38,6 @@ pub fn val_text(view: &dyn View, tl: usize, v: ValRef, max: usize) -> String {
     }
 }
 
-/// The value itself: an earlier state (`Snap::Earlier`) is expanded like the value it holds.
-fn bare(s: &Snap) -> &Snap {
-    match s {
-        Snap::Earlier { value, .. } => bare(value),
-        other => other,
-    }
-}
-
-fn children_count(s: &Snap) -> usize {
-    match bare(s) {
-        Snap::Seq { items, .. } => items.len(),
-        Snap::Map { entries, .. } => entries.len(),
-        Snap::Object { attrs, .. } => attrs.len(),
-        _ => 0,
-    }
-}
-
-fn total_len(s: &Snap) -> Option<u64> {
-    match bare(s) {
-        Snap::Seq { len, .. } | Snap::Map { len, .. } | Snap::Cut { len, .. } => Some(*len),
-        Snap::Str(v) => Some(v.chars().count() as u64),
-        Snap::Bytes(v) => Some(v.len() as u64),
-        Snap::Object { attrs, .. } => Some(attrs.len() as u64),
-        _ => None,
-    }
-}
-
 pub fn snap_node(s: &Snap, max: usize) -> Value {
     let mut n = json!({
         "type": s.type_name(),
@@ -84,16 +58,6 @@ pub fn snap_node(s: &Snap, max: usize) -> Value {
     n
 }
 
-/// The child `i` of a snapshot: a sequence item, a map entry's value, an attribute's value.
-fn child(s: &Snap, i: usize) -> Option<&Snap> {
-    match bare(s) {
-        Snap::Seq { items, .. } => items.get(i),
-        Snap::Map { entries, .. } => entries.get(i).map(|(_, v)| v),
-        Snap::Object { attrs, .. } => attrs.get(i).map(|(_, v)| v),
-        _ => None,
-    }
-}
-
 pub struct ExpandOpts {
     pub offset: usize,
     pub limit: usize,
@@ -101,53 +65,33 @@ pub struct ExpandOpts {
     pub print_length: usize,
 }
 
-/// One level of `snap` below `path`: its pretty text at the print level/length, and its children
-/// `offset..offset+limit`, each a preview node with its path.
+/// One level of `snap` below `path` (`squall_trace::value_tree::expand`, the DAP server's too):
+/// its pretty text at the print level/length, and its children `offset..offset+limit`, each a
+/// preview node with its path.
 pub fn expand(snap: &Snap, path: &[usize], o: &ExpandOpts) -> Result<Value, String> {
-    let mut s = snap;
-    for (depth, &i) in path.iter().enumerate() {
-        s = child(s, i)
-            .ok_or_else(|| format!("path element {depth} ({i}) names no child of this {}", s.type_name()))?;
-    }
-    let n = children_count(s);
-    let start = o.offset.min(n);
-    let end = start.saturating_add(o.limit).min(n);
-    let earlier = matches!(s, Snap::Earlier { .. });
-    let s = bare(s);
-    let children: Vec<Value> = (start..end)
-        .map(|i| {
-            let (key, c) = match s {
-                Snap::Seq { items, .. } => (i.to_string(), &items[i]),
-                Snap::Map { entries, .. } => (squall_store::preview(&entries[i].0, 60), &entries[i].1),
-                Snap::Object { attrs, .. } => (attrs[i].0.clone(), &attrs[i].1),
-                _ => unreachable!("children_count is 0"),
-            };
+    let x = value_tree::expand(snap, path, o.offset, o.limit)?;
+    let children: Vec<Value> = x
+        .children
+        .iter()
+        .map(|(key, c, p)| {
             let mut node = snap_node(c, PREVIEW_MAX);
-            let mut p = path.to_vec();
-            p.push(i);
-            node["key"] = json!(key);
+            node["key"] = json!(key.text());
             node["path"] = json!(p);
             node
         })
         .collect();
-    let mut text = String::new();
-    if earlier {
-        text.push_str("(earlier) ");
-    }
-    text.push_str(&squall_store::pprint(s, o.print_level, o.print_length));
-    let truncated = (children_count(s) as u64) < total_len(s).unwrap_or(0)
-        && !matches!(s, Snap::Str(_) | Snap::Bytes(_) | Snap::Object { .. });
+    let s = value_tree::bare(x.node);
     Ok(json!({
         "type": s.type_name(),
         "len": total_len(s),
-        "repr": text,
+        "repr": x.text(o.print_level, o.print_length),
         "path": path,
-        "offset": start,
+        "offset": x.offset,
         "children": children,
-        "children_total": n,
-        "more": end < n,
-        "truncated_when_recorded": truncated,
-        "earlier": earlier,
+        "children_total": x.children_total,
+        "more": x.more(),
+        "truncated_when_recorded": value_tree::cut_when_recorded(s),
+        "earlier": x.earlier(),
     }))
 }
 

@@ -108,6 +108,33 @@ fn thread_exceptions(n: usize, t: &ThreadRef<'_>, out: &mut Vec<ExceptionFact>) 
     }
 }
 
+/// The frames the exception at fn-unwind `unwind_idx` left from there outward, that unwind's
+/// frame first: each caller that unwound with the same exception ([`same_exception`]) continues
+/// it, as [`exceptions`] groups them. `None`: `unwind_idx` is not an fn-unwind.
+pub fn unwind_chain(values: Option<&ValueStore>, tl: &Timeline, unwind_idx: u32) -> Option<Vec<Unwound>> {
+    let first = tl.get(unwind_idx as usize).filter(|e| e.kind() == Kind::Unwind)?;
+    let exc = first.value();
+    let mut chain = Vec::new();
+    let (mut idx, mut e) = (unwind_idx, first);
+    loop {
+        let call = e.fn_call_idx();
+        chain.push(Unwound {
+            call_idx: call,
+            unwind_idx: idx,
+            form: e.id(),
+            last_event_idx: last_event(tl, call, idx),
+        });
+        let Some(exit) = tl.get(call as usize).and_then(|c| c.parent_idx()).and_then(|p| tl.get(p as usize)?.ret_idx())
+        else {
+            return Some(chain);
+        };
+        match tl.get(exit as usize) {
+            Some(x) if x.kind() == Kind::Unwind && same_exception(values, exc, x.value()) => (idx, e) = (exit, x),
+            _ => return Some(chain),
+        }
+    }
+}
+
 /// The last expression, binding or write of the frame opened at `call` before `before`,
 /// stepping back over the frames it called.
 fn last_event(tl: &Timeline, call: u32, before: u32) -> Option<u32> {
@@ -149,14 +176,30 @@ pub fn same_exception(values: Option<&ValueStore>, a: ValRef, b: ValRef) -> bool
     store.to_snap(a, ExpandBudget::FULL) == store.to_snap(b, ExpandBudget::FULL)
 }
 
-/// An exception's type (the last part of its dotted name) and message, as `str(exc)` says it
-/// for the usual constructors (`KeyError` quotes its key).
+/// An exception as Python's traceback names it (`traceback.format_exception_only`): its type
+/// `module.Qualname`, the module left out for `__main__` and `builtins`, and its message as
+/// `str(exc)` says it for the usual constructors (`KeyError` quotes its key).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ExceptionText {
     /// `None`: no exception was recorded (a frame closed by repair); [`NOT_SAVED`] for one a
     /// recording cut short never saved.
     pub type_name: Option<String>,
     pub message: String,
+}
+
+impl ExceptionText {
+    /// The traceback's last line, `Type: message` (`Type` alone for an empty message); `None`
+    /// when no exception was recorded.
+    pub fn line(&self) -> Option<String> {
+        let ty = self.type_name.as_deref()?;
+        Some(if self.message.is_empty() { ty.to_string() } else { format!("{ty}: {}", self.message) })
+    }
+}
+
+/// The name the traceback gives a type the encoder recorded as `module.Qualname` (`builtins`
+/// already left out, `qualified_name` in the Python recorder): `__main__`'s left out too.
+pub fn traceback_type_name(recorded: &str) -> &str {
+    recorded.strip_prefix("__main__.").or_else(|| recorded.strip_prefix("builtins.")).unwrap_or(recorded)
 }
 
 /// What [`ExceptionText`] says about the exception `v` of a timeline whose values are `values`.
@@ -177,7 +220,7 @@ pub fn exception_text(values: Option<&ValueStore>, v: ValRef, max: usize) -> Exc
         Snap::Earlier { value, .. } => *value,
         s => s,
     };
-    let type_name = snap.type_name().rsplit('.').next().unwrap_or_default().to_string();
+    let type_name = traceback_type_name(snap.type_name()).to_string();
     let message = match &snap {
         Snap::Object { attrs, .. } => {
             let attr = |name: &str| attrs.iter().find(|(k, _)| k == name).map(|(_, v)| v);

@@ -27,6 +27,7 @@ mod thin;
 mod threads;
 mod timeline;
 mod value;
+pub mod value_tree;
 mod writes;
 mod writes_merged;
 

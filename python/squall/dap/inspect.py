@@ -2,16 +2,21 @@
 
 Everything is read from the recording: the call stack at the thread's entry
 (``stack_for_frame``), a frame's locals as they were there (``bindings``: each name's newest
-binding at or before that entry, objects in their newest state recorded by then), values as
-recorded (``deref_val_id``: builtins as themselves, other objects as ``ObjectSnapshot``). The
-program is never run again, so no ``__repr__`` or property of it runs either."""
+binding at or before that entry, objects in their newest state recorded by then). Variables are
+the recorded values' trees as the core opens them (``Recording.val_expand``,
+``squall_trace::value_tree``: the UI's value inspector pages the same children under the same
+keys), printed by the core's printer (``val_pprint``'s). Only evaluated expressions are Python
+values (the recorded locals as ``deref_val_id`` gives them, builtins as themselves, other objects
+as ``ObjectSnapshot``), paged here. The program is never run again, so no ``__repr__`` or
+property of it runs either."""
 
 from __future__ import annotations
 
 import builtins
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from squall import agent, values
+from squall.agent_context import _cut
 from squall.dap.lifecycle import source_of
 from squall.dap.navigation import Nav
 from squall.dap.session import DapError, Session, Thread, request
@@ -120,22 +125,26 @@ def scopes(s: Session, args: Dict[str, Any]) -> Dict[str, Any]:
     return {"scopes": out}
 
 
+def frame_local_refs(s: Session, f: Frame) -> List[Tuple[str, Optional[int]]]:
+    """``(name, value ref)`` of each local of the frame at its entry, as recorded."""
+    return [(b["symbol"], b["value_ref"]) for b in s.rec.bindings(f.t.flow_id, f.t.thread_id, f.idx)]
+
+
 def frame_locals(s: Session, f: Frame) -> List[Tuple[str, Any]]:
-    """``(name, value)`` of each local of the frame at its entry, as recorded."""
-    out = []
-    for b in s.rec.bindings(f.t.flow_id, f.t.thread_id, f.idx):
-        out.append((b["symbol"], s.rec.deref_val_id(b["value_ref"])))
-    return out
+    """``(name, value)`` of each local of the frame at its entry, as Python values (what
+    expressions are evaluated over)."""
+    return [(name, s.rec.deref_val_id(ref)) for name, ref in frame_local_refs(s, f)]
 
 
-def entry_value(s: Session, e: Dict[str, Any]) -> List[Tuple[str, Any]]:
+def entry_value(e: Dict[str, Any]) -> List[Tuple[str, Optional[int]]]:
+    """``(name, value ref)`` of what the entry recorded."""
     if e["type"] == "fn-return":
-        return [("return", s.rec.deref_val_id(e["result_ref"]))]
+        return [("return", e["result_ref"])]
     if e["type"] == "fn-unwind":
-        return [("exception", s.rec.deref_val_id(e["throwable_ref"]))]
+        return [("exception", e["throwable_ref"])]
     if e["type"] == "bind":
-        return [(e["symbol"], s.rec.deref_val_id(e["value_ref"]))]
-    return [("value", s.rec.deref_val_id(e.get("result_ref")))]
+        return [(e["symbol"], e["value_ref"])]
+    return [("value", e.get("result_ref"))]
 
 
 @request("restartFrame")
@@ -148,6 +157,79 @@ def restart_frame(s: Session, args: Dict[str, Any]) -> None:
 
 # --- values as variables -----------------------------------------------------------------------
 
+#: The bounds a variable's value is printed within (the core's printer).
+PRINT_LEVEL = 2
+PRINT_LENGTH = 10
+
+
+def _node(
+    s: Session, ref: Optional[int], path: Sequence[int] = (), offset: int = 0, limit: Optional[int] = 0
+) -> Dict[str, Any]:
+    """The node ``path`` names in the value ``ref`` names, with children ``offset..offset +
+    limit`` (None: all), as the core opens it (``val_expand``); ``None`` ref: no value recorded."""
+    if ref is None:
+        return {"type": "NoneType", "repr": "None", "children_total": 0, "indexed": False, "children": []}
+    return s.rec.val_expand(ref, path, offset, limit, PRINT_LEVEL, PRINT_LENGTH)
+
+
+def _ref_variable(
+    s: Session, name: str, ref: Optional[int], node: Dict[str, Any], path: Sequence[int], evaluate_name: Optional[str]
+) -> Dict[str, Any]:
+    """The DAP variable of a node of a recorded value: its text and type as the core gives them;
+    children, if it has any, behind a handle that pages them from the core."""
+    out: Dict[str, Any] = {
+        "name": name,
+        "value": _cut(node["repr"], PREVIEW_CHARS),
+        "type": node["type"],
+        "variablesReference": 0,
+    }
+    if evaluate_name:
+        out["evaluateName"] = evaluate_name
+    if node["children_total"]:
+        out["variablesReference"] = s.handle(("ref", ref, list(path), node["type"], evaluate_name))
+        out["indexedVariables" if node["indexed"] else "namedVariables"] = node["children_total"]
+    return out
+
+
+def ref_variable(s: Session, name: str, ref: Optional[int], evaluate_name: Optional[str] = None) -> Dict[str, Any]:
+    """The DAP variable of the value ``ref`` names."""
+    return _ref_variable(s, name, ref, _node(s, ref), (), evaluate_name)
+
+
+_UNORDERED = ("set", "frozenset")
+
+
+def _child_name(parent_type: str, c: Dict[str, Any]) -> Tuple[str, Optional[str]]:
+    """A child's name in the Variables view and what to append to its parent's evaluate name to
+    reach it (None: no expression does)."""
+    key = c["key"]
+    if c["key_kind"] == "attr":
+        return key, f".{key}" if key.isidentifier() else None
+    if c["key_kind"] == "key":
+        return key, f"[{key}]" if c["key_exact"] else None
+    if parent_type in _UNORDERED:
+        return f"<{key}>", None
+    return f"[{key}]", f"[{key}]"
+
+
+def ref_children(
+    s: Session,
+    ref: Optional[int],
+    path: Sequence[int],
+    parent_type: str,
+    evaluate_name: Optional[str],
+    start: int,
+    count: int,
+) -> List[Dict[str, Any]]:
+    """A page of the children of a recorded value's node, as the core pages them."""
+    node = _node(s, ref, path, start, count if count > 0 else None)
+    out = []
+    for c in node["children"]:
+        name, suffix = _child_name(parent_type, c)
+        evaluate = evaluate_name + suffix if evaluate_name and suffix else None
+        out.append(_ref_variable(s, name, ref, c, c["path"], evaluate))
+    return out
+
 
 def _type_name(v: Any) -> str:
     name = getattr(v, "type_name", None)
@@ -157,8 +239,8 @@ def _type_name(v: Any) -> str:
 
 
 def _children(v: Any) -> Optional[Tuple[str, int, Callable[[int, int], List[Tuple[str, Any, str]]]]]:
-    """``(kind, count, page)`` of a value with children, ``page(start, count)`` giving
-    ``(name, value, evaluate suffix)``; None for a leaf."""
+    """``(kind, count, page)`` of an evaluated Python value with children, ``page(start,
+    count)`` giving ``(name, value, evaluate suffix)``; None for a leaf."""
     if isinstance(v, values.Earlier):
         return _children(v.value)
     if isinstance(v, (str, bytes, values.Truncated)) or v is None:
@@ -185,9 +267,10 @@ def _children(v: Any) -> Optional[Tuple[str, int, Callable[[int, int], List[Tupl
 
 
 def variable(s: Session, name: str, v: Any, evaluate_name: Optional[str] = None) -> Dict[str, Any]:
+    """The DAP variable of an evaluated Python value (not a recorded ref)."""
     out: Dict[str, Any] = {
         "name": name,
-        "value": agent.preview(v, 2, 10, PREVIEW_CHARS),
+        "value": agent.preview(v, PRINT_LEVEL, PRINT_LENGTH, PREVIEW_CHARS),
         "type": _type_name(v),
         "variablesReference": 0,
     }
@@ -207,11 +290,14 @@ def variables(s: Session, args: Dict[str, Any]) -> Dict[str, Any]:
     start = max(int(args.get("start") or 0), 0)
     count = int(args.get("count") or 0)
     if h[0] == "locals":
-        pairs = frame_locals(s, h[1])
+        pairs = frame_local_refs(s, h[1])
         pairs = pairs[start : start + count] if count > 0 else pairs[start:]
-        return {"variables": [variable(s, n, v, n) for n, v in pairs]}
+        return {"variables": [ref_variable(s, n, ref, n) for n, ref in pairs]}
     if h[0] == "entry":
-        return {"variables": [variable(s, n, v) for n, v in entry_value(s, h[1])]}
+        return {"variables": [ref_variable(s, n, ref) for n, ref in entry_value(h[1])]}
+    if h[0] == "ref":
+        _, ref, path, parent_type, evaluate_name = h
+        return {"variables": ref_children(s, ref, path, parent_type, evaluate_name, start, count)}
     _, v, evaluate_name = h
     kids = _children(v)
     if kids is None:
@@ -253,8 +339,12 @@ def evaluate(s: Session, args: Dict[str, Any]) -> Dict[str, Any]:
     else:
         t = s.thread({})
         f = frames_at(s, t, 0, 1)[0][0]
-    v = evaluate_at(s, f, expression)
-    out = variable(s, expression, v, expression)
+    refs = dict(frame_local_refs(s, f))
+    if expression.strip() in refs:
+        # A local by name (a hover, mostly): its recorded value as the Variables view shows it.
+        out = ref_variable(s, expression, refs[expression.strip()], expression)
+    else:
+        out = variable(s, expression, evaluate_at(s, f, expression), expression)
     return {
         "result": out["value"],
         "type": out["type"],
@@ -274,7 +364,7 @@ def exception_info(s: Session, args: Dict[str, Any]) -> Dict[str, Any]:
         raise DapError(
             f"no exception at entry {t.idx} of thread {t.name!r}: step to one (an exception breakpoint stops there)"
         )
-    value = s.rec.deref_val_id(exc["throwable_ref"])
+    recorded_type = _node(s, exc["throwable_ref"])["type"]
     nav = Nav(s, t)
     stack = []
     for f in frames_at(s, t)[0]:
@@ -290,7 +380,7 @@ def exception_info(s: Session, args: Dict[str, Any]) -> Dict[str, Any]:
         "details": {
             "message": exc["message"],
             "typeName": exc["exc_type"],
-            "fullTypeName": _type_name(value),
+            "fullTypeName": recorded_type,
             "evaluateName": None,
             "stackTrace": "\n".join(reversed(stack)),
         },

@@ -11,8 +11,8 @@ use squall_trace::origin::{origin as core_origin, Leaf, Part, Source, Step, Via}
 use squall_trace::printer::{preview, preview_ref};
 use squall_trace::{display_name, Forms, Kind, ValRef};
 
-use crate::file::PyRecording;
-use crate::query::{rec_of, trace_err, Backend, TlView};
+use crate::bindings::file::PyRecording;
+use crate::bindings::query::{rec_of, trace_err, Backend, TlView};
 
 /// Characters of a value preview in these answers (they are for agents: kept small).
 const PREVIEW: usize = 160;
@@ -22,7 +22,7 @@ fn backend<'a>(rec: &'a Option<PyRef<'_, PyRecording>>) -> &'a dyn Backend {
         Some(r) => r.b(),
         // SAFETY: queries run with the GIL held (pyfunction) and call no Python code while
         // holding the engine.
-        None => unsafe { &*crate::engine::ENGINE.get() },
+        None => unsafe { &*crate::recorder::engine::ENGINE.get() },
     }
 }
 

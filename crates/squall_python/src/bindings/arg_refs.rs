@@ -6,7 +6,7 @@ use pyo3::exceptions::PyKeyError;
 use pyo3::prelude::*;
 use squall_trace::Kind;
 
-use crate::query::{value_ref, Backend, ARGS_BIT, NUMBER_SHIFT};
+use crate::bindings::query::{value_ref, Backend, ARGS_BIT, NUMBER_SHIFT};
 
 /// `[value ref or None per parameter]` of the call whose args ref is `args_ref` (as
 /// `deref(args_ref)` lists them, without building them).

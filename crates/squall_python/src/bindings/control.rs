@@ -8,8 +8,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyType};
 use squall_trace::{display_name, Coord, Form, FormKind, LimitHit, Limits, Site, SiteKind, SiteReads};
 
-use crate::engine::{bump_epoch, Engine, ENGINE, RECORDING};
-use crate::query::trace_err;
+use crate::bindings::query::trace_err;
+use crate::recorder::engine::{bump_epoch, Engine, ENGINE, RECORDING};
 
 fn eng() -> &'static mut Engine {
     // SAFETY: GIL held; no Python code runs while this reference is used.
@@ -115,7 +115,7 @@ pub fn is_recording() -> bool {
 pub fn clear_recordings() {
     // SAFETY: GIL held (pyfunction).
     unsafe { eng().clear() };
-    crate::outputs::clear();
+    crate::recorder::outputs::clear();
 }
 
 #[pyfunction]
@@ -158,7 +158,7 @@ pub fn register_snapshot(tp: Bound<'_, PyType>, f: Bound<'_, PyAny>) {
 }
 
 #[pyfunction]
-#[pyo3(signature = (max_depth, max_length, max_items, max_string, object_depth=crate::encode::DEFAULT_BUDGET.object_depth))]
+#[pyo3(signature = (max_depth, max_length, max_items, max_string, object_depth=crate::recorder::encode::DEFAULT_BUDGET.object_depth))]
 pub fn set_snapshot_budget(
     max_depth: u32,
     max_length: usize,

@@ -10,7 +10,7 @@ use pyo3::types::PyDict;
 use squall_store::{Recording, StoreError, MISSING_VALUE};
 use squall_trace::{ExpandBudget, Forms, Snap, ValRef, ValueStore};
 
-use crate::query::{deref_value, q, Backend, TlView};
+use crate::bindings::query::{deref_value, q, Backend, TlView};
 
 /// A recording file, loaded: the file backend of the queries.
 pub struct FileData {
@@ -19,7 +19,7 @@ pub struct FileData {
 }
 
 enum Source {
-    /// This process's recording (`crate::engine::ENGINE`), read under the GIL.
+    /// This process's recording (`crate::recorder::engine::ENGINE`), read under the GIL.
     Live,
     File(Box<FileData>),
 }
@@ -37,7 +37,7 @@ impl PyRecording {
         match &self.src {
             // SAFETY: methods run with the GIL held (pymethods) and call no Python code while
             // holding this (predicates run through `without_recording`, which appends nothing).
-            Source::Live => unsafe { crate::engine::ENGINE.get() },
+            Source::Live => unsafe { crate::recorder::engine::ENGINE.get() },
             Source::File(f) => &**f,
         }
     }
@@ -339,7 +339,16 @@ impl PyRecording {
         type_name: Option<&str>,
         limit: Option<usize>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        crate::writes::writes(py, self.b(), flow_id, thread_id, obj_id, attr_or_key.as_ref(), type_name, limit)
+        crate::bindings::writes::writes(
+            py,
+            self.b(),
+            flow_id,
+            thread_id,
+            obj_id,
+            attr_or_key.as_ref(),
+            type_name,
+            limit,
+        )
     }
 
     #[pyo3(signature = (flow_id, start=0, limit=1000))]
@@ -359,33 +368,58 @@ impl PyRecording {
     /// what the UI's `/api/value` shows); `None`: no bound.
     #[pyo3(signature = (value_ref, print_level=None, print_length=None))]
     fn val_pprint(&self, value_ref: u64, print_level: Option<usize>, print_length: Option<usize>) -> PyResult<String> {
-        let snap = crate::printed::snap_of_ref(self.b(), value_ref)?;
+        let snap = crate::bindings::printed::snap_of_ref(self.b(), value_ref)?;
         Ok(squall_trace::printer::pprint(&snap, print_level.unwrap_or(usize::MAX), print_length.unwrap_or(usize::MAX)))
+    }
+    /// One level of the value a ref names, as the UI's value inspector pages it: the node `path`
+    /// names and its children `offset..offset + limit` (`None`: all), printed within bounds.
+    #[pyo3(signature = (value_ref, path=Vec::new(), offset=0, limit=None, print_level=None, print_length=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn val_expand<'py>(
+        &self,
+        py: Python<'py>,
+        value_ref: u64,
+        path: Vec<usize>,
+        offset: usize,
+        limit: Option<usize>,
+        print_level: Option<usize>,
+        print_length: Option<usize>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        crate::bindings::printed::val_expand(
+            py,
+            self.b(),
+            value_ref,
+            &path,
+            offset,
+            limit.unwrap_or(usize::MAX),
+            print_level.unwrap_or(usize::MAX),
+            print_length.unwrap_or(usize::MAX),
+        )
     }
     /// The value ref of each argument named by an args ref (None: not recorded).
     fn arg_refs(&self, args_ref: u64) -> PyResult<Vec<Option<u64>>> {
-        crate::arg_refs::arg_refs(self.b(), args_ref)
+        crate::bindings::arg_refs::arg_refs(self.b(), args_ref)
     }
     fn forms<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
         q::forms(py, self.b())
     }
     /// `(text, verified, note)` of a source file of this recording (see `_engine.read_source`).
     fn read_source(&self, path: &str) -> PyResult<(String, bool, Option<String>)> {
-        crate::control::source_answer(self.b().forms(), path)
+        crate::bindings::control::source_answer(self.b().forms(), path)
     }
     fn idxs_of_type(&self, flow_id: u32, thread_id: u64, entry_type: &str) -> PyResult<Vec<u32>> {
         q::idxs_of_type(self.b(), flow_id, thread_id, entry_type)
     }
     /// Whether this recording grows now: the live one while recording is on; a file never.
     fn is_recording(&self) -> bool {
-        matches!(self.src, Source::Live) && crate::control::is_recording()
+        matches!(self.src, Source::Live) && crate::bindings::control::is_recording()
     }
     /// What the program wrote to stdout and stderr: (chunks as dicts, (chunks, characters) not
     /// kept past the bound).
     fn outputs<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, pyo3::types::PyList>, (u64, u64))> {
         match &self.src {
-            Source::Live => crate::outputs::live_outputs(py),
-            Source::File(f) => crate::outputs::file_outputs(py, &f.rec),
+            Source::Live => crate::recorder::outputs::live_outputs(py),
+            Source::File(f) => crate::recorder::outputs::file_outputs(py, &f.rec),
         }
     }
     #[pyo3(signature = (flow_id=None, thread_id=None))]
@@ -395,11 +429,21 @@ impl PyRecording {
         flow_id: Option<u32>,
         thread_id: Option<u64>,
     ) -> PyResult<Vec<Bound<'py, PyDict>>> {
-        crate::query_threads::exceptions(py, self.b(), flow_id, thread_id)
+        crate::bindings::query_threads::exceptions(py, self.b(), flow_id, thread_id)
+    }
+    /// The line Python's traceback ends with for an exception's value ref (`Type: message`,
+    /// the module left out for `__main__` and builtins); `None`: no exception was recorded.
+    fn exception_text(&self, value_ref: u64) -> PyResult<Option<String>> {
+        crate::bindings::query_threads::exception_line(self.b(), value_ref)
+    }
+    /// The frames the exception at fn-unwind `idx` left from there outward, innermost first:
+    /// `(call_idx, unwind_idx, last_event_idx)` each.
+    fn unwind_chain(&self, flow_id: u32, thread_id: u64, idx: u64) -> PyResult<Vec<(u32, u32, Option<u32>)>> {
+        crate::bindings::query_threads::unwind_chain(self.b(), flow_id, thread_id, idx)
     }
     #[pyo3(signature = (flow_id=None))]
     fn bookmarks<'py>(&self, py: Python<'py>, flow_id: Option<u32>) -> PyResult<Vec<Bound<'py, PyDict>>> {
-        crate::query_threads::bookmarks(py, self.b(), flow_id)
+        crate::bindings::query_threads::bookmarks(py, self.b(), flow_id)
     }
     #[pyo3(signature = (flow_id, thread_id, file, line, from_idx=None, backward=false))]
     #[allow(clippy::too_many_arguments)]
@@ -413,14 +457,14 @@ impl PyRecording {
         from_idx: Option<u64>,
         backward: bool,
     ) -> PyResult<Vec<Bound<'py, PyDict>>> {
-        crate::query_threads::line_hits(py, self.b(), flow_id, thread_id, file, line, from_idx, backward)
+        crate::bindings::query_threads::line_hits(py, self.b(), flow_id, thread_id, file, line, from_idx, backward)
     }
     #[pyo3(signature = (flow_id, thread_id, idx, how, backward=false))]
     fn power_step(&self, flow_id: u32, thread_id: u64, idx: u64, how: &str, backward: bool) -> PyResult<Option<u32>> {
-        crate::query_threads::power_step(self.b(), flow_id, thread_id, idx, how, backward)
+        crate::bindings::query_threads::power_step(self.b(), flow_id, thread_id, idx, how, backward)
     }
     fn loop_iterations(&self, flow_id: u32, thread_id: u64, idx: u64) -> PyResult<(Vec<u32>, usize)> {
-        crate::query_threads::loop_iterations(self.b(), flow_id, thread_id, idx)
+        crate::bindings::query_threads::loop_iterations(self.b(), flow_id, thread_id, idx)
     }
     /// The core's text search over entries `from_idx..to_idx` of one thread (the UI's search).
     #[pyo3(signature = (flow_id, thread_id, text, kind="value", from_idx=0, to_idx=None, limit=100, ignore_case=true))]
@@ -437,7 +481,18 @@ impl PyRecording {
         limit: usize,
         ignore_case: bool,
     ) -> PyResult<Bound<'py, PyDict>> {
-        crate::query_threads::search(py, self.b(), flow_id, thread_id, text, kind, from_idx, to_idx, limit, ignore_case)
+        crate::bindings::query_threads::search(
+            py,
+            self.b(),
+            flow_id,
+            thread_id,
+            text,
+            kind,
+            from_idx,
+            to_idx,
+            limit,
+            ignore_case,
+        )
     }
 
     /// Writes Chrome trace event JSON (Perfetto opens it) to `out`.

@@ -1,21 +1,18 @@
 //! The recorded value a user-facing ref names, as the core's `Snap`, for the core's printer:
 //! the Python API prints with the same function as the UI server (no printer of its own).
 
-use pyo3::exceptions::PyKeyError;
+use pyo3::exceptions::{PyKeyError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+use squall_trace::value_tree::{self, ChildKey};
 use squall_trace::{Decoded, Kind, SeqKind, Snap, ValRef};
 
-use crate::query::{after_write, Backend, TlView, ARGS_BIT, NUMBER_SHIFT};
+use crate::bindings::query::{after_write, Backend, TlView, ARGS_BIT, NUMBER_SHIFT};
 
 /// What `deref_value` gives for ref `r`, as a `Snap`: a value, a call's arguments as a list, or
 /// the target of a write as of that write. Same refs, same errors.
 pub fn snap_of_ref<B: Backend + ?Sized>(b: &B, r: u64) -> PyResult<Snap> {
-    let number = u32::try_from(r >> NUMBER_SHIFT)
-        .map_err(|_| PyKeyError::new_err(format!("value ref {r} was not made by this recording")))?;
-    let local = (r & 0xFFFF_FFFF) as u32;
-    let rec = b
-        .by_number(number)
-        .map_err(|e| Python::attach(|py| PyKeyError::new_err(format!("value ref {r}: {}", e.value(py)))))?;
+    let (rec, local) = timeline_of_ref(b, r)?;
     if r & ARGS_BIT != 0 && rec.tl.get(local as usize).is_some_and(|e| e.kind() == Kind::Write) {
         return b.store(&rec).and_then(|store| after_write(store, rec.tl, b.forms(), local)).ok_or_else(|| {
             PyKeyError::new_err(format!("value ref {r}: no state of the target of write entry {local} was recorded"))
@@ -36,6 +33,17 @@ pub fn snap_of_ref<B: Backend + ?Sized>(b: &B, r: u64) -> PyResult<Snap> {
     leaf(b, &rec, ValRef(local))
 }
 
+/// The timeline a user-facing ref `r` belongs to, and its local part (a value ref of that
+/// timeline, or with `ARGS_BIT` a call's or write's idx).
+pub fn timeline_of_ref<B: Backend + ?Sized>(b: &B, r: u64) -> PyResult<(TlView<'_>, u32)> {
+    let number = u32::try_from(r >> NUMBER_SHIFT)
+        .map_err(|_| PyKeyError::new_err(format!("value ref {r} was not made by this recording")))?;
+    let rec = b
+        .by_number(number)
+        .map_err(|e| Python::attach(|py| PyKeyError::new_err(format!("value ref {r}: {}", e.value(py)))))?;
+    Ok((rec, (r & 0xFFFF_FFFF) as u32))
+}
+
 fn leaf<B: Backend + ?Sized>(b: &B, rec: &TlView<'_>, v: ValRef) -> PyResult<Snap> {
     Ok(match v.decode() {
         Decoded::Int(i) => Snap::Int(i),
@@ -43,4 +51,61 @@ fn leaf<B: Backend + ?Sized>(b: &B, rec: &TlView<'_>, v: ValRef) -> PyResult<Sna
         Decoded::Bool(x) => Snap::Bool(x),
         Decoded::Slot(i) => b.slot_snap(rec, i)?,
     })
+}
+
+/// One level of the value a ref names (`squall_trace::value_tree::expand`, the UI's `/api/value`
+/// paging): the node `path` names and its children `offset..offset + limit`, each printed by the
+/// core's printer within `print_level` / `print_length` (see `_engine.pyi`).
+#[allow(clippy::too_many_arguments)]
+pub fn val_expand<'py, B: Backend + ?Sized>(
+    py: Python<'py>,
+    b: &B,
+    r: u64,
+    path: &[usize],
+    offset: usize,
+    limit: usize,
+    print_level: usize,
+    print_length: usize,
+) -> PyResult<Bound<'py, PyDict>> {
+    let root = snap_of_ref(b, r)?;
+    let x = value_tree::expand(&root, path, offset, limit)
+        .map_err(|e| PyValueError::new_err(format!("value ref {r}: {e}")))?;
+    let d = node_dict(py, x.node, print_level, print_length)?;
+    d.set_item("path", path)?;
+    d.set_item("offset", x.offset)?;
+    d.set_item("more", x.more())?;
+    let children = PyList::empty(py);
+    for (key, c, p) in &x.children {
+        let cd = node_dict(py, c, print_level, print_length)?;
+        let (kind, exact) = match key {
+            ChildKey::Index(_) => ("item", true),
+            ChildKey::Key { exact, .. } => ("key", *exact),
+            ChildKey::Attr(_) => ("attr", true),
+        };
+        cd.set_item("key", key.text())?;
+        cd.set_item("key_kind", kind)?;
+        cd.set_item("key_exact", exact)?;
+        cd.set_item("path", p)?;
+        children.append(cd)?;
+    }
+    d.set_item("children", children)?;
+    Ok(d)
+}
+
+/// What a node of a value tree shows: `type`, `id` (0: none), `len`, `earlier`, `repr`,
+/// `children_total` (children the recording kept), `indexed` (its children are items by
+/// position), `truncated_when_recorded`.
+fn node_dict<'py>(py: Python<'py>, s: &Snap, print_level: usize, print_length: usize) -> PyResult<Bound<'py, PyDict>> {
+    let bare = value_tree::bare(s);
+    let earlier = matches!(s, Snap::Earlier { .. });
+    let d = PyDict::new(py);
+    d.set_item("type", bare.type_name())?;
+    d.set_item("id", s.id())?;
+    d.set_item("len", value_tree::total_len(bare))?;
+    d.set_item("earlier", earlier)?;
+    d.set_item("repr", value_tree::text(s, print_level, print_length))?;
+    d.set_item("children_total", value_tree::children_count(bare))?;
+    d.set_item("indexed", matches!(bare, Snap::Seq { .. }))?;
+    d.set_item("truncated_when_recorded", value_tree::cut_when_recorded(bare))?;
+    Ok(d)
 }

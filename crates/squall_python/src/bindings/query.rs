@@ -7,7 +7,7 @@ use squall_trace::{merge_call_stats, Decoded, Drift, Entry, Kind, TraceError, Va
 
 use squall_trace::{Forms, NodeEntries, Timeline, ValueStore};
 
-use crate::engine::Engine;
+use crate::recorder::engine::Engine;
 
 /// One thread's timeline as a backend shows it.
 pub struct TlView<'a> {
@@ -189,7 +189,7 @@ pub fn deref_value<B: Backend + ?Sized>(py: Python<'_>, b: &B, r: u64) -> PyResu
         let snap = b.store(&rec).and_then(|store| after_write(store, rec.tl, b.forms(), local)).ok_or_else(|| {
             PyKeyError::new_err(format!("value ref {r}: no state of the target of write entry {local} was recorded"))
         })?;
-        return crate::snap::to_python(py, &snap);
+        return crate::bindings::snap::to_python(py, &snap);
     }
     if r & ARGS_BIT != 0 {
         let call = rec.tl.get(local as usize).filter(|e| e.kind().is_call()).ok_or_else(|| {
@@ -209,7 +209,7 @@ fn decode<B: Backend + ?Sized>(py: Python<'_>, b: &B, rec: &TlView<'_>, v: ValRe
         Decoded::Int(i) => i.into_pyobject(py)?.into_any().unbind(),
         Decoded::None | Decoded::Absent => py.None(),
         Decoded::Bool(x) => x.into_pyobject(py)?.to_owned().into_any().unbind(),
-        Decoded::Slot(i) => crate::snap::to_python(py, &b.slot_snap(rec, i)?)?,
+        Decoded::Slot(i) => crate::bindings::snap::to_python(py, &b.slot_snap(rec, i)?)?,
     })
 }
 
@@ -614,7 +614,7 @@ pub mod q {
                     None => return Ok(false),
                 };
                 let _ = i;
-                return crate::engine::without_recording(|| pred.call1((v,))?.is_truthy());
+                return crate::recorder::engine::without_recording(|| pred.call1((v,))?.is_truthy());
             }
             Ok(true)
         })?;
@@ -711,7 +711,7 @@ pub mod q {
                     let args = deref_value(py, b, args_ref(&rec, idx))?;
                     // The predicate is the user's code: it may be instrumented, and must not
                     // append to the timeline being searched.
-                    crate::engine::without_recording(|| pred.call1((args,))?.is_truthy())
+                    crate::recorder::engine::without_recording(|| pred.call1((args,))?.is_truthy())
                 }
             }
         })?;
@@ -798,5 +798,5 @@ pub mod q {
 #[pyfunction]
 pub fn object_id(obj: &Bound<'_, PyAny>) -> Option<u64> {
     // SAFETY: GIL held (pyfunction); a valid object.
-    unsafe { crate::identity::IDS.get().known(obj.as_ptr()) }
+    unsafe { crate::recorder::identity::IDS.get().known(obj.as_ptr()) }
 }

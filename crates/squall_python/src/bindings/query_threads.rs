@@ -7,9 +7,9 @@ use pyo3::types::PyDict;
 use squall_trace::exceptions::{exception_text, exceptions as core_exceptions};
 use squall_trace::search::{SearchKind, SeenValues, TextSearch};
 use squall_trace::stepping::{iterations, step_like, Like};
-use squall_trace::{display_name, ThreadRef};
+use squall_trace::{display_name, ThreadRef, ValRef};
 
-use crate::query::{rec_of, trace_err, value_ref, Backend, TlView};
+use crate::bindings::query::{rec_of, trace_err, value_ref, Backend, TlView};
 
 /// The timelines of flow `flow_id` (every flow for `None`), one thread's for `thread_id`, as the
 /// core's queries read them, with their views.
@@ -54,8 +54,10 @@ pub fn exceptions<'py, B: Backend + ?Sized>(
             d.set_item("idx", inner.unwind_idx)?;
             d.set_item("fn_ns", form.map(|f| &*f.ns))?;
             d.set_item("fn_name", form.map(|f| &*f.name))?;
+            d.set_item("text", text.line())?;
             d.set_item("exc_type", text.type_name)?;
             d.set_item("message", text.message)?;
+            d.set_item("obj_id", refs[x.thread].values.map_or(0, |s| s.obj_of(x.value)))?;
             d.set_item("throwable_ref", value_ref(view, x.value))?;
             d.set_item("fn_call_idx", inner.call_idx)?;
             d.set_item("raised_idx", x.raised_idx())?;
@@ -68,6 +70,38 @@ pub fn exceptions<'py, B: Backend + ?Sized>(
             Ok(d)
         })
         .collect()
+}
+
+/// The line Python's traceback ends with for the exception value ref `r` names (`Type: message`,
+/// `squall_trace::exceptions::exception_text`); `None`: no exception was recorded there.
+pub fn exception_line<B: Backend + ?Sized>(b: &B, r: u64) -> PyResult<Option<String>> {
+    let (view, local) = crate::bindings::printed::timeline_of_ref(b, r)?;
+    if r & crate::bindings::query::ARGS_BIT != 0 {
+        return Err(PyValueError::new_err(format!(
+            "value ref {r} names a call's arguments or a write's target, not an exception: pass an fn-unwind's throwable_ref"
+        )));
+    }
+    Ok(exception_text(b.store(&view), ValRef(local), squall_trace::exceptions::MESSAGE_MAX).line())
+}
+
+/// The frames the exception at fn-unwind `idx` left from there outward, innermost first, as
+/// `(call_idx, unwind_idx, last_event_idx)` (`squall_trace::exceptions::unwind_chain`; the last:
+/// the frame's last expression, binding or write before it unwound, where it raised or just
+/// before, `None` if it recorded none).
+pub fn unwind_chain<B: Backend + ?Sized>(
+    b: &B,
+    flow_id: u32,
+    thread_id: u64,
+    idx: u64,
+) -> PyResult<Vec<(u32, u32, Option<u32>)>> {
+    let rec = rec_of(b, flow_id, thread_id)?;
+    let chain = u32::try_from(idx).ok().and_then(|i| squall_trace::exceptions::unwind_chain(b.store(&rec), rec.tl, i));
+    let chain = chain.ok_or_else(|| {
+        PyValueError::new_err(format!(
+            "entry {idx} of thread {thread_id} is not an fn-unwind: pass the idx of one (see `exceptions`)"
+        ))
+    })?;
+    Ok(chain.iter().map(|u| (u.call_idx, u.unwind_idx, u.last_event_idx)).collect())
 }
 
 /// Every bookmark placed from code: `flow_id`, `thread_id`, `idx`, `note_ref`.

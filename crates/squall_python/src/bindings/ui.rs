@@ -8,8 +8,8 @@ use std::sync::atomic::Ordering;
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 
-use crate::engine::{Engine, ENGINE, RECORDING, UI_PAUSE};
-use crate::ui_predicate::PyPredicates;
+use crate::bindings::ui_predicate::PyPredicates;
+use crate::recorder::engine::{Engine, ENGINE, RECORDING, UI_PAUSE};
 
 fn options(host: &str, port: u16, token: Option<String>) -> PyResult<squall_server::ServeOptions> {
     if let Some(why) = token.as_deref().and_then(squall_server::check_token_text) {
@@ -90,7 +90,7 @@ impl squall_server::View for LiveView<'_> {
 
     fn outputs(&self) -> Option<&squall_trace::Outputs> {
         // SAFETY: GIL held for the view's lifetime (`LiveSource::with_view`), recording paused.
-        Some(unsafe { crate::outputs::OUTPUTS.get() })
+        Some(unsafe { crate::recorder::outputs::OUTPUTS.get() })
     }
 
     fn output_tl(&self, number: u32) -> Option<usize> {
@@ -107,7 +107,7 @@ impl squall_server::RecordingSource for LiveSource {
             UI_PAUSE.store(was_recording, Ordering::Relaxed);
             // SAFETY: GIL held; recording is paused, so nothing appends while the view is used.
             let eng: &'static Engine = unsafe { ENGINE.get() };
-            crate::engine::without_recording(|| f(&LiveView { py, eng }));
+            crate::recorder::engine::without_recording(|| f(&LiveView { py, eng }));
             if UI_PAUSE.swap(false, Ordering::Relaxed) && !RECORDING.load(Ordering::Relaxed) {
                 RECORDING.store(true, Ordering::Relaxed);
             }
@@ -126,7 +126,7 @@ impl squall_server::RecordingSource for LiveSource {
     /// suspended (squall's own Python is not recorded). A Python exception is the message.
     fn control(&self, action: &str, arg: &serde_json::Value) -> Result<serde_json::Value, String> {
         Python::attach(|py| {
-            crate::engine::without_recording(|| {
+            crate::recorder::engine::without_recording(|| {
                 let out: String = py
                     .import("squall.ui_control")
                     .and_then(|m| m.getattr("run")?.call1((action, arg.to_string()))?.extract())

@@ -25,7 +25,7 @@ fn message(py: Python<'_>, e: &PyErr) -> String {
 
 fn names<'py>(py: Python<'py>, c: &Candidate<'_>) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
-    d.set_item("v", crate::snap::to_python(py, c.value)?)?;
+    d.set_item("v", crate::bindings::snap::to_python(py, c.value)?)?;
     d.set_item("kind", c.kind)?;
     d.set_item("name", c.name)?;
     d.set_item("fn", c.function)?;
@@ -36,7 +36,7 @@ impl Predicates for PyPredicates {
     fn with_predicate(&self, text: &str, scan: &mut dyn FnMut(&Test<'_>)) -> Result<(), String> {
         Python::attach(|py| {
             // squall's own Python is not recorded (a live program's recording is paused too).
-            crate::engine::without_recording(|| {
+            crate::recorder::engine::without_recording(|| {
                 let pred = py
                     .import("squall.agent_predicate")
                     .and_then(|m| m.getattr("compile_predicate")?.call1((text, "entry")))

@@ -5,8 +5,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 use squall_trace::{display_name, writes_merged, Decoded, OldValue, Snap, Timeline, ValueStore, WriteFilter};
 
-use crate::query::{rec_of, value_ref, Backend, TlView};
-use crate::snap::to_python;
+use crate::bindings::query::{rec_of, value_ref, Backend, TlView};
+use crate::bindings::snap::to_python;
 
 /// Characters of a write's key as printed for `name_text`.
 const NAME_TEXT_MAX: usize = 240;

@@ -24,8 +24,8 @@ use pyo3::exceptions::{PyOSError, PyRuntimeError};
 use pyo3::prelude::*;
 use squall_store::{Header, Held, ThreadMeta, Writer, Written};
 
-use crate::engine::{Engine, ENGINE};
 use crate::gil_cell::GilCell;
+use crate::recorder::engine::{Engine, ENGINE};
 
 #[derive(Default, Clone, Copy)]
 struct Flushed {
@@ -116,7 +116,7 @@ pub fn open_sink(
     let (stop, flusher) = spawn_flusher()?;
     set_writer_held(Some(writer.held()));
     FLUSHER_RUNNING.store(true, Ordering::Relaxed);
-    crate::bigalloc::start_prefaulter();
+    crate::recorder::bigalloc::start_prefaulter();
     *slot = Some(Sink {
         writer: Some(writer),
         path,
@@ -165,7 +165,7 @@ fn stop_flusher(py: Python<'_>, stop: &Stop, handle: JoinHandle<()>) {
 pub fn pause_flusher(py: Python<'_>) {
     // The prefault thread and the writer's stop too: the fork then has the program's threads
     // only, and no lock of theirs held.
-    py.detach(crate::bigalloc::stop_prefaulter);
+    py.detach(crate::recorder::bigalloc::stop_prefaulter);
     // SAFETY: GIL held (pyfunction).
     let slot = unsafe { SINK.get() };
     let Some(mut sink) = slot.take() else { return };
@@ -199,7 +199,7 @@ extern "C" fn restart_flusher(_: *mut std::os::raw::c_void) -> std::os::raw::c_i
     if sink.flusher.is_some() || sink.pid != std::process::id() || sink.error.is_some() {
         return 0;
     }
-    crate::bigalloc::start_prefaulter();
+    crate::recorder::bigalloc::start_prefaulter();
     if let Some(Err(e)) = sink.writer.as_mut().map(|w| w.resume()) {
         stop_saving(sink, &e);
         return 0;
@@ -424,7 +424,7 @@ fn flush_into(sink: &mut Sink, eng: &mut Engine, budget: usize) -> Result<(u64, 
     // once every entry recorded is handed over).
     if !more {
         // SAFETY: GIL held (every flush runs under it).
-        writer.outputs(unsafe { crate::outputs::OUTPUTS.get() })?;
+        writer.outputs(unsafe { crate::recorder::outputs::OUTPUTS.get() })?;
     }
     let ticket = writer.flush()?;
     evict_saved(sink, eng);
@@ -507,7 +507,7 @@ pub fn close_sink(py: Python<'_>, mut stats: Vec<(String, u64)>) -> PyResult<Opt
         stop_flusher(py, &sink.stop, handle);
     }
     FLUSHER_RUNNING.store(false, Ordering::Relaxed);
-    py.detach(crate::bigalloc::stop_prefaulter);
+    py.detach(crate::recorder::bigalloc::stop_prefaulter);
     if sink.error.is_none() {
         // Pass after pass, each written (with the GIL released) before the next is made: the
         // rest of a long recording is not copied into the writer's queue all at once.

@@ -392,8 +392,8 @@ impl Rec {
             let id = if resume { self.form.as_ptr() } else { self.site.as_ptr() };
             let mut args = [id, value];
             let r = match &self.hooks {
-                None if resume => crate::record::resume(null_mut(), args.as_mut_ptr(), 2),
-                None => crate::record::suspend(null_mut(), args.as_mut_ptr(), 2),
+                None if resume => crate::recorder::record::resume(null_mut(), args.as_mut_ptr(), 2),
+                None => crate::recorder::record::suspend(null_mut(), args.as_mut_ptr(), 2),
                 Some((s, r)) => {
                     let f = if resume { r } else { s };
                     ffi::PyObject_Vectorcall(f.as_ptr(), args.as_mut_ptr(), 2, null_mut())

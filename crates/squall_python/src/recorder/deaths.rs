@@ -34,12 +34,12 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use pyo3::ffi;
 
 use crate::gil_cell::GilCell;
-use crate::identity::IDS;
+use crate::recorder::identity::IDS;
 
 #[inline(always)]
 fn forget(o: *mut ffi::PyObject) {
     let addr = o as usize;
-    if crate::addr_filter::may_hold(addr) {
+    if crate::recorder::addr_filter::may_hold(addr) {
         // SAFETY: objects are freed with the GIL held; the map is never borrowed across a call
         // that could free an object.
         unsafe { IDS.get() }.forget(addr);

@@ -27,10 +27,10 @@
 use pyo3::ffi;
 use squall_trace::{FormKind, Kind, Recorded, SiteKind, ValRef, NONE};
 
-use crate::delegation_state::{Reopened, Waiting};
-use crate::engine::capture;
-use crate::engine::{Engine, ThreadRec};
 use crate::gil_cell::GilCell;
+use crate::recorder::delegation_state::{Reopened, Waiting};
+use crate::recorder::engine::capture;
+use crate::recorder::engine::{Engine, ThreadRec};
 
 /// Beyond this many waiting frames the notes are dropped (stale ones pile up only when a
 /// delegator catches its delegate's exception and later returns): nesting then falls back to flat.

@@ -26,7 +26,7 @@ use squall_trace::{
     CutNode, MapNode, Node, ObjId, ObjectNode, OpaqueNode, SeqDeltaNode, SeqKind, SeqNode, ValRef, ValueStore,
 };
 
-use crate::identity::IDS;
+use crate::recorder::identity::IDS;
 
 mod fingerprint;
 
@@ -443,7 +443,7 @@ pub unsafe fn inline_value(o: *mut ffi::PyObject) -> Option<ValRef> {
         }
         let tp = ffi::Py_TYPE(o);
         if tp == &raw mut ffi::PyLong_Type {
-            return crate::ints::exact_int_value(o).and_then(ValRef::small_int);
+            return crate::recorder::ints::exact_int_value(o).and_then(ValRef::small_int);
         }
         if tp == &raw mut ffi::PyBool_Type {
             return Some(if o == ffi::Py_True() { ValRef::TRUE } else { ValRef::FALSE });
@@ -734,7 +734,7 @@ impl Cx<'_> {
             let info = TypeInfo {
                 kind: classify(tp),
                 name: self.type_name_slow(tp),
-                watched: crate::deaths::watched(tp),
+                watched: crate::recorder::deaths::watched(tp),
                 exception: (*tp).tp_flags & ffi::Py_TPFLAGS_BASE_EXC_SUBCLASS != 0,
                 members,
             };

@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use pyo3::ffi;
 use squall_trace::{display_name, Forms, LimitHit, Limits, Recorded, Timeline, ValRef, ValueStore};
 
-use crate::encode::{Budget, EncodeCache, DEFAULT_BUDGET};
 use crate::gil_cell::GilCell;
+use crate::recorder::encode::{Budget, EncodeCache, DEFAULT_BUDGET};
 
 unsafe extern "C" {
     // Exported by CPython >= 3.8 on every platform squall supports; pyo3-ffi does not declare it.
@@ -30,7 +30,7 @@ pub struct ThreadRec {
     /// Value store size at which the memory limit is checked next.
     pub next_memory_check: Cell<u64>,
     /// Generators and coroutines waiting on a delegate, and the frames re-opened for one.
-    pub deleg: crate::delegation_state::Delegation,
+    pub deleg: crate::recorder::delegation_state::Delegation,
 }
 
 pub struct Engine {
@@ -262,7 +262,7 @@ unsafe fn current_rec_slow() -> Option<&'static mut ThreadRec> {
 #[inline(always)]
 pub unsafe fn capture(eng: &mut Engine, rec: &mut ThreadRec, o: *mut ffi::PyObject) -> ValRef {
     // SAFETY: this fn's contract.
-    unsafe { crate::encode::encode(&eng.budget, &eng.snapshotters, &mut rec.values, &mut rec.enc, o) }
+    unsafe { crate::recorder::encode::encode(&eng.budget, &eng.snapshotters, &mut rec.values, &mut rec.enc, o) }
 }
 
 /// `encode::scalar` into `rec`'s store.
@@ -272,7 +272,7 @@ pub unsafe fn capture(eng: &mut Engine, rec: &mut ThreadRec, o: *mut ffi::PyObje
 #[inline(always)]
 pub unsafe fn scalar(rec: &mut ThreadRec, max_string: usize, o: *mut ffi::PyObject) -> Option<ValRef> {
     // SAFETY: this fn's contract.
-    unsafe { crate::encode::scalar(&mut rec.values, &mut rec.enc, max_string, o) }
+    unsafe { crate::recorder::encode::scalar(&mut rec.values, &mut rec.enc, max_string, o) }
 }
 
 /// `f(o)` with this thread's recording suspended (`encode::CallUnrecorded`: a user-registered
@@ -313,7 +313,7 @@ unsafe fn thread_name(namer: Option<*mut ffi::PyObject>) -> String {
             ffi::PyErr_Clear();
             return String::new();
         }
-        let s = crate::engine::str_of(r);
+        let s = crate::recorder::engine::str_of(r);
         ffi::Py_DecRef(r);
         s
     })
@@ -391,7 +391,7 @@ impl Engine {
     pub fn bytes(&self) -> u64 {
         // SAFETY: an `Engine` is only reached through the ENGINE GilCell, so `&self` means the GIL
         // is held; no other reference to IDS is alive here.
-        let ids = unsafe { crate::identity::IDS.get() }.bytes();
+        let ids = unsafe { crate::recorder::identity::IDS.get() }.bytes();
         ids + self.writer_bytes()
             + self
                 .recs
@@ -438,7 +438,7 @@ impl Engine {
         self.memory_stopped = false;
         // SAFETY: an `Engine` is only reached through the ENGINE GilCell, so `&mut self` means the
         // GIL is held; no other reference to IDS is alive here.
-        unsafe { crate::identity::IDS.get() }.clear();
+        unsafe { crate::recorder::identity::IDS.get() }.clear();
     }
 }
 

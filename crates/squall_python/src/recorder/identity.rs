@@ -107,7 +107,7 @@ impl Identities {
                 self.next += 1;
                 if !found {
                     // Counted before the identity exists (the filter may be high, never low).
-                    crate::addr_filter::watch(addr);
+                    crate::recorder::addr_filter::watch(addr);
                 }
                 self.by_addr.insert(addr, (id, tp));
                 self.near[near_slot(addr)] = (addr, tp, id);
@@ -163,7 +163,7 @@ impl Identities {
     /// The object at `addr` is being freed: a later object there is another one.
     pub fn forget(&mut self, addr: usize) {
         if self.by_addr.remove(&addr).is_some() {
-            crate::addr_filter::unwatch(addr);
+            crate::recorder::addr_filter::unwatch(addr);
         }
         if let Some(e) = self.near.get_mut(near_slot(addr)) {
             if e.0 == addr {
@@ -190,6 +190,6 @@ impl Identities {
         self.last = [(0, 0, 0); LAST];
         self.near = Vec::new();
         self.by_addr = AddrMap::with_hasher(foldhash::fast::FixedState::with_seed(0x5ca11));
-        crate::addr_filter::unwatch_all();
+        crate::recorder::addr_filter::unwatch_all();
     }
 }

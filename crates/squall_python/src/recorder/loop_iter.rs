@@ -66,7 +66,7 @@ unsafe extern "C" fn iternext(slf: *mut ffi::PyObject) -> *mut ffi::PyObject {
             return null_mut();
         }
         if (*s).hook.is_null() {
-            crate::record::record_bind((*s).site, item);
+            crate::recorder::record::record_bind((*s).site, item);
         } else {
             let mut args = [(*s).site, item];
             let r = ffi::PyObject_Vectorcall((*s).hook, args.as_mut_ptr(), 2, null_mut());

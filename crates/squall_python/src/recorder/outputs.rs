@@ -24,8 +24,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 use squall_trace::{OutStream, Outputs};
 
-use crate::engine::{Engine, ENGINE, RECORDING};
 use crate::gil_cell::GilCell;
+use crate::recorder::engine::{Engine, ENGINE, RECORDING};
 use squall_store::Recording;
 
 /// Every chunk written while recording, live (saved by `sink.rs` with the entries).
@@ -116,11 +116,11 @@ unsafe extern "C" fn tee_call(
             IN_TEXT.with(|c| c.set(c.get() + 1));
         }
         #[cfg(not(Py_3_12))]
-        let uncounted = crate::recursion::shift_recursion(1);
+        let uncounted = crate::recorder::recursion::shift_recursion(1);
         let out = ffi::PyObject_Vectorcall(write, args, nargs as usize, kwnames);
         #[cfg(not(Py_3_12))]
         if uncounted {
-            crate::recursion::shift_recursion(-1);
+            crate::recorder::recursion::shift_recursion(-1);
         }
         if text_layer {
             IN_TEXT.with(|c| c.set(c.get().saturating_sub(1)));
@@ -277,7 +277,7 @@ fn last_entry() -> (u64, Option<(u32, u32)>) {
     let thread_id = unsafe { PyThread_get_thread_native_id() } as u64;
     // The usual case: this thread recorded the last entry (no search over the flow's threads).
     // SAFETY: GIL held (called from the tee); no Python code runs while the reference is used.
-    let at = match unsafe { crate::engine::current_rec_cached() } {
+    let at = match unsafe { crate::recorder::engine::current_rec_cached() } {
         Some(rec) if rec.thread_id == thread_id && !rec.tl.is_empty() => Some((rec.number, rec.tl.len() as u32 - 1)),
         _ => {
             // SAFETY: as above; the reference above is no longer used.

@@ -11,16 +11,16 @@ use std::sync::atomic::Ordering;
 use pyo3::ffi;
 use squall_trace::{Kind, Recorded, SiteKind, ValRef};
 
-use crate::delegation;
-use crate::engine::{capture, scalar};
-use crate::engine::{current_rec, current_rec_cached, memory_check_due, ENGINE, RECORDING};
+use crate::recorder::delegation;
+use crate::recorder::engine::{capture, scalar};
+use crate::recorder::engine::{current_rec, current_rec_cached, memory_check_due, ENGINE, RECORDING};
 
 type Args = *mut *mut ffi::PyObject;
 
 /// Most parameters a call records inline on the stack before spilling to the heap.
 const INLINE_ARGS: usize = 8;
 
-use crate::ints::id_of as small_id;
+use crate::recorder::ints::id_of as small_id;
 
 unsafe fn new_none() -> *mut ffi::PyObject {
     // SAFETY: the entry points run with the GIL held; `None` is immortal or kept alive by the
@@ -35,7 +35,7 @@ unsafe fn new_none() -> *mut ffi::PyObject {
 /// An event that came while recording was paused for the live UI: counted, not recorded.
 #[cold]
 fn lost_to_ui() {
-    if crate::engine::UI_PAUSE.load(Ordering::Relaxed) {
+    if crate::recorder::engine::UI_PAUSE.load(Ordering::Relaxed) {
         // SAFETY: the entry points run with the GIL held.
         unsafe { ENGINE.get().lost_during_ui += 1 };
     }
@@ -123,7 +123,7 @@ unsafe fn call_fast(form_obj: *mut ffi::PyObject, params: Args, n: usize) -> boo
 
 /// After the fast paths wrote an entry: what `Engine::note` does for `Written`.
 #[inline(always)]
-unsafe fn written(rec: &mut crate::engine::ThreadRec) {
+unsafe fn written(rec: &mut crate::recorder::engine::ThreadRec) {
     if memory_check_due(rec) {
         // SAFETY: GIL held (an entry point's fast path); the encoder and the limit check run no
         // Python code.

@@ -18,10 +18,10 @@ use std::sync::atomic::Ordering;
 use pyo3::ffi;
 use squall_trace::{Recorded, ValRef};
 
-use crate::engine::{capture, scalar};
-use crate::engine::{current_rec, current_rec_cached, memory_check_due, ENGINE, RECORDING};
-use crate::identity::IDS;
-use crate::ints::id_of as small_id;
+use crate::recorder::engine::{capture, scalar};
+use crate::recorder::engine::{current_rec, current_rec_cached, memory_check_due, ENGINE, RECORDING};
+use crate::recorder::identity::IDS;
+use crate::recorder::ints::id_of as small_id;
 
 // The contract of every `unsafe fn` in this module: the GIL is held, the object pointers given
 // are live (borrowed for the call), and an `Args` holds as many live pointers as the entry
@@ -98,7 +98,7 @@ unsafe fn write_fast(
         let Some((form, _)) = eng.forms.site_owner(site_id) else { return Fast::Slow(None) };
         let Some(rec) = current_rec_cached() else { return Fast::Slow(None) };
         let Some(frame) = rec.tl.innermost_frame_of(form, &eng.limits) else { return Fast::Slow(None) };
-        let id = IDS.get().of_watched(obj, |tp| crate::deaths::watched(tp));
+        let id = IDS.get().of_watched(obj, |tp| crate::recorder::deaths::watched(tp));
         let key_ref = if key.is_null() {
             ValRef::ABSENT
         } else {
@@ -151,7 +151,7 @@ unsafe fn record_write_slow(
             return;
         };
         let Some(rec) = current_rec() else { return };
-        let id = IDS.get().of_watched(obj, |tp| crate::deaths::watched(tp));
+        let id = IDS.get().of_watched(obj, |tp| crate::recorder::deaths::watched(tp));
         let key_ref = match key_ref {
             Some(k) => k,
             None if key.is_null() => ValRef::ABSENT,

@@ -69,7 +69,7 @@ unsafe extern "C" fn set_v(slf: *mut ffi::PyObject, value: *mut ffi::PyObject, _
             return -1;
         }
         let key = if s.item { s.key } else { null_mut() };
-        crate::write_entry::record_write(s.site, s.obj, key, value);
+        crate::recorder::write_entry::record_write(s.site, s.obj, key, value);
         0
     }
 }

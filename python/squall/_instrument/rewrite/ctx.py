@@ -4,21 +4,22 @@ module's identity, the engine's FORM/SITE constants."""
 import ast
 from typing import Any, List, Optional
 
-# Defaults matching _engine.pyi, used if an engine object lacks the constants.
-_CONST_DEFAULTS = {
-    "FORM_FUNCTION": 0,
-    "FORM_GENERATOR": 1,
-    "FORM_COROUTINE": 2,
-    "FORM_ASYNC_GENERATOR": 3,
-    "FORM_LAMBDA": 4,
-    "FORM_MODULE": 5,
-    "SITE_RETURN": 0,
-    "SITE_YIELD": 1,
-    "SITE_AWAIT": 2,
-    "SITE_EXPR": 3,
-    "SITE_BIND": 4,
-    "SITE_WRITE": 5,
-}
+#: The engine's FORM/SITE constants every pass reads (exported from the core's enums,
+#: ``FormKind::ALL`` / ``SiteKind::ALL``).
+_CONSTANTS = (
+    "FORM_FUNCTION",
+    "FORM_GENERATOR",
+    "FORM_COROUTINE",
+    "FORM_ASYNC_GENERATOR",
+    "FORM_LAMBDA",
+    "FORM_MODULE",
+    "SITE_RETURN",
+    "SITE_YIELD",
+    "SITE_AWAIT",
+    "SITE_EXPR",
+    "SITE_BIND",
+    "SITE_WRITE",
+)
 
 
 def _default_engine():
@@ -34,8 +35,9 @@ class _Ctx:
         self.engine = engine
         self.filename = filename
         self.module_name = module_name
-        for k, d in _CONST_DEFAULTS.items():
-            setattr(self, k, getattr(engine, k, d))
+        for k in _CONSTANTS:
+            # An explicit engine without the constants (a test's) uses the real engine's.
+            setattr(self, k, getattr(engine, k) if hasattr(engine, k) else getattr(_default_engine(), k))
 
     def register_form(self, qualname: str, line: int, params: List[str], kind: int) -> int:
         return int(self.engine.register_form(self.module_name, qualname, self.filename, line, params, kind))

@@ -208,7 +208,7 @@ impl Cx<'_> {
                         // Py_TPFLAGS_MANAGED_DICT (3.11+): `object` reads such a dict.
                         && flags & (1 << 4) == 0;
                     if plain {
-                        let obj = if info.watched { crate::identity::IDS.get().of(o) } else { 0 };
+                        let obj = if info.watched { crate::recorder::identity::IDS.get().of(o) } else { 0 };
                         if obj != 0 && self.cache.path.contains(&(o as usize)) {
                             return false;
                         }
@@ -259,7 +259,7 @@ impl Cx<'_> {
         unsafe {
             let addr = o as usize;
             let slot = ((addr >> 4) ^ (addr >> 16)) & (FROZEN_SLOTS - 1);
-            let obj = crate::identity::IDS.get().of(o);
+            let obj = crate::recorder::identity::IDS.get().of(o);
             if let Some(f) = self.cache.prints.frozen.get(slot) {
                 // More budget left than the whole walk took: the walk would read it all again.
                 if f.addr == addr && f.obj == obj && *left > f.used {
