@@ -47,6 +47,7 @@ def test_the_description_is_published(server):
         assert r.read() == (ROOT / "crates" / "squall_server" / "openapi.json").read_bytes()
 
 
+@pytest.mark.main_python_only
 def test_schemathesis_finds_no_5xx_and_no_answer_outside_the_description(server, tmp_path):
     base, token = server
     cmd = [

@@ -18,6 +18,7 @@ import pytest
 EXT = Path(__file__).resolve().parents[2] / "editors" / "vscode"
 
 
+@pytest.mark.main_python_only
 def test_extension_packages_with_the_squall_debug_type(tmp_path):
     missing = [
         m

@@ -40,6 +40,7 @@ def server(tmp_path):
             p.kill()
 
 
+@pytest.mark.main_python_only
 def test_outputs_tab_in_headless_chromium(server, tmp_path):
     _need_browser()
     shots = ROOT / "docs" / "screenshots" if os.environ.get("SQUALL_UPDATE_SCREENSHOTS") else tmp_path / "shots"

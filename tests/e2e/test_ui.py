@@ -137,6 +137,7 @@ def test_open_missing_file():
     assert "no such file" in r.stderr
 
 
+@pytest.mark.main_python_only
 def test_ui_in_headless_chromium(server, tmp_path):
     _need_browser()
     # SQUALL_UPDATE_SCREENSHOTS=1 refreshes the committed ones in docs/screenshots.
