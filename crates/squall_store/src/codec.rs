@@ -5,8 +5,9 @@
 //! - `A`: the parent / fn-call idx relative to the entry's own idx: `0` for `NONE`, else
 //!   `zigzag(idx - a) + 1`;
 //! - `B`: every kind but calls and resumes (a call's ret idx is recomputed on load): a value code;
+//!   the kinds holding a float (7, 8, 9: version 5) the float's low word, raw;
 //! - `C`: calls and resumes: a value code, or an args-arena offset (tag 3); the others: the raw
-//!   word (unused, 0);
+//!   word (unused, 0; a float's high word);
 //! - `G`: the args arena slice: value codes.
 //!
 //! A value code is `payload << 2 | tag`: tag 0 an inline int (payload `zigzag(int)`), tag 1 a
@@ -137,6 +138,9 @@ pub(crate) fn encode_entries(
             } else {
                 put_val(&mut s.c, e.c, &mut pc);
             }
+        } else if e.holds_float() {
+            put_uv(&mut s.b, u64::from(e.b));
+            put_uv(&mut s.c, u64::from(e.c));
         } else {
             put_val(&mut s.b, e.b, &mut pb);
             put_uv(&mut s.c, u64::from(e.c));
@@ -201,13 +205,14 @@ pub(crate) fn decode_entries(body: &[u8]) -> Result<EntriesPart, Bad> {
         let kind_bits = code as u32 & 15;
         let id = (code as u32) >> 4;
         let head = id | (kind_bits << 28);
-        // Kinds 0, 1 (call, resume) and 3 (unwind) name forms; 2, 4, 5 and 6 (write, version 3)
-        // sites; others are unknown.
+        // Kinds 0, 1 (call, resume) and 3 (unwind) name forms; 2, 4, 5, 6 (write, version 3)
+        // and 7, 8, 9 (return, expr and bind holding a float, version 5) sites; others are unknown.
         match kind_bits {
             0 | 1 | 3 => forms_needed = forms_needed.max(u64::from(id) + 1),
-            2 | 4 | 5 | 6 => sites_needed = sites_needed.max(u64::from(id) + 1),
+            2 | 4..=9 => sites_needed = sites_needed.max(u64::from(id) + 1),
             _ => return Err(Bad("unknown entry kind")),
         }
+        let holds_float = (7..=9).contains(&kind_bits);
         let is_call = kind_bits <= 1;
         let ac = a.uv()?;
         let aw = if ac == 0 {
@@ -229,6 +234,8 @@ pub(crate) fn decode_entries(body: &[u8]) -> Result<EntriesPart, Bad> {
         }
         let (bw, cw) = if is_call {
             (NONE, get_val(&mut c, &mut pc, kind_bits == 0)?)
+        } else if holds_float {
+            (b.u32v()?, c.u32v()?)
         } else {
             (get_val(&mut b, &mut pb, false)?, c.u32v()?)
         };

@@ -88,13 +88,15 @@ fn thread_exceptions(n: usize, t: &ThreadRef<'_>, out: &mut Vec<ExceptionFact>) 
         let call = e.fn_call_idx();
         let frame =
             Unwound { call_idx: call, unwind_idx: idx, form: e.id(), last_event_idx: last_event(tl, call, idx) };
+        // An unwind's throwable is always a ref (only returns, expressions and bindings hold floats).
+        let thrown = e.value_ref().unwrap_or(ValRef::ABSENT);
         let group = match open_by_frame.remove(&call) {
-            Some(g) if same_exception(t.values, out[g].value, e.value()) => {
+            Some(g) if same_exception(t.values, out[g].value, thrown) => {
                 out[g].chain.push(frame);
                 g
             }
             _ => {
-                out.push(ExceptionFact { thread: n, chain: vec![frame], value: e.value(), caught_in: None });
+                out.push(ExceptionFact { thread: n, chain: vec![frame], value: thrown, caught_in: None });
                 out.len() - 1
             }
         };
