@@ -184,6 +184,8 @@ def test_goto_line_is_the_same(recorded):
 BOUNDS = [(3, 20), (1, 1), (0, 5), (2, 0), (50, 10_000)]
 # The entry-level part of a Python value ref: what the UI calls `v` (crates/squall_python/src/bindings/query.rs).
 LOCAL = 0xFFFF_FFFF
+#: The bit of a ref naming something an entry holds (a call's args, a write's target, a float).
+ARGS_BIT = 1 << 32
 
 
 def test_value_printing_is_the_same(recorded):
@@ -198,7 +200,9 @@ def test_value_printing_is_the_same(recorded):
         }
         for ref in sorted(refs):
             for level, length in BOUNDS:
-                want = ui.get("value", tl=tl, v=ref & LOCAL, level=level, length=length)["repr"]
+                # A ref shaped as an args ref names a float its entry holds: the UI reads it by idx.
+                at = {"idx": ref & LOCAL} if ref & ARGS_BIT else {"v": ref & LOCAL}
+                want = ui.get("value", tl=tl, level=level, length=length, **at)["repr"]
                 assert rec.val_pprint(ref, print_level=level, print_length=length) == want, (tl, ref, level, length)
             seen += 1
     assert seen > 0

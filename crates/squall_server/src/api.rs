@@ -252,7 +252,7 @@ pub fn frame(view: &dyn View, q: &Q) -> ApiResult {
                         .get_or_insert_with(|| squall_trace::NodeEntries::upto(t, forms, store, idx as usize + 1));
                     let mut state_slot = slot;
                     if let Some(s) = squall_trace::latest_state(store, ne, obj, idx, slot) {
-                        value = ValRef(s.slot);
+                        value = ValRef(s.slot).into();
                         state_idx = s.idx;
                         state_slot = s.slot;
                     }
@@ -264,7 +264,7 @@ pub fn frame(view: &dyn View, q: &Q) -> ApiResult {
                             &store.node_as_of(state_slot, idx, squall_trace::ExpandBudget::FULL),
                             PREVIEW_MAX,
                         );
-                        node["v"] = json!(value.0);
+                        node["v"] = json!(state_slot);
                         applied = Some((n, node));
                         state_idx = Some(last);
                     }
@@ -509,7 +509,30 @@ fn parse_path(s: &str) -> Result<Vec<usize>, ApiError> {
 
 pub fn value(view: &dyn View, q: &Q) -> ApiResult {
     let tl = tl_of(view, q)?;
-    let v = ValRef(req(q, "v")?);
+    // `v` a value ref, or `idx` an entry whose value is meant (a float an entry holds has no ref).
+    let v = match (q.get("v").filter(|s| !s.is_empty()), q.get("idx").filter(|s| !s.is_empty())) {
+        (None, Some(_)) => {
+            let idx: usize = req(q, "idx")?;
+            let t = view.timelines()[tl].timeline;
+            let e = t
+                .get(idx)
+                .filter(|e| !e.kind().is_call())
+                .ok_or_else(|| ApiError::not_found(format!("entry {idx} of timeline {tl} holds no single value")))?;
+            match e.value() {
+                squall_trace::Value::Ref(r) => r,
+                squall_trace::Value::Float(f) => {
+                    if !parse_path(q.get("path").map_or("", String::as_str))?.is_empty() {
+                        return Err(ApiError::bad("this value has no children"));
+                    }
+                    let n = val_node(view, tl, squall_trace::Value::Float(f), PREVIEW_MAX);
+                    return Ok(
+                        json!({"v": null, "tl": tl, "type": n["type"], "repr": n["preview"], "path": [], "children": [], "children_total": 0, "offset": 0, "more": false}),
+                    );
+                }
+            }
+        }
+        _ => ValRef(req(q, "v")?),
+    };
     let path = parse_path(q.get("path").map_or("", String::as_str))?;
     let o = ExpandOpts {
         offset: opt(q, "offset", 0)?,
@@ -594,7 +617,7 @@ pub fn loops(view: &dyn View, q: &Q) -> ApiResult {
     let hi = (pos + around + 1).min(hits.len());
     let item = |n: usize| {
         let i = hits[n];
-        json!({"n": n, "idx": i, "value": val_node(view, tl, t.get(i as usize).map_or(ValRef::ABSENT, |e| e.value()), 60)})
+        json!({"n": n, "idx": i, "value": val_node(view, tl, t.get(i as usize).map_or(squall_trace::Value::ABSENT, |e| e.value()), 60)})
     };
     Ok(json!({
         "count": hits.len(), "pos": pos,

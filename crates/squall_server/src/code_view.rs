@@ -148,7 +148,7 @@ pub fn site_hits(view: &dyn View, q: &Q) -> ApiResult {
         .iter()
         .take(limit)
         .map(|&i| {
-            let v = t.get(i as usize).map_or(ValRef::ABSENT, Entry::value);
+            let v = t.get(i as usize).map_or(squall_trace::Value::ABSENT, Entry::value);
             json!({"idx": i, "value": val_node(view, tl, v, 120)})
         })
         .collect();

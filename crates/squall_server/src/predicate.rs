@@ -46,10 +46,12 @@ pub fn candidate<'a>(view: &'a dyn View, e: &Entry, snap: &'a Snap) -> Candidate
 /// The recorded value of entry `e` as a tree (inline scalars too); `Err`: why it cannot be read.
 pub fn entry_snap(view: &dyn View, tl: usize, e: &Entry) -> Result<Snap, String> {
     let v = e.value();
-    Ok(match v.decode() {
-        Decoded::Int(i) => Snap::Int(i),
-        Decoded::None | Decoded::Absent => Snap::None,
-        Decoded::Bool(b) => Snap::Bool(b),
-        Decoded::Slot(_) => view.snap(tl, v)?.into_owned(),
+    Ok(match (v.as_ref(), v.decode()) {
+        (_, Decoded::Int(i)) => Snap::Int(i),
+        (_, Decoded::Float(f)) => Snap::Float(f),
+        (_, Decoded::None | Decoded::Absent) => Snap::None,
+        (_, Decoded::Bool(b)) => Snap::Bool(b),
+        (Some(r), Decoded::Slot(_)) => view.snap(tl, r)?.into_owned(),
+        (None, Decoded::Slot(_)) => Snap::None,
     })
 }

@@ -3,22 +3,33 @@
 
 use serde_json::{json, Value};
 use squall_trace::value_tree::{self, children_count, total_len};
-use squall_trace::{Decoded, Snap, ValRef};
+use squall_trace::{Decoded, Snap};
 
 use crate::source::View;
 
 /// Characters of a preview in listings.
 pub const PREVIEW_MAX: usize = 120;
 
-/// The preview node of a value ref: `{v, type, preview, expandable, len?}`.
-pub fn val_node(view: &dyn View, tl: usize, v: ValRef, max: usize) -> Value {
+/// The preview node of a value ref or an entry's float: `{v, type, preview, expandable, len?}`
+/// (`v` null for a float an entry holds: no slot to expand, like an absent value).
+pub fn val_node(view: &dyn View, tl: usize, v: impl Into<squall_trace::Value>, max: usize) -> Value {
+    let v = match v.into() {
+        squall_trace::Value::Ref(r) => r,
+        squall_trace::Value::Float(f) => {
+            let mut n = snap_node(&Snap::Float(f), max);
+            n["v"] = Value::Null;
+            return n;
+        }
+    };
     match v.decode() {
         Decoded::Int(i) => json!({"v": v.0, "type": "int", "preview": i.to_string(), "expandable": false}),
         Decoded::None => json!({"v": v.0, "type": "NoneType", "preview": "None", "expandable": false}),
         Decoded::Bool(b) => {
             json!({"v": v.0, "type": "bool", "preview": if b { "True" } else { "False" }, "expandable": false})
         }
-        Decoded::Absent => json!({"v": null, "type": "absent", "preview": "<absent>", "expandable": false}),
+        Decoded::Absent | Decoded::Float(_) => {
+            json!({"v": null, "type": "absent", "preview": "<absent>", "expandable": false})
+        }
         Decoded::Slot(_) => match view.snap(tl, v) {
             Ok(s) => {
                 let mut n = snap_node(&s, max);
@@ -31,9 +42,12 @@ pub fn val_node(view: &dyn View, tl: usize, v: ValRef, max: usize) -> Value {
 }
 
 /// A short text of the value (search, equality by text).
-pub fn val_text(view: &dyn View, tl: usize, v: ValRef, max: usize) -> String {
-    match v.decode() {
-        Decoded::Slot(_) => view.snap(tl, v).map(|s| squall_store::preview(&s, max)).unwrap_or_default(),
+pub fn val_text(view: &dyn View, tl: usize, v: impl Into<squall_trace::Value>, max: usize) -> String {
+    let v = v.into();
+    match (v, v.decode()) {
+        (squall_trace::Value::Ref(r), Decoded::Slot(_)) => {
+            view.snap(tl, r).map(|s| squall_store::preview(&s, max)).unwrap_or_default()
+        }
         _ => squall_store::preview_ref(v, &squall_trace::ValueStore::new(), max),
     }
 }

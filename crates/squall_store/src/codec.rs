@@ -4,10 +4,14 @@
 //! - `H`: `id << 4 | kind` (the entry's head word rotated: kind is its top 4 bits);
 //! - `A`: the parent / fn-call idx relative to the entry's own idx: `0` for `NONE`, else
 //!   `zigzag(idx - a) + 1`;
-//! - `B`: every kind but calls and resumes (a call's ret idx is recomputed on load): a value code;
-//! - `C`: calls and resumes: a value code, or an args-arena offset (tag 3); the others: the raw
-//!   word (unused, 0);
-//! - `G`: the args arena slice: value codes.
+//! - `B`: every kind but calls, resumes and the kinds holding a float (a call's ret idx is
+//!   recomputed on load): a value code;
+//! - `C`: calls and resumes: a value code, or an args-arena offset (tag 3); the others but the
+//!   kinds holding a float: the raw word (unused, 0);
+//! - `G`: the args arena slice: value codes;
+//! - `F` (version 5, only when not empty): the floats of the kinds holding one (7, 8, 9), 8 bytes
+//!   each, little-endian: kept apart and unscrambled by varints, they compress as the float
+//!   nodes they replace did.
 //!
 //! A value code is `payload << 2 | tag`: tag 0 an inline int (payload `zigzag(int)`), tag 1 a
 //! constant (payload `word - MAX_SLOT`), tag 2 a value slot (payload `zigzag(slot - previous slot
@@ -94,12 +98,18 @@ pub(crate) struct Streams {
     b: Vec<u8>,
     c: Vec<u8>,
     g: Vec<u8>,
+    f: Vec<u8>,
 }
 
 impl Streams {
     /// The bytes the streams' buffers hold.
     pub(crate) fn held(&self) -> usize {
-        self.h.capacity() + self.a.capacity() + self.b.capacity() + self.c.capacity() + self.g.capacity()
+        self.h.capacity()
+            + self.a.capacity()
+            + self.b.capacity()
+            + self.c.capacity()
+            + self.g.capacity()
+            + self.f.capacity()
     }
 }
 
@@ -116,7 +126,7 @@ pub(crate) fn encode_entries(
     args: &[u32],
     nparams: &[u32],
 ) {
-    for v in [&mut s.h, &mut s.a, &mut s.b, &mut s.c, &mut s.g] {
+    for v in [&mut s.h, &mut s.a, &mut s.b, &mut s.c, &mut s.g, &mut s.f] {
         v.clear();
     }
     s.h.reserve(entries.len() * 2);
@@ -137,6 +147,8 @@ pub(crate) fn encode_entries(
             } else {
                 put_val(&mut s.c, e.c, &mut pc);
             }
+        } else if e.holds_float() {
+            s.f.extend_from_slice(&(u64::from(e.b) | u64::from(e.c) << 32).to_le_bytes());
         } else {
             put_val(&mut s.b, e.b, &mut pb);
             put_uv(&mut s.c, u64::from(e.c));
@@ -153,6 +165,10 @@ pub(crate) fn encode_entries(
     for v in [&s.h, &s.a, &s.b, &s.c, &s.g] {
         put_uv(out, v.len() as u64);
         out.extend_from_slice(v);
+    }
+    if !s.f.is_empty() {
+        put_uv(out, s.f.len() as u64);
+        out.extend_from_slice(&s.f);
     }
 }
 
@@ -185,6 +201,7 @@ pub(crate) fn decode_entries(body: &[u8]) -> Result<EntriesPart, Bad> {
     }
     let (mut h, mut a, mut b, mut c, mut g) =
         (Rd::new(r.block()?), Rd::new(r.block()?), Rd::new(r.block()?), Rd::new(r.block()?), Rd::new(r.block()?));
+    let mut f = Rd::new(if r.at_end() { &[] } else { r.block()? });
     // Every entry takes at least one byte of `H`, every arg one byte of `G`.
     if n > h.remaining() as u64 || nargs > g.remaining() as u64 {
         return Err(Bad("count larger than the data"));
@@ -201,13 +218,14 @@ pub(crate) fn decode_entries(body: &[u8]) -> Result<EntriesPart, Bad> {
         let kind_bits = code as u32 & 15;
         let id = (code as u32) >> 4;
         let head = id | (kind_bits << 28);
-        // Kinds 0, 1 (call, resume) and 3 (unwind) name forms; 2, 4, 5 and 6 (write, version 3)
-        // sites; others are unknown.
+        // Kinds 0, 1 (call, resume) and 3 (unwind) name forms; 2, 4, 5, 6 (write, version 3)
+        // and 7, 8, 9 (return, expr and bind holding a float, version 5) sites; others are unknown.
         match kind_bits {
             0 | 1 | 3 => forms_needed = forms_needed.max(u64::from(id) + 1),
-            2 | 4 | 5 | 6 => sites_needed = sites_needed.max(u64::from(id) + 1),
+            2 | 4..=9 => sites_needed = sites_needed.max(u64::from(id) + 1),
             _ => return Err(Bad("unknown entry kind")),
         }
+        let holds_float = (7..=9).contains(&kind_bits);
         let is_call = kind_bits <= 1;
         let ac = a.uv()?;
         let aw = if ac == 0 {
@@ -229,6 +247,9 @@ pub(crate) fn decode_entries(body: &[u8]) -> Result<EntriesPart, Bad> {
         }
         let (bw, cw) = if is_call {
             (NONE, get_val(&mut c, &mut pc, kind_bits == 0)?)
+        } else if holds_float {
+            let w = u64::from_le_bytes(f.bytes(8)?.try_into().map_err(|_| Bad("float"))?);
+            (w as u32, (w >> 32) as u32)
         } else {
             (get_val(&mut b, &mut pb, false)?, c.u32v()?)
         };
@@ -238,7 +259,7 @@ pub(crate) fn decode_entries(body: &[u8]) -> Result<EntriesPart, Bad> {
     for _ in 0..nargs {
         args.push(get_val(&mut g, &mut pg, false)?);
     }
-    if !(h.at_end() && a.at_end() && b.at_end() && c.at_end() && g.at_end()) {
+    if !(h.at_end() && a.at_end() && b.at_end() && c.at_end() && g.at_end() && f.at_end() && r.at_end()) {
         return Err(Bad("trailing bytes in an entries stream"));
     }
     Ok(EntriesPart { forms_needed, sites_needed, outside, timeline, first_idx, entries, args_first, args })

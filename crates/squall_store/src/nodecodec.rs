@@ -34,7 +34,8 @@ fn put_val(out: &mut Vec<u8>, here: u32, v: ValRef) {
         Decoded::None => put_uv(out, V_CONST),
         Decoded::Bool(true) => put_uv(out, 1 << 2 | V_CONST),
         Decoded::Bool(false) => put_uv(out, 2 << 2 | V_CONST),
-        Decoded::Absent => put_uv(out, 3 << 2 | V_CONST),
+        // A node's child is a ref, never a float held in an entry.
+        Decoded::Absent | Decoded::Float(_) => put_uv(out, 3 << 2 | V_CONST),
     }
 }
 

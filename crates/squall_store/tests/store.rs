@@ -377,6 +377,76 @@ fn version_1_files_open() {
     assert_eq!(squall_store::preview_ref(ret.value(), &t.values, 80), "{'a': 2, 'b': 1}");
 }
 
+/// A version 4 file (floats as value nodes, before entries held them) still opens, each float
+/// where its entry points: recorded by the version 4 squall from this program:
+///
+/// ```python
+/// def scale(x):
+///     y = x * 2.0
+///     z = -y * 0.0
+///     n = y * math.nan
+///     i = y * math.inf
+///     return y + 0.5
+/// scale(1.25)
+/// ```
+#[test]
+fn version_4_files_open_with_their_floats() {
+    let bytes = include_bytes!("fixtures/v4_floats.sqrec");
+    assert_eq!(u32::from_le_bytes(bytes[8..12].try_into().unwrap()), 4);
+    let rec = read(bytes).unwrap();
+    assert!(rec.completed, "{:?}", rec.cut_short);
+    let t = &rec.timelines[0];
+    let shown = |kind: Kind| -> Vec<String> {
+        t.timeline
+            .entries()
+            .iter()
+            .filter(|e| e.kind() == kind)
+            .map(|e| {
+                assert!(!e.holds_float(), "a version 4 entry holds a value code");
+                squall_store::preview_ref(e.value(), &t.values, 80)
+            })
+            .collect()
+    };
+    assert_eq!(shown(Kind::Bind), ["2.5", "-0.0", "nan", "inf"]);
+    assert_eq!(shown(Kind::Return).first().map(String::as_str), Some("3.0"));
+}
+
+/// Returns, expressions and bindings holding floats (version 5) read back bit for bit: NaN
+/// payloads, -0.0, the infinities, next to value codes in the same streams.
+#[test]
+fn floats_held_in_entries_round_trip() {
+    let l = Limits::default();
+    let floats = [2.5, -0.0, f64::NAN, f64::from_bits(0x7FF8_0000_DEAD_BEEF), f64::INFINITY, f64::NEG_INFINITY, 1e-310];
+    let mut t = Timeline::new();
+    t.call(0, &[], &l);
+    for (i, &f) in floats.iter().enumerate() {
+        t.event(Kind::Expr, 5, 0, false, squall_trace::Value::Float(f), &l);
+        t.event(Kind::Bind, 6, 0, false, ValRef::small_int(i as i64).unwrap(), &l);
+        t.event(Kind::Bind, 6, 0, false, squall_trace::Value::Float(-f), &l);
+    }
+    t.exit(Kind::Return, 0, 0, false, squall_trace::Value::Float(0.1), &l);
+    let mut w = Writer::new(Vec::new(), &Header::default()).unwrap();
+    w.forms(&common::forms()).unwrap();
+    w.thread(&ThreadMeta::default()).unwrap();
+    w.entries(0, 0, t.entries(), 0, t.args()).unwrap();
+    let rec = read(&w.finish(0, &[]).unwrap()).unwrap();
+    assert!(rec.completed, "{:?}", rec.cut_short);
+    let back = rec.timelines[0].timeline.entries();
+    assert_eq!(back, t.entries());
+    let held: Vec<u64> = back
+        .iter()
+        .filter(|e| e.kind() == Kind::Expr)
+        .filter_map(|e| match e.value() {
+            squall_trace::Value::Float(f) => Some(f.to_bits()),
+            squall_trace::Value::Ref(_) => None,
+        })
+        .collect();
+    assert_eq!(held, floats.map(f64::to_bits));
+    let last = back.last().unwrap();
+    assert_eq!((last.kind(), last.value()), (Kind::Return, squall_trace::Value::Float(0.1)));
+    assert_eq!(squall_store::preview_ref(back[3].value(), &rec.timelines[0].values, 80), "-2.5");
+}
+
 #[test]
 fn every_codec_reads_back() {
     for codec in [squall_store::Codec::None, squall_store::Codec::Lz4, squall_store::Codec::Zstd(3)] {
@@ -430,7 +500,7 @@ fn arb_snap() -> impl Strategy<Value = Snap> {
 
 /// One recorder event: (op, form, value word).
 fn arb_ops() -> impl Strategy<Value = Vec<(u8, u8, u32)>> {
-    prop::collection::vec((0u8..6, 0u8..4, any::<u32>()), 0..200)
+    prop::collection::vec((0u8..8, 0u8..4, any::<u32>()), 0..200)
 }
 
 fn run_ops(ops: &[(u8, u8, u32)]) -> Timeline {
@@ -452,6 +522,17 @@ fn run_ops(ops: &[(u8, u8, u32)]) -> Timeline {
             }
             4 => {
                 t.resume(3, v, &l);
+            }
+            // A float held in the entry (both words from `w`: NaN payloads included).
+            6 => {
+                let f = squall_trace::Value::Float(f64::from_bits(u64::from(w) << 32 | u64::from(w.rotate_left(7))));
+                t.exit(Kind::Return, form, form, form == 3, f, &l);
+            }
+            7 => {
+                let f = squall_trace::Value::Float(f64::from_bits(u64::from(w) << 32 | u64::from(!w)));
+                let site = [5, 5, 6, 4][form as usize];
+                let kind = if site == 6 { Kind::Bind } else { Kind::Expr };
+                t.event(kind, site, [1, 1, 2, 3][form as usize], form == 3, f, &l);
             }
             _ => {
                 let site = [5, 5, 6, 4][form as usize];

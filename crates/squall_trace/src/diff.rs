@@ -18,7 +18,7 @@ use crate::forms::Forms;
 use crate::snapshot::Snap;
 use crate::store::{ExpandBudget, ValueStore};
 use crate::timeline::Timeline;
-use crate::value::ValRef;
+use crate::value::{ValRef, Value};
 
 /// How much of a value is compared.
 const COMPARE: ExpandBudget = ExpandBudget { max_depth: 4, max_nodes: 400 };
@@ -34,7 +34,8 @@ pub struct Side<'a> {
 }
 
 /// Whether `a` (in `sa`) and `b` (in `sb`) hold the same content, identities ignored.
-pub fn same_content(sa: &ValueStore, a: ValRef, sb: &ValueStore, b: ValRef) -> bool {
+pub fn same_content(sa: &ValueStore, a: impl Into<Value>, sb: &ValueStore, b: impl Into<Value>) -> bool {
+    let (a, b) = (a.into(), b.into());
     if std::ptr::eq(sa, sb) && a == b {
         return true;
     }
@@ -160,7 +161,7 @@ fn args(s: &Side<'_>, call: u32) -> Vec<ValRef> {
 }
 
 /// The exit of a call: (raised, value), `None` while running.
-fn outcome(s: &Side<'_>, call: u32) -> Option<(bool, ValRef)> {
+fn outcome(s: &Side<'_>, call: u32) -> Option<(bool, Value)> {
     let r = s.tl.get(call as usize)?.ret_idx()?;
     let x = s.tl.get(r as usize)?;
     Some((x.kind() == Kind::Unwind, x.value()))

@@ -10,6 +10,13 @@
 //! | `Bind`     | site id            | fn-call idx    | the bound value          | unused              |
 //! | `Write`    | site id            | fn-call idx    | the new value (`ABSENT`: del) | write record (below) |
 //!
+//! A `Return`, `Expr` or `Bind` whose value is an exact `float` holds the float itself instead:
+//! `b` its bits' low word, `c` their high word, and no store node backs it (a float node plus
+//! its entry was 32 bytes and a new node per event; DESIGN.md "Where recorded time goes"). It is
+//! stored with kind bits of its own (`FLOAT_RETURN`, `FLOAT_EXPR`, `FLOAT_BIND`: format version
+//! 5), but is the same [`Kind`] to every reader: [`Entry::value`] hands out a [`Value`], a ref or
+//! the float.
+//!
 //! A call's `c` holds its arguments according to the form's parameter count: nothing for 0, the
 //! value itself for 1, an offset into the timeline's args arena for 2 or more (the arena then holds
 //! exactly that many values). A `Resume` (`fn-resume`) opens a frame like a call: it starts a new
@@ -22,7 +29,7 @@
 //! names it), and the value store's length when the write happened (the target's states recorded
 //! before the write are the nodes below it: "from what" is a query, never read at write time).
 
-use crate::value::ValRef;
+use crate::value::{ValRef, Value};
 
 /// "No index": an open call's ret idx, a root call's parent idx.
 pub const NONE: u32 = u32::MAX;
@@ -47,6 +54,11 @@ pub enum Kind {
     Write = 6,
 }
 
+/// The head's kind bits of a `Return`, `Expr` and `Bind` holding a float (see the module doc).
+const FLOAT_RETURN: u32 = 7;
+const FLOAT_EXPR: u32 = 8;
+const FLOAT_BIND: u32 = 9;
+
 /// Args-arena words a `Write` entry's record takes (see the module doc).
 pub const WRITE_WORDS: usize = 4;
 
@@ -60,6 +72,9 @@ impl Kind {
             4 => Kind::Expr,
             5 => Kind::Bind,
             6 => Kind::Write,
+            FLOAT_RETURN => Kind::Return,
+            FLOAT_EXPR => Kind::Expr,
+            FLOAT_BIND => Kind::Bind,
             _ => return None,
         })
     }
@@ -111,6 +126,33 @@ impl Entry {
         Entry { head: ((kind as u32) << KIND_SHIFT) | (id & ID_MASK), a, b, c }
     }
 
+    /// An entry of `kind` (a `Return`, `Expr` or `Bind` when `value` is a float) holding `value`.
+    #[inline(always)]
+    pub fn valued(kind: Kind, id: u32, a: u32, value: Value) -> Entry {
+        match value {
+            Value::Ref(r) => Entry::new(kind, id, a, r.0, 0),
+            Value::Float(f) => {
+                let bits = match kind {
+                    Kind::Return => FLOAT_RETURN,
+                    Kind::Bind => FLOAT_BIND,
+                    _ => {
+                        debug_assert_eq!(kind, Kind::Expr, "only returns, expressions and bindings hold floats");
+                        FLOAT_EXPR
+                    }
+                };
+                debug_assert!(id <= ID_MASK);
+                let w = f.to_bits();
+                Entry { head: (bits << KIND_SHIFT) | (id & ID_MASK), a, b: w as u32, c: (w >> 32) as u32 }
+            }
+        }
+    }
+
+    /// True when the entry holds its value as a float (`b` and `c`), not as a ref.
+    #[inline]
+    pub fn holds_float(&self) -> bool {
+        matches!(self.head >> KIND_SHIFT, FLOAT_RETURN | FLOAT_EXPR | FLOAT_BIND)
+    }
+
     /// An entry from its four stored words, if its kind is one this version knows.
     pub fn from_raw(head: u32, a: u32, b: u32, c: u32) -> Option<Entry> {
         Kind::from_bits(head >> KIND_SHIFT)?;
@@ -148,10 +190,22 @@ impl Entry {
         self.a
     }
 
-    /// The result of a return, the throwable of an unwind, an expression's or binding's value.
-    pub fn value(&self) -> ValRef {
+    /// The result of a return, the throwable of an unwind, an expression's or binding's value,
+    /// a write's new value.
+    #[inline]
+    pub fn value(&self) -> Value {
         debug_assert!(!self.kind().is_call());
-        ValRef(self.b)
+        if self.holds_float() {
+            Value::Float(f64::from_bits(u64::from(self.b) | (u64::from(self.c) << 32)))
+        } else {
+            Value::Ref(ValRef(self.b))
+        }
+    }
+
+    /// The value as a ref: `None` for a float the entry holds (no node backs it).
+    #[inline]
+    pub fn value_ref(&self) -> Option<ValRef> {
+        self.value().as_ref()
     }
 }
 

@@ -88,13 +88,15 @@ fn thread_exceptions(n: usize, t: &ThreadRef<'_>, out: &mut Vec<ExceptionFact>) 
         let call = e.fn_call_idx();
         let frame =
             Unwound { call_idx: call, unwind_idx: idx, form: e.id(), last_event_idx: last_event(tl, call, idx) };
+        // An unwind's throwable is always a ref (only returns, expressions and bindings hold floats).
+        let thrown = e.value_ref().unwrap_or(ValRef::ABSENT);
         let group = match open_by_frame.remove(&call) {
-            Some(g) if same_exception(t.values, out[g].value, e.value()) => {
+            Some(g) if same_exception(t.values, out[g].value, thrown) => {
                 out[g].chain.push(frame);
                 g
             }
             _ => {
-                out.push(ExceptionFact { thread: n, chain: vec![frame], value: e.value(), caught_in: None });
+                out.push(ExceptionFact { thread: n, chain: vec![frame], value: thrown, caught_in: None });
                 out.len() - 1
             }
         };
@@ -113,7 +115,8 @@ fn thread_exceptions(n: usize, t: &ThreadRef<'_>, out: &mut Vec<ExceptionFact>) 
 /// it, as [`exceptions`] groups them. `None`: `unwind_idx` is not an fn-unwind.
 pub fn unwind_chain(values: Option<&ValueStore>, tl: &Timeline, unwind_idx: u32) -> Option<Vec<Unwound>> {
     let first = tl.get(unwind_idx as usize).filter(|e| e.kind() == Kind::Unwind)?;
-    let exc = first.value();
+    // An unwind's throwable is always a ref (only returns, expressions and bindings hold floats).
+    let exc = first.value_ref().unwrap_or(ValRef::ABSENT);
     let mut chain = Vec::new();
     let (mut idx, mut e) = (unwind_idx, first);
     loop {
@@ -129,7 +132,11 @@ pub fn unwind_chain(values: Option<&ValueStore>, tl: &Timeline, unwind_idx: u32)
             return Some(chain);
         };
         match tl.get(exit as usize) {
-            Some(x) if x.kind() == Kind::Unwind && same_exception(values, exc, x.value()) => (idx, e) = (exit, x),
+            Some(x)
+                if x.kind() == Kind::Unwind && same_exception(values, exc, x.value_ref().unwrap_or(ValRef::ABSENT)) =>
+            {
+                (idx, e) = (exit, x)
+            }
             _ => return Some(chain),
         }
     }

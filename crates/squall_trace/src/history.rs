@@ -60,7 +60,8 @@ impl NodeEntries {
                     }
                 }
                 Kind::Resume => see(ValRef(e.c), &mut top),
-                _ => see(e.value(), &mut top),
+                // A float an entry holds is no node.
+                _ => e.value_ref().into_iter().for_each(|v| see(v, &mut top)),
             }
             reach.push(top);
         }

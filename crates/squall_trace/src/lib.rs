@@ -48,6 +48,6 @@ pub use store::{
 pub use thin::{ThinBytes, ThinStr};
 pub use threads::ThreadRef;
 pub use timeline::{Recorded, Timeline};
-pub use value::{Decoded, ValRef, MAX_SLOT};
+pub use value::{Decoded, ValRef, Value, MAX_SLOT};
 pub use writes::{sync_writes, writes, OldValue, WriteFact, WriteFilter};
 pub use writes_merged::{writes_merged, MergedWrite};

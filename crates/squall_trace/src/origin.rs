@@ -27,7 +27,7 @@ use crate::queries::total_order;
 use crate::snapshot::Snap;
 use crate::store::{ObjId, ValueStore};
 use crate::timeline::Timeline;
-use crate::value::ValRef;
+use crate::value::{ValRef, Value};
 use crate::TraceError;
 
 /// One timeline of the flow the question is about, with its value store.
@@ -231,13 +231,13 @@ impl Cx<'_> {
         }
     }
 
-    fn value_of(&self, source: Source) -> Option<ValRef> {
+    fn value_of(&self, source: Source) -> Option<Value> {
         match source {
             Source::Entry { t, idx } => {
                 let e = self.parts[t].tl.get(idx as usize)?;
                 (!e.kind().is_call()).then(|| e.value())
             }
-            Source::Arg { t, call, param } => self.arg_value(t, call, param),
+            Source::Arg { t, call, param } => self.arg_value(t, call, param).map(Value::from),
         }
     }
 
@@ -456,7 +456,7 @@ impl Cx<'_> {
         let c = tl.get(call as usize).ok_or(Leaf::NotFollowed)?;
         let Some(caller) = c.parent_idx() else { return Err(Leaf::UnrecordedCaller) };
         let v = self.arg_value(t, call, param).ok_or(Leaf::NotFollowed)?;
-        let same = |w: ValRef| {
+        let same = |w: Value| {
             let (a, b) = (store.obj_of(v), store.obj_of(w));
             if a != 0 || b != 0 {
                 a == b
@@ -510,7 +510,7 @@ impl Cx<'_> {
             tl.get(caller as usize).filter(|x| x.kind() == Kind::Call).and_then(|x| self.forms.form(x.id()))
         {
             for (k, p) in form.params.iter().enumerate() {
-                if self.arg_value(t, caller, k as u32).is_some_and(same) {
+                if self.arg_value(t, caller, k as u32).is_some_and(|w| same(w.into())) {
                     return Ok(vec![(Source::Arg { t, call: caller, param: k as u32 }, Via::Name(p.clone()))]);
                 }
             }

@@ -6,7 +6,7 @@ use std::fmt::Write;
 
 use crate::snapshot::{SeqKind, Snap};
 use crate::store::{ExpandBudget, ValueStore};
-use crate::value::{Decoded, ValRef};
+use crate::value::{Decoded, Value};
 
 /// A Python-repr-like preview of `snap`, at most `max` bytes (longer ones end in `…`).
 /// Truncated containers (fewer items than `len`) end in `...`.
@@ -16,10 +16,13 @@ pub fn preview(snap: &Snap, max: usize) -> String {
     cut(s, max)
 }
 
-/// A preview of a value reference: inline ints and constants directly, slots through `values`.
-pub fn preview_ref(v: ValRef, values: &ValueStore, max: usize) -> String {
+/// A preview of a value reference: inline ints, floats and constants directly, slots through
+/// `values`.
+pub fn preview_ref(v: impl Into<Value>, values: &ValueStore, max: usize) -> String {
+    let v = v.into();
     match v.decode() {
         Decoded::Int(i) => i.to_string(),
+        Decoded::Float(f) => cut(float_repr(f), max),
         Decoded::None => "None".into(),
         Decoded::Bool(true) => "True".into(),
         Decoded::Bool(false) => "False".into(),
@@ -102,6 +105,13 @@ fn cut(mut s: String, max: usize) -> String {
     }
     s.truncate(end);
     s.push('…');
+    s
+}
+
+/// A float as Python's `repr` prints it.
+pub fn float_repr(f: f64) -> String {
+    let mut s = String::new();
+    float(&mut s, f);
     s
 }
 

@@ -7,7 +7,7 @@ use crate::printer;
 use crate::queries::display_name;
 use crate::store::ValueStore;
 use crate::timeline::Timeline;
-use crate::value::{Decoded, ValRef};
+use crate::value::{Decoded, ValRef, Value};
 
 /// Characters of a value's printed text that a value search looks at.
 pub const VALUE_TEXT_MAX: usize = 20_000;
@@ -46,10 +46,12 @@ pub struct TextSearch {
 pub struct SeenValues(Vec<u8>);
 
 /// The printed text a value search looks at for `v` (`None`: no value, or one not in `store`).
-pub fn value_text(store: Option<&ValueStore>, v: ValRef) -> Option<String> {
+pub fn value_text(store: Option<&ValueStore>, v: impl Into<Value>) -> Option<String> {
+    let v = v.into();
     match v.decode() {
         Decoded::Absent => None,
         Decoded::Slot(_) => store.map(|s| printer::preview_ref(v, s, VALUE_TEXT_MAX)),
+        Decoded::Float(f) => Some(printer::float_repr(f)),
         Decoded::Int(i) => Some(i.to_string()),
         Decoded::None => Some("None".into()),
         Decoded::Bool(b) => Some((if b { "True" } else { "False" }).into()),
@@ -79,7 +81,8 @@ impl TextSearch {
     }
 
     /// Whether the printed value `v` contains the text.
-    pub fn value_matches(&self, store: Option<&ValueStore>, seen: &mut SeenValues, v: ValRef) -> bool {
+    pub fn value_matches(&self, store: Option<&ValueStore>, seen: &mut SeenValues, v: impl Into<Value>) -> bool {
+        let v = v.into();
         match v.decode() {
             Decoded::Slot(s) => {
                 let Some(text) = value_text(store, v) else { return false };

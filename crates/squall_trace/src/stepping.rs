@@ -3,6 +3,7 @@
 
 use crate::entry::Kind;
 use crate::error::TraceError;
+use crate::snapshot::Snap;
 use crate::store::{ExpandBudget, ValueStore};
 use crate::timeline::Timeline;
 use crate::value::{Decoded, ValRef};
@@ -67,6 +68,7 @@ pub fn step_like(
                 (Like::Equality, Some(s), Decoded::Slot(k)) if (k as usize) < s.len() => {
                     Some(s.to_snap(v, ExpandBudget::FULL))
                 }
+                (Like::Equality, _, Decoded::Float(f)) => Some(Snap::Float(f)),
                 _ => None,
             };
             find(tl, &VALUE_KINDS, from, backward, |x| {
@@ -74,12 +76,13 @@ pub fn step_like(
                 if xv == v && v != ValRef::ABSENT {
                     return true;
                 }
-                let Some(store) = values else { return false };
-                match (&tree, xv.decode()) {
-                    (Some(t), Decoded::Slot(k)) if (k as usize) < store.len() => {
+                // A float held in an entry equals a float node of the same value.
+                match (&tree, xv.decode(), values) {
+                    (Some(t), Decoded::Float(f), _) => Snap::Float(f) == *t,
+                    (Some(t), Decoded::Slot(k), Some(store)) if (k as usize) < store.len() => {
                         store.to_snap(xv, ExpandBudget::FULL) == *t
                     }
-                    (None, _) if obj != 0 => store.obj_of(xv) == obj,
+                    (None, _, Some(store)) if obj != 0 => store.obj_of(xv) == obj,
                     _ => false,
                 }
             })

@@ -14,7 +14,7 @@ use std::collections::HashMap;
 
 use crate::snapshot::{SeqKind, Snap};
 use crate::thin::{ThinBytes, ThinStr};
-use crate::value::{Decoded, ValRef};
+use crate::value::{Decoded, ValRef, Value};
 
 /// The attribute under which a version 1 file's repr of an object is kept.
 const LEGACY_REPR: &str = "\u{0}repr";
@@ -445,7 +445,11 @@ impl ValueStore {
 
     /// A tree of the value an entry's `v` names, as it was recorded, for display and for the
     /// Python API.
-    pub fn to_snap(&self, v: ValRef, budget: ExpandBudget) -> Snap {
+    pub fn to_snap(&self, v: impl Into<Value>, budget: ExpandBudget) -> Snap {
+        let v = match v.into() {
+            Value::Ref(r) => r,
+            Value::Float(f) => return Snap::Float(f),
+        };
         let mut left = budget.max_nodes;
         self.snap_at(self.entry_ref(v), budget.max_depth, &mut left)
     }
@@ -675,6 +679,7 @@ impl ValueStore {
             Decoded::Int(i) => return Snap::Int(i),
             Decoded::None | Decoded::Absent => return Snap::None,
             Decoded::Bool(b) => return Snap::Bool(b),
+            Decoded::Float(f) => return Snap::Float(f),
             Decoded::Slot(s) => s,
         };
         let Some(node) = self.nodes.get(slot as usize) else {
@@ -790,7 +795,8 @@ impl ValueStore {
     }
 
     /// The identity of the object an entry's value `v` is a state of (0: none).
-    pub fn obj_of(&self, v: ValRef) -> ObjId {
+    pub fn obj_of(&self, v: impl Into<Value>) -> ObjId {
+        let Value::Ref(v) = v.into() else { return 0 };
         match self.entry_ref(v).decode() {
             Decoded::Slot(s) => self.nodes.get(s as usize).map_or(0, Node::obj),
             _ => 0,

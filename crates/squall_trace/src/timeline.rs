@@ -10,7 +10,7 @@
 use crate::entry::{Entry, Kind, NONE};
 use crate::grow;
 use crate::limits::{LimitHit, Limits};
-use crate::value::ValRef;
+use crate::value::{ValRef, Value};
 
 #[derive(Clone, Copy, Debug)]
 struct Open {
@@ -248,9 +248,9 @@ impl Timeline {
 
     /// Writes an `Expr` or `Bind` in `frame`, which `innermost_frame_of` just gave.
     #[inline(always)]
-    pub fn push_event(&mut self, kind: Kind, site: u32, frame: u32, value: ValRef) {
+    pub fn push_event(&mut self, kind: Kind, site: u32, frame: u32, value: impl Into<Value>) {
         debug_assert!(kind.is_event());
-        grow::push(&mut self.entries, Entry::new(kind, site, frame, value.0, 0));
+        grow::push(&mut self.entries, Entry::valued(kind, site, frame, value.into()));
     }
 
     /// Writes a `Write` in `frame`, which `innermost_frame_of` just gave: what `write` writes
@@ -264,11 +264,11 @@ impl Timeline {
 
     /// Writes the exit of the innermost open frame, after `innermost_frame_of` found it.
     #[inline(always)]
-    pub fn push_innermost_exit(&mut self, kind: Kind, id: u32, value: ValRef) {
+    pub fn push_innermost_exit(&mut self, kind: Kind, id: u32, value: impl Into<Value>) {
         debug_assert!(kind.is_exit());
         let Some(top) = self.stack.pop() else { return };
         let idx = self.len() as u32;
-        grow::push(&mut self.entries, Entry::new(kind, id, top.call_idx, value.0, 0));
+        grow::push(&mut self.entries, Entry::valued(kind, id, top.call_idx, value.into()));
         if let Some(call) = self.get_mut(top.call_idx) {
             call.b = idx;
         }
@@ -375,10 +375,11 @@ impl Timeline {
         id: u32,
         form: u32,
         resumable: bool,
-        value: ValRef,
+        value: impl Into<Value>,
         limits: &Limits,
     ) -> Recorded {
         debug_assert!(kind.is_exit());
+        let value = value.into();
         if self.stopped.is_some() {
             return Recorded::Skipped;
         }
@@ -389,7 +390,7 @@ impl Timeline {
                 let idx = self.len();
                 if (idx as u64) < cap {
                     self.stack.pop();
-                    grow::push(&mut self.entries, Entry::new(kind, id, top.call_idx, value.0, 0));
+                    grow::push(&mut self.entries, Entry::valued(kind, id, top.call_idx, value));
                     if let Some(call) = self.get_mut(top.call_idx) {
                         call.b = idx as u32;
                     }
@@ -400,7 +401,8 @@ impl Timeline {
         }
         let open = match self.stack.iter().rposition(|o| o.form == form) {
             Some(pos) => {
-                self.close_above(pos, if kind == Kind::Unwind { value } else { ValRef::ABSENT }, limits);
+                let thrown = value.as_ref().filter(|_| kind == Kind::Unwind).unwrap_or(ValRef::ABSENT);
+                self.close_above(pos, thrown, limits);
                 match self.stack.pop() {
                     Some(o) => o,
                     None => return Recorded::Unmatched,
@@ -431,7 +433,7 @@ impl Timeline {
             Ok(idx) => idx,
             Err(r) => return r,
         };
-        grow::push(&mut self.entries, Entry::new(kind, id, open.call_idx, value.0, 0));
+        grow::push(&mut self.entries, Entry::valued(kind, id, open.call_idx, value));
         if let Some(call) = self.get_mut(open.call_idx) {
             call.b = idx;
         }
@@ -484,7 +486,7 @@ impl Timeline {
         site: u32,
         form: u32,
         resumable: bool,
-        value: ValRef,
+        value: impl Into<Value>,
         limits: &Limits,
     ) -> Recorded {
         debug_assert!(kind.is_event());
@@ -520,7 +522,7 @@ impl Timeline {
         }
         match self.next_idx(limits) {
             Ok(_) => {
-                grow::push(&mut self.entries, Entry::new(kind, site, frame, value.0, 0));
+                grow::push(&mut self.entries, Entry::valued(kind, site, frame, value.into()));
                 Recorded::Written
             }
             Err(r) => r,

@@ -3,6 +3,9 @@
 //! A [`ValRef`] is one `u32`. Small integers, `None`, `True` and `False` live inline (no object is
 //! kept alive for them); everything else is an index into the owning timeline's value table,
 //! which the backend (the live recorder or a file) keeps.
+//!
+//! An entry's value is a [`Value`]: a `ValRef`, or a float the entry holds itself (its `b` and `c`
+//! words; see `entry.rs`), which no store node backs.
 
 /// Inline integers carry this bit; the other 31 bits are the value, two's complement.
 const INLINE_INT: u32 = 1 << 31;
@@ -19,10 +22,12 @@ pub const MAX_SLOT: u32 = 0x7FFF_FFF0;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ValRef(pub u32);
 
-/// What a [`ValRef`] stands for, before the backend resolves table slots.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// What a [`ValRef`] or an entry's [`Value`] stands for, before the backend resolves table slots.
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Decoded {
     Int(i64),
+    /// A float held in its entry (only a [`Value`] decodes to it: a float a node holds is a slot).
+    Float(f64),
     None,
     Bool(bool),
     /// No value was recorded (a resumption opened by `throw()`, a frame closed by repair).
@@ -60,6 +65,60 @@ impl ValRef {
             CONST_ABSENT => Decoded::Absent,
             _ => Decoded::Slot(w),
         }
+    }
+}
+
+/// An entry's value: a ref, or a float held in the entry itself (no store node backs it).
+/// Floats compare by their bits, so a NaN equals itself and `-0.0` differs from `0.0`: "the same
+/// value recorded" is what equality means here.
+#[derive(Clone, Copy, Debug)]
+pub enum Value {
+    Ref(ValRef),
+    Float(f64),
+}
+
+impl Value {
+    pub const ABSENT: Value = Value::Ref(ValRef::ABSENT);
+
+    /// The ref, if the value is one (an inline float has none: no node, no identity).
+    #[inline]
+    pub fn as_ref(self) -> Option<ValRef> {
+        match self {
+            Value::Ref(r) => Some(r),
+            Value::Float(_) => None,
+        }
+    }
+
+    pub fn decode(self) -> Decoded {
+        match self {
+            Value::Ref(r) => r.decode(),
+            Value::Float(f) => Decoded::Float(f),
+        }
+    }
+}
+
+impl From<ValRef> for Value {
+    #[inline]
+    fn from(r: ValRef) -> Value {
+        Value::Ref(r)
+    }
+}
+
+impl PartialEq for Value {
+    fn eq(&self, other: &Value) -> bool {
+        match (self, other) {
+            (Value::Ref(a), Value::Ref(b)) => a == b,
+            (Value::Float(a), Value::Float(b)) => a.to_bits() == b.to_bits(),
+            _ => false,
+        }
+    }
+}
+
+impl Eq for Value {}
+
+impl PartialEq<ValRef> for Value {
+    fn eq(&self, other: &ValRef) -> bool {
+        *self == Value::Ref(*other)
     }
 }
 

@@ -105,7 +105,8 @@ pub fn writes(tl: &Timeline, forms: &Forms, store: &ValueStore, filter: &WriteFi
             continue;
         }
         let Some((obj, name, is_attr, store_len)) = key_of(tl, forms, store, idx, e) else { continue };
-        let new = (e.value() != ValRef::ABSENT).then_some(e.value());
+        // A write's value is always a ref (only returns, expressions and bindings hold floats).
+        let new = e.value_ref().filter(|&v| v != ValRef::ABSENT);
         let slot = (obj, format!("{name:?}"));
         let prev = last.get(&slot).copied();
         let admitted = filter.obj.is_none_or(|o| o == obj)
@@ -146,7 +147,7 @@ pub fn sync_writes(tl: &Timeline, forms: &Forms, store: &ValueStore) {
             (true, _) => continue,
             (false, k) => WriteKey::Item(k),
         };
-        let value = (e.value() != ValRef::ABSENT).then_some(e.value());
+        let value = e.value_ref().filter(|&v| v != ValRef::ABSENT);
         out.push((obj, LoggedWrite { key, value, at, idx: idx as u32 }));
     }
     store.log_writes(tl.len(), out);

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use squall_trace::{
-    Coord, Drift, Form, FormKind, Forms, Kind, LimitHit, Limits, Recorded, Site, SiteKind, Timeline, ValRef,
+    Coord, Drift, Form, FormKind, Forms, Kind, LimitHit, Limits, Recorded, Site, SiteKind, Timeline, ValRef, Value,
 };
 
 fn forms(specs: &[(&str, FormKind)]) -> (Forms, Vec<u32>) {
@@ -346,4 +346,32 @@ fn entries_recorded_after_an_eviction_reuse_the_evicted_room() {
     assert_eq!(tl.capacity(), room, "the table grew instead of reusing the evicted room");
     assert_eq!(tl.args().len(), args_room);
     assert_eq!(tl.call_args(19_999, 2), vec![int(3), int(4)]);
+}
+
+/// A float value is held by its entry (no store node), which stays a `Return`, `Expr` or `Bind`
+/// to every reader, and hands the float back bit for bit.
+#[test]
+fn floats_are_held_by_their_entries_as_the_same_kinds() {
+    let (_, sites) = forms(&[("f", FormKind::Function)]);
+    let l = Limits::default();
+    let mut tl = Timeline::new();
+    tl.call(0, &[int(1)], &l);
+    let floats = [1.5, -0.0, f64::NAN, f64::from_bits(0xFFF0_0000_0000_0001), f64::INFINITY];
+    for &f in &floats {
+        tl.event(Kind::Expr, 7, 0, false, Value::Float(f), &l);
+        tl.event(Kind::Bind, 8, 0, false, Value::Float(f), &l);
+    }
+    tl.event(Kind::Bind, 8, 0, false, int(3), &l);
+    tl.exit(Kind::Return, sites[0], 0, false, Value::Float(0.25), &l);
+    let got: Vec<(Kind, Value)> = tl.entries()[1..].iter().map(|e| (e.kind(), e.value())).collect();
+    let mut want: Vec<(Kind, Value)> =
+        floats.iter().flat_map(|&f| [(Kind::Expr, Value::Float(f)), (Kind::Bind, Value::Float(f))]).collect();
+    want.push((Kind::Bind, Value::Ref(int(3))));
+    want.push((Kind::Return, Value::Float(0.25)));
+    assert_eq!(got, want);
+    assert!(tl.entries()[1..].iter().all(|e| e.holds_float() == e.value().as_ref().is_none()));
+    assert_eq!(tl.get(0).and_then(|c| c.ret_idx()), Some(tl.len() as u32 - 1));
+    // Floats compare by bits: NaN is itself, -0.0 is not 0.0.
+    assert_eq!(Value::Float(f64::NAN), Value::Float(f64::NAN));
+    assert_ne!(Value::Float(-0.0), Value::Float(0.0));
 }

@@ -9,7 +9,7 @@ use pyo3::types::{PyDict, PyList};
 use squall_trace::diff::{diff_calls, diff_timelines, CallDiff, Divergence, Side};
 use squall_trace::origin::{origin as core_origin, Leaf, Part, Source, Step, Via};
 use squall_trace::printer::{preview, preview_ref};
-use squall_trace::{display_name, Forms, Kind, ValRef};
+use squall_trace::{display_name, Forms, Kind, ValRef, Value};
 
 use crate::bindings::file::PyRecording;
 use crate::bindings::query::{rec_of, trace_err, Backend, TlView};
@@ -87,7 +87,7 @@ fn step_dict<'py>(
         Source::Arg { t, call, param } => {
             let e = views[t].tl.get(call as usize);
             let n = e.and_then(|e| forms.form(e.id())).map_or(0, |f| f.params.len());
-            (t, call, views[t].tl.call_args(call as usize, n).get(param as usize).copied())
+            (t, call, views[t].tl.call_args(call as usize, n).get(param as usize).copied().map(Value::from))
         }
     };
     let view = &views[t];

@@ -5,7 +5,7 @@ use pyo3::exceptions::{PyKeyError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use squall_trace::value_tree::{self, ChildKey};
-use squall_trace::{Decoded, Kind, SeqKind, Snap, ValRef};
+use squall_trace::{Decoded, Entry, Kind, SeqKind, Snap, ValRef, Value};
 
 use crate::bindings::query::{after_write, Backend, TlView, ARGS_BIT, NUMBER_SHIFT};
 
@@ -17,6 +17,11 @@ pub fn snap_of_ref<B: Backend + ?Sized>(b: &B, r: u64) -> PyResult<Snap> {
         return b.store(&rec).and_then(|store| after_write(store, rec.tl, b.forms(), local)).ok_or_else(|| {
             PyKeyError::new_err(format!("value ref {r}: no state of the target of write entry {local} was recorded"))
         });
+    }
+    if let Some(Value::Float(f)) =
+        rec.tl.get(local as usize).filter(|e| r & ARGS_BIT != 0 && e.holds_float()).map(Entry::value)
+    {
+        return Ok(Snap::Float(f));
     }
     if r & ARGS_BIT != 0 {
         let call = rec.tl.get(local as usize).filter(|e| e.kind().is_call()).ok_or_else(|| {
@@ -47,6 +52,7 @@ pub fn timeline_of_ref<B: Backend + ?Sized>(b: &B, r: u64) -> PyResult<(TlView<'
 fn leaf<B: Backend + ?Sized>(b: &B, rec: &TlView<'_>, v: ValRef) -> PyResult<Snap> {
     Ok(match v.decode() {
         Decoded::Int(i) => Snap::Int(i),
+        Decoded::Float(f) => Snap::Float(f),
         Decoded::None | Decoded::Absent => Snap::None,
         Decoded::Bool(x) => Snap::Bool(x),
         Decoded::Slot(i) => b.slot_snap(rec, i)?,

@@ -3,7 +3,7 @@
 use pyo3::exceptions::{PyKeyError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
-use squall_trace::{merge_call_stats, Decoded, Drift, Entry, Kind, TraceError, ValRef};
+use squall_trace::{merge_call_stats, Decoded, Drift, Entry, Kind, TraceError, ValRef, Value};
 
 use squall_trace::{Forms, NodeEntries, Timeline, ValueStore};
 
@@ -46,6 +46,16 @@ pub(crate) const NUMBER_SHIFT: u32 = 33;
 
 pub fn value_ref(rec: &TlView<'_>, v: ValRef) -> Option<u64> {
     (v != ValRef::ABSENT).then(|| (u64::from(rec.number) << NUMBER_SHIFT) | u64::from(v.0))
+}
+
+/// The ref of entry `idx`'s value (`e`): a value ref, or for a float the entry holds (no node
+/// backs it) a ref shaped as an args ref naming the entry, which `deref_value` reads the float
+/// from.
+pub fn entry_value_ref(rec: &TlView<'_>, idx: usize, e: &Entry) -> Option<u64> {
+    match e.value() {
+        Value::Ref(v) => value_ref(rec, v),
+        Value::Float(_) => Some(args_ref(rec, idx as u32)),
+    }
 }
 
 fn args_ref(rec: &TlView<'_>, call_idx: u32) -> u64 {
@@ -122,20 +132,20 @@ pub fn entry_dict<'py, B: Backend + ?Sized>(
             let site = forms.site(e.id());
             let call = rec.tl.get(e.fn_call_idx() as usize);
             d.set_item("fn_call_idx", e.fn_call_idx())?;
-            d.set_item("result_ref", value_ref(rec, e.value()))?;
+            d.set_item("result_ref", entry_value_ref(rec, idx, e))?;
             d.set_item("coord", coord_tuple(py, forms, e.id())?)?;
             d.set_item("form_id", call.map(|c| c.id()))?;
             d.set_item("kind", site.map_or("return", |s| s.kind.name()))?;
         }
         Kind::Unwind => {
             d.set_item("fn_call_idx", e.fn_call_idx())?;
-            d.set_item("throwable_ref", value_ref(rec, e.value()))?;
+            d.set_item("throwable_ref", entry_value_ref(rec, idx, e))?;
             d.set_item("coord", py.None())?;
             d.set_item("form_id", e.id())?;
         }
         Kind::Expr => {
             d.set_item("fn_call_idx", e.fn_call_idx())?;
-            d.set_item("result_ref", value_ref(rec, e.value()))?;
+            d.set_item("result_ref", entry_value_ref(rec, idx, e))?;
             d.set_item("coord", coord_tuple(py, forms, e.id())?)?;
             d.set_item("form_id", forms.site(e.id()).map(|s| s.form))?;
         }
@@ -143,7 +153,7 @@ pub fn entry_dict<'py, B: Backend + ?Sized>(
             let site = forms.site(e.id());
             d.set_item("fn_call_idx", e.fn_call_idx())?;
             d.set_item("symbol", site.and_then(|s| s.symbol.as_deref()))?;
-            d.set_item("value_ref", value_ref(rec, e.value()))?;
+            d.set_item("value_ref", entry_value_ref(rec, idx, e))?;
             d.set_item("coord", coord_tuple(py, forms, e.id())?)?;
             d.set_item("visible_after", idx)?;
             d.set_item("form_id", site.map(|s| s.form))?;
@@ -168,7 +178,7 @@ pub fn write_fields<B: Backend + ?Sized>(
     d.set_item("coord", site.map(|s| (s.coord.line, s.coord.col, s.coord.end_line, s.coord.end_col)))?;
     d.set_item("form_id", site.map(|s| s.form))?;
     d.set_item("symbol", site.and_then(|s| s.symbol.as_deref()))?;
-    d.set_item("value_ref", value_ref(rec, e.value()))?;
+    d.set_item("value_ref", entry_value_ref(rec, idx, e))?;
     d.set_item("deleted", e.value() == ValRef::ABSENT)?;
     let record = rec.tl.write_record(idx);
     d.set_item("obj_id", record.map(|r| r.0))?;
@@ -191,6 +201,11 @@ pub fn deref_value<B: Backend + ?Sized>(py: Python<'_>, b: &B, r: u64) -> PyResu
         })?;
         return crate::bindings::snap::to_python(py, &snap);
     }
+    if let Some(Value::Float(f)) =
+        rec.tl.get(local as usize).filter(|e| r & ARGS_BIT != 0 && e.holds_float()).map(Entry::value)
+    {
+        return Ok(f.into_pyobject(py)?.into_any().unbind());
+    }
     if r & ARGS_BIT != 0 {
         let call = rec.tl.get(local as usize).filter(|e| e.kind().is_call()).ok_or_else(|| {
             PyKeyError::new_err(format!("value ref {r} names the args of entry {local}, which is not a call"))
@@ -207,6 +222,7 @@ pub fn deref_value<B: Backend + ?Sized>(py: Python<'_>, b: &B, r: u64) -> PyResu
 fn decode<B: Backend + ?Sized>(py: Python<'_>, b: &B, rec: &TlView<'_>, v: ValRef) -> PyResult<Py<PyAny>> {
     Ok(match v.decode() {
         Decoded::Int(i) => i.into_pyobject(py)?.into_any().unbind(),
+        Decoded::Float(f) => f.into_pyobject(py)?.into_any().unbind(),
         Decoded::None | Decoded::Absent => py.None(),
         Decoded::Bool(x) => x.into_pyobject(py)?.to_owned().into_any().unbind(),
         Decoded::Slot(i) => crate::bindings::snap::to_python(py, &b.slot_snap(rec, i)?)?,
@@ -477,6 +493,10 @@ pub mod q {
                 continue;
             }
             let Some(r) = d.get_item("value_ref")?.and_then(|v| v.extract::<u64>().ok()) else { continue };
+            // An args-shaped ref names an entry's float, which has no states.
+            if r & ARGS_BIT != 0 {
+                continue;
+            }
             let Decoded::Slot(slot) = ValRef((r & 0xFFFF_FFFF) as u32).decode() else { continue };
             let obj = store.node(slot).map_or(0, squall_trace::Node::obj);
             let mut state_slot = slot;
@@ -609,7 +629,7 @@ pub mod q {
                 if e.kind().is_call() {
                     return Ok(false);
                 }
-                let v = match value_ref(&rec, e.value()) {
+                let v = match entry_value_ref(&rec, i as usize, e) {
                     Some(r) => deref_value(py, b, r)?,
                     None => return Ok(false),
                 };

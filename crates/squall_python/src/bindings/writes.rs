@@ -22,9 +22,8 @@ fn first_unsaved(tl: &Timeline, store: &ValueStore) -> Option<u32> {
     tl.entries()
         .iter()
         .position(|e| {
-            !e.kind().is_call()
-                && matches!(e.value().decode(), Decoded::Slot(_))
-                && store.entry_ref(e.value()).0 as usize >= store.len()
+            let v = if e.kind().is_call() { None } else { e.value_ref() };
+            v.is_some_and(|v| matches!(v.decode(), Decoded::Slot(_)) && store.entry_ref(v).0 as usize >= store.len())
         })
         .map(|i| (i + tl.first_idx()) as u32)
 }

@@ -6,7 +6,7 @@ use std::ptr::null_mut;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 
 use pyo3::ffi;
-use squall_trace::{display_name, Forms, LimitHit, Limits, Recorded, Timeline, ValRef, ValueStore};
+use squall_trace::{display_name, Forms, LimitHit, Limits, Recorded, Timeline, ValRef, Value, ValueStore};
 
 use crate::gil_cell::GilCell;
 use crate::recorder::encode::{Budget, EncodeCache, DEFAULT_BUDGET};
@@ -263,6 +263,32 @@ unsafe fn current_rec_slow() -> Option<&'static mut ThreadRec> {
 pub unsafe fn capture(eng: &mut Engine, rec: &mut ThreadRec, o: *mut ffi::PyObject) -> ValRef {
     // SAFETY: this fn's contract.
     unsafe { crate::recorder::encode::encode(&eng.budget, &eng.snapshotters, &mut rec.values, &mut rec.enc, o) }
+}
+
+/// What an entry that can hold a float (a return, an expression, a binding) records for `o`: an
+/// exact `float` itself (no node: `squall_trace::entry`), anything else encoded (`capture`).
+///
+/// # Safety
+/// GIL held; `o` a valid borrowed reference.
+#[inline(always)]
+pub unsafe fn capture_entry_value(eng: &mut Engine, rec: &mut ThreadRec, o: *mut ffi::PyObject) -> Value {
+    // SAFETY: this fn's contract.
+    unsafe {
+        match exact_float(o) {
+            Some(f) => Value::Float(f),
+            None => capture(eng, rec, o).into(),
+        }
+    }
+}
+
+/// The value of `o` if it is an exact `float` (a subclass is an object with fields).
+///
+/// # Safety
+/// GIL held; `o` a valid borrowed reference.
+#[inline(always)]
+pub unsafe fn exact_float(o: *mut ffi::PyObject) -> Option<f64> {
+    // SAFETY: this fn's contract: `o` is live, so its type and, for a float, its value are readable.
+    unsafe { (ffi::Py_TYPE(o) == &raw mut ffi::PyFloat_Type).then(|| ffi::PyFloat_AS_DOUBLE(o)) }
 }
 
 /// `encode::scalar` into `rec`'s store.

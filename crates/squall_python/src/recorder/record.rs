@@ -9,10 +9,10 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 
 use pyo3::ffi;
-use squall_trace::{Kind, Recorded, SiteKind, ValRef};
+use squall_trace::{Kind, Recorded, SiteKind, ValRef, Value};
 
 use crate::recorder::delegation;
-use crate::recorder::engine::{capture, scalar};
+use crate::recorder::engine::{capture, capture_entry_value, exact_float, scalar};
 use crate::recorder::engine::{current_rec, current_rec_cached, memory_check_due, ENGINE, RECORDING};
 
 type Args = *mut *mut ffi::PyObject;
@@ -371,7 +371,13 @@ unsafe fn site_fast(kind: Kind, site_obj: *mut ffi::PyObject, value: *mut ffi::P
         let Some((form, _)) = eng.forms.site_owner(site_id) else { return false };
         let Some(rec) = current_rec_cached() else { return false };
         let Some(frame) = rec.tl.innermost_frame_of(form, &eng.limits) else { return false };
-        let Some(v) = scalar(rec, eng.budget.max_string, value) else { return false };
+        let v: Value = match exact_float(value) {
+            Some(f) => Value::Float(f),
+            None => match scalar(rec, eng.budget.max_string, value) {
+                Some(v) => v.into(),
+                None => return false,
+            },
+        };
         if kind == Kind::Return {
             rec.tl.push_innermost_exit(kind, site_id, v);
         } else {
@@ -399,7 +405,7 @@ unsafe fn record_at_site(kind: Kind, site_obj: *mut ffi::PyObject, value: *mut f
             return;
         };
         let Some(rec) = current_rec() else { return };
-        let v = capture(eng, rec, value);
+        let v = capture_entry_value(eng, rec, value);
         let outcome = if kind == Kind::Return {
             rec.tl.exit(kind, site_id, form, resumable, v, &eng.limits)
         } else {
