@@ -153,6 +153,96 @@ pub struct EncodeCache {
     member_lists: Vec<Box<[(u32, isize)]>>,
     /// Big containers' fingerprints (`fingerprint`): an unchanged one reuses its last node.
     prints: fingerprint::Prints,
+    /// What the last record of each plain instance read from its `__dict__` (`DictMemo`), by
+    /// the instance's address, direct-mapped.
+    dict_memos: Box<[DictMemo]>,
+}
+
+/// One record of a plain instance (no slots, base value or exception args: its attributes are
+/// its `__dict__`'s), kept to replay while the dict is unchanged. A dict's version tag (PEP 509,
+/// 3.9-3.13) is drawn from a process-wide counter at every change of the dict and when it is
+/// made, so an equal (dict, version) means the same entries holding the same objects, all alive
+/// since (the dict holds them): an immutable scalar among them encodes as before, and an instance
+/// at the depth limit has the same identity.
+struct DictMemo {
+    /// The instance's address; 0: an empty slot.
+    addr: usize,
+    obj: ObjId,
+    ty: u32,
+    dict: usize,
+    version: u64,
+    depth: u32,
+    /// `Cx::obj_left` when the instance was met: which fields are references depends on it.
+    obj_left: u32,
+    /// The instance's node made (or reused) by that record.
+    node: ValRef,
+    fields: Vec<FieldMemo>,
+    /// `Budget::max_string` then: a string field's encoding depends on it.
+    max_string: usize,
+}
+
+/// What `replay_dict` did.
+enum Replayed {
+    /// No memo of this record's instance, dict and version: nothing pushed.
+    NoMemo,
+    /// The attributes pushed, and every one encoded as in the memo's record, whose node is
+    /// still the last at the instance's address: the value is that node.
+    Same(ValRef),
+    /// The attributes pushed; some differ from the memo's record (or its node was replaced).
+    Changed,
+}
+
+#[derive(Clone, Copy)]
+struct FieldMemo {
+    name: u32,
+    value: *mut ffi::PyObject,
+    v: ValRef,
+    how: Replay,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Replay {
+    /// An immutable scalar (None, bool, exact int, float, complex, str, bytes): encoded the same
+    /// while it lives; `counted`: it took one of the value's nodes (`Budget::max_items`).
+    Fixed { counted: bool },
+    /// A reference to an instance at the object-depth limit, made while its newest state at
+    /// its address was `state`: the same reference while that is still its newest state.
+    Cut { state: ValRef },
+    /// Encoded afresh at every record (containers, which change in place; instances above the
+    /// depth limit).
+    Again,
+}
+
+impl Default for DictMemo {
+    fn default() -> Self {
+        DictMemo {
+            addr: 0,
+            obj: 0,
+            ty: 0,
+            dict: 0,
+            version: 0,
+            depth: 0,
+            obj_left: 0,
+            node: ValRef::ABSENT,
+            fields: Vec::new(),
+            max_string: 0,
+        }
+    }
+}
+
+const DICT_MEMO_SLOTS: usize = 1 << 11;
+
+/// The head of a `PyDictObject` (3.9-3.13): the version tag after the size.
+#[repr(C)]
+struct DictHead {
+    ob_base: ffi::PyObject,
+    ma_used: ffi::Py_ssize_t,
+    ma_version_tag: u64,
+}
+
+#[inline(always)]
+fn dict_memo_slot(addr: usize) -> usize {
+    ((addr >> 4) ^ (addr >> 15)) & (DICT_MEMO_SLOTS - 1)
 }
 
 const ATTR_SLOTS: usize = 1 << 10;
@@ -304,6 +394,7 @@ impl Default for EncodeCache {
             path: Vec::new(),
             written: LastNodes::with_slots(CUT_SLOTS),
             prints: fingerprint::Prints::default(),
+            dict_memos: Box::default(),
         }
     }
 }
@@ -323,6 +414,11 @@ impl EncodeCache {
             // The write marks, the type cache, the cycle path and the types' member lists.
             + (self.written.bytes() + std::mem::size_of_val(&*self.types.slots) + self.path.capacity() * 8) as u64
             + self.member_lists.iter().map(|m| 16 + std::mem::size_of_val(&**m) as u64).sum::<u64>()
+            + self
+                .dict_memos
+                .iter()
+                .map(|m| (std::mem::size_of::<DictMemo>() + m.fields.capacity() * std::mem::size_of::<FieldMemo>()) as u64)
+                .sum::<u64>()
     }
 }
 
@@ -468,20 +564,17 @@ pub unsafe fn scalar(
     // SAFETY: this fn's contract (GIL held, `o` live); no Python code runs, so `values` and `enc`
     // are the only references to them.
     unsafe {
+        let tp = ffi::Py_TYPE(o);
+        // One conversion of an int: inline when it fits in 31 bits, else a node.
+        if tp == &raw mut ffi::PyLong_Type {
+            let v = crate::ints::exact_int_value(o)?;
+            return ValRef::small_int(v).or_else(|| values.push(Node::Int(v)));
+        }
         if let Some(v) = inline_value(o) {
             return Some(v);
         }
-        let tp = ffi::Py_TYPE(o);
         let node = if tp == &raw mut ffi::PyFloat_Type {
             Node::Float(ffi::PyFloat_AS_DOUBLE(o))
-        } else if tp == &raw mut ffi::PyLong_Type {
-            let mut overflow = 0;
-            let v = ffi::PyLong_AsLongLongAndOverflow(o, &mut overflow);
-            if overflow != 0 || (v == -1 && !ffi::PyErr_Occurred().is_null()) {
-                ffi::PyErr_Clear();
-                return None;
-            }
-            Node::Int(v)
         } else if tp == &raw mut ffi::PyUnicode_Type {
             return ascii_str(values, enc, o, max_string);
         } else {
@@ -555,6 +648,7 @@ pub unsafe fn encode(
             left: &mut left,
             obj_left: budget.object_depth.max(1),
             newest_dep: 0,
+            last_known: None,
         };
         cx.enc(o, budget.max_depth)
     }
@@ -571,6 +665,9 @@ struct Cx<'a> {
     /// The store length the value's node must reach for its references to resolve as of now:
     /// past the newest state and write of every object it refers to (`fresh_enough`).
     newest_dep: u32,
+    /// The last reference `known_at_limit` made to an instance's earlier state: (its address,
+    /// that state), for `DictMemo`.
+    last_known: Option<(usize, ValRef)>,
 }
 
 /// Sequence storage read directly.
@@ -615,10 +712,13 @@ impl Cx<'_> {
         // SAFETY: this fn's contract (GIL held, `o` live): every path reads `o` by the layout its
         // exact type (`type_info`) gives.
         unsafe {
+            let tp = ffi::Py_TYPE(o);
+            if tp == &raw mut ffi::PyLong_Type {
+                return self.int(o);
+            }
             if let Some(v) = inline_value(o) {
                 return v;
             }
-            let tp = ffi::Py_TYPE(o);
             *self.left = self.left.saturating_sub(1);
             if tp == &raw mut ffi::PyFloat_Type {
                 // Shared with the last node at its address: an object's float field unchanged
@@ -627,9 +727,6 @@ impl Cx<'_> {
             }
             if tp == &raw mut ffi::PyUnicode_Type {
                 return self.string(o);
-            }
-            if tp == &raw mut ffi::PyLong_Type {
-                return self.big_int(o);
             }
             if tp == &raw mut ffi::PyBytes_Type {
                 return self.bytes(o);
@@ -796,17 +893,34 @@ impl Cx<'_> {
         }
     }
 
+    /// An exact int, converted once: inline within 31 bits, else a node shared with the last one
+    /// at its address when equal.
+    #[inline(always)]
+    unsafe fn int(&mut self, o: *mut ffi::PyObject) -> ValRef {
+        // SAFETY: this fn's contract (GIL held, `o` a live exact int).
+        unsafe {
+            match crate::ints::exact_int_value(o) {
+                Some(v) => match ValRef::small_int(v) {
+                    Some(r) => r,
+                    None => {
+                        *self.left = self.left.saturating_sub(1);
+                        self.shared(o, Node::Int(v))
+                    }
+                },
+                None => {
+                    *self.left = self.left.saturating_sub(1);
+                    self.big_int(o)
+                }
+            }
+        }
+    }
+
+    /// An int beyond 64 bits, by its decimal text.
+    #[inline(never)]
     unsafe fn big_int(&mut self, o: *mut ffi::PyObject) -> ValRef {
         // SAFETY: this fn's contract (GIL held, `o` a live int); an error of the conversion is
         // cleared.
         unsafe {
-            let mut overflow = 0;
-            let v = ffi::PyLong_AsLongLongAndOverflow(o, &mut overflow);
-            let failed = v == -1 && !ffi::PyErr_Occurred().is_null();
-            if overflow == 0 && !failed {
-                return self.shared(o, Node::Int(v));
-            }
-            ffi::PyErr_Clear();
             // An exact int's str runs CPython's own conversion (no user code); past the
             // interpreter's digit limit it raises, and the size is shown instead.
             let s = ffi::PyObject_Str(o);
@@ -1161,22 +1275,26 @@ impl Cx<'_> {
             } else {
                 std::ptr::null_mut()
             };
+            // A plain instance whose dict is unchanged since its last record replays that
+            // record (`DictMemo`); `Some(node)`: every field encoded as then, `node` the value.
+            let mut replayed = None;
             if !dict_ptr.is_null() && !(*dict_ptr).is_null() && ffi::PyDict_Check(*dict_ptr) != 0 {
                 let d = *dict_ptr;
-                let (mut pos, mut k, mut v) = (0, std::ptr::null_mut(), std::ptr::null_mut());
-                while self.cache.attrs.len() - base < self.budget.max_length
-                    && *self.left > 0
-                    && ffi::PyDict_Next(d, &mut pos, &mut k, &mut v) != 0
-                {
-                    if ffi::PyUnicode_Check(k) == 0 {
-                        continue;
-                    }
-                    let ve = self.enc(v, depth - 1);
-                    let ke = self.attr_name(k);
-                    self.cache.attrs.push((ke, ve));
+                let plain = self.cache.attrs.len() == base && self.registered.is_empty();
+                let replay = if plain { self.replay_dict(o, obj, ty, d, depth, outer, base) } else { Replayed::NoMemo };
+                match replay {
+                    Replayed::NoMemo => self.read_dict(o, obj, ty, d, depth, outer, base, plain),
+                    Replayed::Same(node) => replayed = Some(node),
+                    Replayed::Changed => {}
                 }
             }
             self.ascend(obj, outer);
+            if let Some(node) = replayed {
+                if self.fresh_enough(node) {
+                    self.cache.attrs.truncate(base);
+                    return node;
+                }
+            }
             if self.cache.attrs.len() == base && !has_base_value && !info.exception {
                 return self.opaque(o, String::new());
             }
@@ -1186,13 +1304,206 @@ impl Cx<'_> {
                 if let Some(Node::Object(p)) = self.store.node(prev.0) {
                     if p.obj == obj && p.ty == ty && *p.attrs == *attrs && self.fresh_enough(prev) {
                         self.cache.attrs.truncate(base);
+                        self.memo_node(addr, prev);
                         return prev;
                     }
                 }
             }
             let node = Node::Object(Box::new(ObjectNode { ty, obj, attrs: attrs.into() }));
             self.cache.attrs.truncate(base);
-            self.push_at(addr, node)
+            let r = self.push_at(addr, node);
+            self.memo_node(addr, r);
+            r
+        }
+    }
+
+    /// The memo of instance `o` (identity `obj`, type name `ty`, dict `d`) met at `depth` with
+    /// `obj_left` object levels, if its last record is one: the slot's index.
+    unsafe fn dict_memo(
+        &self,
+        o: *mut ffi::PyObject,
+        obj: ObjId,
+        ty: u32,
+        d: *mut ffi::PyObject,
+        depth: u32,
+        obj_left: u32,
+    ) -> Option<usize> {
+        // SAFETY: this fn's contract: `d` is a live dict.
+        let version = unsafe { (*d.cast::<DictHead>()).ma_version_tag };
+        let k = dict_memo_slot(o as usize);
+        let m = self.cache.dict_memos.get(k)?;
+        (m.addr == o as usize
+            && m.obj == obj
+            && m.ty == ty
+            && m.dict == d as usize
+            && m.version == version
+            && m.depth == depth
+            && m.obj_left == obj_left
+            && m.max_string == self.budget.max_string
+            && m.node != ValRef::ABSENT)
+            .then_some(k)
+    }
+
+    /// Pushes instance `o`'s attributes as its last record encoded them, if its dict `d` is
+    /// unchanged since (`dict_memo`); encodes afresh only what can change without a change of
+    /// the dict (`Replay::Again`). `Some(node)` when every field encoded as then and `node`, the
+    /// node made then, is still the last at `o`'s address: the value is that node. `None`
+    /// without a memo, having pushed nothing.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn replay_dict(
+        &mut self,
+        o: *mut ffi::PyObject,
+        obj: ObjId,
+        ty: u32,
+        d: *mut ffi::PyObject,
+        depth: u32,
+        obj_left: u32,
+        base: usize,
+    ) -> Replayed {
+        // SAFETY: this fn's contract (GIL held, `o` and its dict `d` live). The memo's field
+        // objects are the dict's values (unchanged dict), so live.
+        unsafe {
+            let Some(k) = self.dict_memo(o, obj, ty, d, depth, obj_left) else { return Replayed::NoMemo };
+            let mut fields = std::mem::take(&mut self.cache.dict_memos[k].fields);
+            let mut same = true;
+            let mut all = true;
+            for f in &mut fields {
+                // The read loop's own stop (`read_dict`): the same fields in the same order.
+                if self.cache.attrs.len() - base >= self.budget.max_length || *self.left == 0 {
+                    all = false;
+                    break;
+                }
+                let v = match f.how {
+                    Replay::Fixed { counted } => {
+                        if counted {
+                            *self.left = self.left.saturating_sub(1);
+                        }
+                        f.v
+                    }
+                    Replay::Cut { state } if self.cache.last.get(f.value as usize) == Some(state) => {
+                        // What `known_at_limit` does for it: the reference's dependencies.
+                        *self.left = self.left.saturating_sub(1);
+                        let written = self.cache.written.get(f.value as usize).map_or(0, |w| w.0);
+                        self.newest_dep = self.newest_dep.max(state.0 + 1).max(written);
+                        f.v
+                    }
+                    _ => {
+                        self.last_known = None;
+                        let v = self.enc(f.value, depth - 1);
+                        f.how = match self.last_known {
+                            Some((a, state)) if a == f.value as usize => Replay::Cut { state },
+                            _ => Replay::Again,
+                        };
+                        v
+                    }
+                };
+                same &= v == f.v;
+                f.v = v;
+                self.cache.attrs.push((f.name, v));
+            }
+            let m = &mut self.cache.dict_memos[k];
+            if m.addr != o as usize {
+                // An instance encoded inside this one took the slot: its memo stays.
+                return Replayed::Changed;
+            }
+            m.fields = fields;
+            if !all {
+                // Cut short by the budget: the fields it did not reach are not in this record.
+                m.addr = 0;
+                return Replayed::Changed;
+            }
+            if same && self.cache.last.get(o as usize) == Some(m.node) {
+                Replayed::Same(m.node)
+            } else {
+                Replayed::Changed
+            }
+        }
+    }
+
+    /// Pushes instance `o`'s attributes read from its dict `d`; with `plain` (nothing else
+    /// pushed for it, no registered encoders), keeps a memo of them for `replay_dict`.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn read_dict(
+        &mut self,
+        o: *mut ffi::PyObject,
+        obj: ObjId,
+        ty: u32,
+        d: *mut ffi::PyObject,
+        depth: u32,
+        obj_left: u32,
+        base: usize,
+        plain: bool,
+    ) {
+        // SAFETY: this fn's contract (GIL held, `o` and its dict `d` live); iterated with
+        // PyDict_Next, which runs no Python code, and items are borrowed while it does not.
+        unsafe {
+            let k = dict_memo_slot(o as usize);
+            let mut fields = if plain {
+                if self.cache.dict_memos.is_empty() {
+                    self.cache.dict_memos = (0..DICT_MEMO_SLOTS).map(|_| DictMemo::default()).collect();
+                }
+                let mut f = std::mem::take(&mut self.cache.dict_memos[k].fields);
+                f.clear();
+                Some(f)
+            } else {
+                None
+            };
+            let version = (*d.cast::<DictHead>()).ma_version_tag;
+            let mut complete = false;
+            let (mut pos, mut key, mut v) = (0, std::ptr::null_mut(), std::ptr::null_mut());
+            loop {
+                if self.cache.attrs.len() - base >= self.budget.max_length || *self.left == 0 {
+                    break;
+                }
+                if ffi::PyDict_Next(d, &mut pos, &mut key, &mut v) == 0 {
+                    complete = true;
+                    break;
+                }
+                if ffi::PyUnicode_Check(key) == 0 {
+                    continue;
+                }
+                let how = match &fields {
+                    Some(_) => replay_kind(v),
+                    None => Replay::Again,
+                };
+                self.last_known = None;
+                let ve = self.enc(v, depth - 1);
+                let ke = self.attr_name(key);
+                self.cache.attrs.push((ke, ve));
+                if let Some(f) = &mut fields {
+                    let how = match (how, self.last_known) {
+                        (Replay::Again, Some((a, state))) if a == v as usize => Replay::Cut { state },
+                        (how, _) => how,
+                    };
+                    f.push(FieldMemo { name: ke, value: v, v: ve, how });
+                }
+            }
+            if let Some(fields) = fields {
+                // Complete and not empty (an instance without attributes is shown as opaque):
+                // `memo_node` sets the node once the instance's node is made.
+                self.cache.dict_memos[k] = DictMemo {
+                    addr: if complete && !fields.is_empty() { o as usize } else { 0 },
+                    obj,
+                    ty,
+                    dict: d as usize,
+                    version,
+                    depth,
+                    obj_left,
+                    node: ValRef::ABSENT,
+                    fields,
+                    max_string: self.budget.max_string,
+                };
+            }
+        }
+    }
+
+    /// Instance `addr`'s node `r`, made or reused by the record that kept its memo (if one did).
+    #[inline]
+    fn memo_node(&mut self, addr: usize, r: ValRef) {
+        if let Some(m) = self.cache.dict_memos.get_mut(dict_memo_slot(addr)) {
+            if m.addr == addr {
+                m.node = r;
+            }
         }
     }
 
@@ -1347,6 +1658,7 @@ impl Cx<'_> {
             // state it finds, and the writes to the object since (see `fresh_enough`).
             let written = self.cache.written.get(o as usize).map_or(0, |w| w.0);
             self.newest_dep = self.newest_dep.max(prev.0 + 1).max(written);
+            self.last_known = Some((o as usize, prev));
         }
         known.then_some(CutNode { ty, obj, len })
     }
@@ -1427,6 +1739,34 @@ impl Cx<'_> {
             ffi::Py_DecRef(r);
             v
         }
+    }
+}
+
+/// How a field holding `v` is replayed while its instance's dict is unchanged: `Fixed` for an
+/// immutable scalar, else `Again` (`read_dict` makes it `Cut` when it was a reference).
+///
+/// # Safety
+/// GIL held; `v` a valid borrowed reference.
+#[inline(always)]
+unsafe fn replay_kind(v: *mut ffi::PyObject) -> Replay {
+    // SAFETY: this fn's contract (GIL held, `v` live): only its type is read, and an int's value.
+    unsafe {
+        let tp = ffi::Py_TYPE(v);
+        if tp == &raw mut ffi::PyLong_Type {
+            let inline = crate::ints::exact_int_value(v).and_then(ValRef::small_int).is_some();
+            return Replay::Fixed { counted: !inline };
+        }
+        if v == ffi::Py_None() || tp == &raw mut ffi::PyBool_Type {
+            return Replay::Fixed { counted: false };
+        }
+        if tp == &raw mut ffi::PyFloat_Type
+            || tp == &raw mut ffi::PyUnicode_Type
+            || tp == &raw mut ffi::PyBytes_Type
+            || tp == &raw mut ffi::PyComplex_Type
+        {
+            return Replay::Fixed { counted: true };
+        }
+        Replay::Again
     }
 }
 

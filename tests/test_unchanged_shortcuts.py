@@ -1,0 +1,96 @@
+"""Shortcuts for values recorded again unchanged never show a stale state (issue 11, speed).
+
+``reference_programs/unchanged_dicts.py`` records instances with real ``__dict__``s again and
+again while code the recorder does not see changes them (an int or float field replaced, often
+by an object at the freed one's address; a list field appended to; ``vars(o).update``; a field
+instance freed and a new one made; the dict replaced; ``__slots__``). A record of an instance
+whose dict is unchanged replays its last record (``DictMemo`` in encode.rs): each record must
+still show the state the program saw at that call, live and from the file.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from pathlib import Path
+
+import pytest
+import squall
+from squall import api, indexes, values
+from squall._instrument import rewrite
+from test_values_as_recorded import SQUALL, _run
+
+HERE = Path(__file__).resolve().parent
+PROGRAM = HERE / "reference_programs" / "unchanged_dicts.py"
+
+
+def _shows(q, deref, ns):
+    """(tag, derefed object) of every ``show`` call, in order."""
+    out = []
+    for tid in q.all_flows().get(0, []):
+        for e in q.get_referenced_maps_timeline(0, tid):
+            if e["type"] == "fn-call" and e["fn_name"] == "show" and e["fn_ns"] == ns:
+                tag, o = deref(e["fn_args_ref"])[:2]
+                out.append((tag, o))
+    return out
+
+
+def _live():
+    api.stop_recording()
+    api.clear_recordings()
+    api.set_flow(0)
+    api.start_recording(install_hook=False)
+    mod = types.ModuleType("ref_unchanged_dicts")
+    mod.__file__ = str(PROGRAM)
+    sys.modules[mod.__name__] = mod
+    try:
+        exec(
+            rewrite.compile_instrumented(PROGRAM.read_text(encoding="utf-8"), str(PROGRAM), mod.__name__, mode="full"),
+            mod.__dict__,
+        )
+    finally:
+        api.stop_recording()
+        sys.modules.pop(mod.__name__, None)
+    try:
+        return _shows(indexes._live, values.deref_val_id, mod.__name__), mod.SEEN
+    finally:
+        api.clear_recordings()
+
+
+def _file(tmp_path):
+    out = tmp_path / "unchanged.sqrec"
+    r = _run([SQUALL, "run", "--no-summary", "--mode", "full", "-o", out, PROGRAM])
+    assert r.returncode == 0, r.stderr
+    rec = squall.load(out)
+    # The program is deterministic: its own SEEN, from a plain run, is what each record saw.
+    ns: dict = {"__name__": "unchanged_plain"}
+    exec(compile(PROGRAM.read_text(encoding="utf-8"), str(PROGRAM), "exec"), ns)
+    return _shows(rec, rec.deref_val_id, "__main__"), ns["SEEN"]
+
+
+def _shown(v):
+    """A recorded field as ``state`` in the program writes it: a leaf by its name."""
+    if isinstance(v, values.Earlier):
+        v = v.value
+    if isinstance(v, values.ObjectSnapshot):
+        return v.attrs["name"]
+    return v
+
+
+@pytest.mark.parametrize("front", ["live", "file"])
+def test_each_record_shows_the_state_at_its_call(front, tmp_path):
+    shows, seen = _live() if front == "live" else _file(tmp_path)
+    shows = [(tag, o) for tag, o in shows if tag != "leaf itself"]
+    assert [tag for tag, _ in shows] == [tag for tag, _ in seen]
+    for n, ((tag, o), (_, expected)) in enumerate(zip(shows, seen)):
+        assert isinstance(o, values.ObjectSnapshot), (n, tag, o)
+        got = {k: _shown(v) for k, v in o.attrs.items()}
+        assert got == expected, (n, tag, got, expected)
+
+
+def test_a_reference_in_a_replayed_record_finds_the_newer_state():
+    shows, _ = _live()
+    (_, after), *_ = [(t, o) for t, o in shows if t == "after leaf"]
+    leaf = after.attrs["leaf"]
+    # Recorded by `show("leaf itself", ...)` after the rename: the reference resolves to it.
+    assert isinstance(leaf, values.Earlier) and leaf.value.attrs["name"] == "renamed", leaf
