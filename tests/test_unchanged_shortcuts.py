@@ -69,12 +69,14 @@ def _file(tmp_path):
 
 
 def _shown(v):
-    """A recorded field as ``state`` in the program writes it: a leaf by its name."""
+    """A recorded field or item as ``shown`` in the program writes it: a leaf by its name."""
     if isinstance(v, values.Earlier):
         v = v.value
     if isinstance(v, values.ObjectSnapshot):
         return v.attrs["name"]
-    return v
+    if isinstance(v, list):
+        return [_shown(x) for x in v]
+    return repr(v)
 
 
 @pytest.mark.parametrize("front", ["live", "file"])
@@ -83,14 +85,34 @@ def test_each_record_shows_the_state_at_its_call(front, tmp_path):
     shows = [(tag, o) for tag, o in shows if tag != "leaf itself"]
     assert [tag for tag, _ in shows] == [tag for tag, _ in seen]
     for n, ((tag, o), (_, expected)) in enumerate(zip(shows, seen)):
-        assert isinstance(o, values.ObjectSnapshot), (n, tag, o)
-        got = {k: _shown(v) for k, v in o.attrs.items()}
+        if isinstance(o, list):
+            got = _shown(o)
+        else:
+            assert isinstance(o, values.ObjectSnapshot), (n, tag, o)
+            got = {k: _shown(v) for k, v in o.attrs.items()}
         assert got == expected, (n, tag, got, expected)
 
 
-def test_a_reference_in_a_replayed_record_finds_the_newer_state():
+@pytest.mark.parametrize(
+    ("tag", "field", "name"),
+    [
+        ("after leaf", "leaf", "renamed"),
+        ("inline after leaf", "leaf", "inline renamed"),
+        ("box after rename", 1, "B"),
+    ],
+)
+def test_a_reference_in_a_replayed_record_finds_the_newer_state(tag, field, name):
     shows, _ = _live()
-    (_, after), *_ = [(t, o) for t, o in shows if t == "after leaf"]
-    leaf = after.attrs["leaf"]
+    (after,) = [o for t, o in shows if t == tag]
+    leaf = after.attrs["items"][field] if isinstance(field, int) else after.attrs[field]
     # Recorded by `show("leaf itself", ...)` after the rename: the reference resolves to it.
-    assert isinstance(leaf, values.Earlier) and leaf.value.attrs["name"] == "renamed", leaf
+    assert isinstance(leaf, values.Earlier) and leaf.value.attrs["name"] == name, leaf
+
+
+def test_a_new_object_at_a_freed_ones_address_is_not_the_old_reference():
+    shows, _ = _live()
+    for tag, first in (("leaves replaced", lambda o: o[0]), ("box replaced", lambda o: o.attrs["items"][0])):
+        replaced = [first(o) for t, o in shows if t == tag]
+        replaced = [x.value if isinstance(x, values.Earlier) else x for x in replaced]
+        assert [x.attrs["name"] for x in replaced] == [f"new{i}" for i in range(10)], tag
+        assert len({x.obj_id for x in replaced}) == 10, tag

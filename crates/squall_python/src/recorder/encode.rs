@@ -29,6 +29,7 @@ use squall_trace::{
 use crate::identity::IDS;
 
 mod fingerprint;
+mod memo;
 
 /// `f(o)` with this thread's recording suspended: how a user-registered encoder is called.
 ///
@@ -153,96 +154,8 @@ pub struct EncodeCache {
     member_lists: Vec<Box<[(u32, isize)]>>,
     /// Big containers' fingerprints (`fingerprint`): an unchanged one reuses its last node.
     prints: fingerprint::Prints,
-    /// What the last record of each plain instance read from its `__dict__` (`DictMemo`), by
-    /// the instance's address, direct-mapped.
-    dict_memos: Box<[DictMemo]>,
-}
-
-/// One record of a plain instance (no slots, base value or exception args: its attributes are
-/// its `__dict__`'s), kept to replay while the dict is unchanged. A dict's version tag (PEP 509,
-/// 3.9-3.13) is drawn from a process-wide counter at every change of the dict and when it is
-/// made, so an equal (dict, version) means the same entries holding the same objects, all alive
-/// since (the dict holds them): an immutable scalar among them encodes as before, and an instance
-/// at the depth limit has the same identity.
-struct DictMemo {
-    /// The instance's address; 0: an empty slot.
-    addr: usize,
-    obj: ObjId,
-    ty: u32,
-    dict: usize,
-    version: u64,
-    depth: u32,
-    /// `Cx::obj_left` when the instance was met: which fields are references depends on it.
-    obj_left: u32,
-    /// The instance's node made (or reused) by that record.
-    node: ValRef,
-    fields: Vec<FieldMemo>,
-    /// `Budget::max_string` then: a string field's encoding depends on it.
-    max_string: usize,
-}
-
-/// What `replay_dict` did.
-enum Replayed {
-    /// No memo of this record's instance, dict and version: nothing pushed.
-    NoMemo,
-    /// The attributes pushed, and every one encoded as in the memo's record, whose node is
-    /// still the last at the instance's address: the value is that node.
-    Same(ValRef),
-    /// The attributes pushed; some differ from the memo's record (or its node was replaced).
-    Changed,
-}
-
-#[derive(Clone, Copy)]
-struct FieldMemo {
-    name: u32,
-    value: *mut ffi::PyObject,
-    v: ValRef,
-    how: Replay,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Replay {
-    /// An immutable scalar (None, bool, exact int, float, complex, str, bytes): encoded the same
-    /// while it lives; `counted`: it took one of the value's nodes (`Budget::max_items`).
-    Fixed { counted: bool },
-    /// A reference to an instance at the object-depth limit, made while its newest state at
-    /// its address was `state`: the same reference while that is still its newest state.
-    Cut { state: ValRef },
-    /// Encoded afresh at every record (containers, which change in place; instances above the
-    /// depth limit).
-    Again,
-}
-
-impl Default for DictMemo {
-    fn default() -> Self {
-        DictMemo {
-            addr: 0,
-            obj: 0,
-            ty: 0,
-            dict: 0,
-            version: 0,
-            depth: 0,
-            obj_left: 0,
-            node: ValRef::ABSENT,
-            fields: Vec::new(),
-            max_string: 0,
-        }
-    }
-}
-
-const DICT_MEMO_SLOTS: usize = 1 << 11;
-
-/// The head of a `PyDictObject` (3.9-3.13): the version tag after the size.
-#[repr(C)]
-struct DictHead {
-    ob_base: ffi::PyObject,
-    ma_used: ffi::Py_ssize_t,
-    ma_version_tag: u64,
-}
-
-#[inline(always)]
-fn dict_memo_slot(addr: usize) -> usize {
-    ((addr >> 4) ^ (addr >> 15)) & (DICT_MEMO_SLOTS - 1)
+    /// What the last record of each instance's attributes or list's items read (`memo`).
+    memos: memo::Memos,
 }
 
 const ATTR_SLOTS: usize = 1 << 10;
@@ -394,7 +307,7 @@ impl Default for EncodeCache {
             path: Vec::new(),
             written: LastNodes::with_slots(CUT_SLOTS),
             prints: fingerprint::Prints::default(),
-            dict_memos: Box::default(),
+            memos: memo::Memos::default(),
         }
     }
 }
@@ -414,11 +327,7 @@ impl EncodeCache {
             // The write marks, the type cache, the cycle path and the types' member lists.
             + (self.written.bytes() + std::mem::size_of_val(&*self.types.slots) + self.path.capacity() * 8) as u64
             + self.member_lists.iter().map(|m| 16 + std::mem::size_of_val(&**m) as u64).sum::<u64>()
-            + self
-                .dict_memos
-                .iter()
-                .map(|m| (std::mem::size_of::<DictMemo>() + m.fields.capacity() * std::mem::size_of::<FieldMemo>()) as u64)
-                .sum::<u64>()
+            + self.memos.bytes() as u64
     }
 }
 
@@ -666,8 +575,8 @@ struct Cx<'a> {
     /// past the newest state and write of every object it refers to (`fresh_enough`).
     newest_dep: u32,
     /// The last reference `known_at_limit` made to an instance's earlier state: (its address,
-    /// that state), for `DictMemo`.
-    last_known: Option<(usize, ValRef)>,
+    /// that state, its identity), for `memo`.
+    last_known: Option<(usize, ValRef, ObjId)>,
 }
 
 /// Sequence storage read directly.
@@ -1080,7 +989,32 @@ impl Cx<'_> {
             }
             let outer = self.descend(o, obj, false);
             let max = self.budget.max_length;
+            // A list's or tuple's items reuse what its last record read (`memo`); `replayed`:
+            // that record's node is the value.
+            let mut replayed = None;
             match items {
+                Items::Array(p, n) if self.registered.is_empty() => {
+                    let head = memo::Head {
+                        obj,
+                        ty,
+                        depth,
+                        obj_left: outer,
+                        shape: memo::SHAPE_SEQ + kind as u8,
+                        dict: 0,
+                        version: 0,
+                    };
+                    let mut open = self.memo_begin(o, &head);
+                    let mut complete = true;
+                    for i in 0..n.min(max) {
+                        if *self.left == 0 {
+                            complete = false;
+                            break;
+                        }
+                        let v = self.memo_field(&mut open, *p.add(i), 0, depth - 1);
+                        self.cache.stack.push(v);
+                    }
+                    replayed = self.memo_end(o, head, open, complete, len);
+                }
                 Items::Array(p, n) => {
                     for i in 0..n.min(max) {
                         if *self.left == 0 {
@@ -1118,6 +1052,12 @@ impl Cx<'_> {
             }
             self.ascend(obj, outer);
             let addr = o as usize;
+            if let Some(node) = replayed {
+                if self.fresh_enough(node) {
+                    self.cache.stack.truncate(base);
+                    return node;
+                }
+            }
             let items = &self.cache.stack[base..];
             // The last state at this address: the same one again, or the full state a delta of
             // this one is made against.
@@ -1127,6 +1067,7 @@ impl Cx<'_> {
                     Some(Node::Seq(p)) if p.obj == obj && p.ty == ty && p.kind == kind => {
                         if p.len == len && *p.items == *items && self.fresh_enough(prev) {
                             self.cache.stack.truncate(base);
+                            self.memo_node(addr, prev);
                             return prev;
                         }
                         delta_base = Some(prev.0);
@@ -1134,6 +1075,7 @@ impl Cx<'_> {
                     Some(Node::SeqDelta(d)) if d.obj == obj && d.ty == ty && d.kind == kind => {
                         if d.len == len && delta_equals(self.store, d, items) && self.fresh_enough(prev) {
                             self.cache.stack.truncate(base);
+                            self.memo_node(addr, prev);
                             return prev;
                         }
                         delta_base = Some(d.base);
@@ -1147,7 +1089,9 @@ impl Cx<'_> {
                     None => Node::Seq(Box::new(SeqNode { kind, ty, obj, len, items: items.into() })),
                 };
             self.cache.stack.truncate(base);
-            self.push_at(addr, node)
+            let r = self.push_at(addr, node);
+            self.memo_node(addr, r);
+            r
         }
     }
 
@@ -1249,19 +1193,37 @@ impl Cx<'_> {
             let inline = (*tp).tp_flags & ffi::Py_TPFLAGS_MANAGED_DICT != 0 && inline_values(o, tp).is_some();
             #[cfg(not(all(Py_3_11, not(Py_3_13))))]
             let inline = false;
+            // A plain instance (its attributes are all there is to it) reuses what its last
+            // record read (`memo`); `replayed`: that record's node is the value.
+            let plain = self.cache.attrs.len() == base && self.registered.is_empty();
+            let mut replayed = None;
             #[cfg(all(Py_3_11, not(Py_3_13)))]
             if inline {
+                let head =
+                    memo::Head { obj, ty, depth, obj_left: outer, shape: memo::SHAPE_INLINE, dict: 0, version: 0 };
+                let mut open = if plain { Some(self.memo_begin(o, &head)) } else { None };
+                let mut complete = true;
                 let mut i = 0;
-                while self.cache.attrs.len() - base < self.budget.max_length && *self.left > 0 {
+                loop {
+                    if self.cache.attrs.len() - base >= self.budget.max_length || *self.left == 0 {
+                        complete = false;
+                        break;
+                    }
                     let Some(slot) = inline_attr(o, tp, i) else { break };
                     i += 1;
                     let Some((k, v)) = slot else { continue };
                     if ffi::PyUnicode_Check(k) == 0 {
                         continue;
                     }
-                    let ve = self.enc(v, depth - 1);
                     let ke = self.attr_name(k);
+                    let ve = match &mut open {
+                        Some(open) => self.memo_field(open, v, ke, depth - 1),
+                        None => self.enc(v, depth - 1),
+                    };
                     self.cache.attrs.push((ke, ve));
+                }
+                if let Some(open) = open {
+                    replayed = self.memo_end(o, head, open, complete, 0);
                 }
             }
             let dict_ptr = if inline {
@@ -1275,18 +1237,22 @@ impl Cx<'_> {
             } else {
                 std::ptr::null_mut()
             };
-            // A plain instance whose dict is unchanged since its last record replays that
-            // record (`DictMemo`); `Some(node)`: every field encoded as then, `node` the value.
-            let mut replayed = None;
             if !dict_ptr.is_null() && !(*dict_ptr).is_null() && ffi::PyDict_Check(*dict_ptr) != 0 {
                 let d = *dict_ptr;
-                let plain = self.cache.attrs.len() == base && self.registered.is_empty();
-                let replay = if plain { self.replay_dict(o, obj, ty, d, depth, outer, base) } else { Replayed::NoMemo };
-                match replay {
-                    Replayed::NoMemo => self.read_dict(o, obj, ty, d, depth, outer, base, plain),
-                    Replayed::Same(node) => replayed = Some(node),
-                    Replayed::Changed => {}
-                }
+                let head = memo::Head {
+                    obj,
+                    ty,
+                    depth,
+                    obj_left: outer,
+                    shape: memo::SHAPE_DICT,
+                    dict: d as usize,
+                    version: memo::dict_version(d),
+                };
+                let replay = if plain { self.memo_replay(o, head, base, depth - 1) } else { None };
+                replayed = match replay {
+                    Some(r) => r,
+                    None => self.read_dict(o, d, depth, base, plain.then_some(head)),
+                };
             }
             self.ascend(obj, outer);
             if let Some(node) = replayed {
@@ -1317,192 +1283,40 @@ impl Cx<'_> {
         }
     }
 
-    /// The memo of instance `o` (identity `obj`, type name `ty`, dict `d`) met at `depth` with
-    /// `obj_left` object levels, if its last record is one: the slot's index.
-    unsafe fn dict_memo(
-        &self,
-        o: *mut ffi::PyObject,
-        obj: ObjId,
-        ty: u32,
-        d: *mut ffi::PyObject,
-        depth: u32,
-        obj_left: u32,
-    ) -> Option<usize> {
-        // SAFETY: this fn's contract: `d` is a live dict.
-        let version = unsafe { (*d.cast::<DictHead>()).ma_version_tag };
-        let k = dict_memo_slot(o as usize);
-        let m = self.cache.dict_memos.get(k)?;
-        (m.addr == o as usize
-            && m.obj == obj
-            && m.ty == ty
-            && m.dict == d as usize
-            && m.version == version
-            && m.depth == depth
-            && m.obj_left == obj_left
-            && m.max_string == self.budget.max_string
-            && m.node != ValRef::ABSENT)
-            .then_some(k)
-    }
-
-    /// Pushes instance `o`'s attributes as its last record encoded them, if its dict `d` is
-    /// unchanged since (`dict_memo`); encodes afresh only what can change without a change of
-    /// the dict (`Replay::Again`). `Some(node)` when every field encoded as then and `node`, the
-    /// node made then, is still the last at `o`'s address: the value is that node. `None`
-    /// without a memo, having pushed nothing.
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn replay_dict(
-        &mut self,
-        o: *mut ffi::PyObject,
-        obj: ObjId,
-        ty: u32,
-        d: *mut ffi::PyObject,
-        depth: u32,
-        obj_left: u32,
-        base: usize,
-    ) -> Replayed {
-        // SAFETY: this fn's contract (GIL held, `o` and its dict `d` live). The memo's field
-        // objects are the dict's values (unchanged dict), so live.
-        unsafe {
-            let Some(k) = self.dict_memo(o, obj, ty, d, depth, obj_left) else { return Replayed::NoMemo };
-            let mut fields = std::mem::take(&mut self.cache.dict_memos[k].fields);
-            let mut same = true;
-            let mut all = true;
-            for f in &mut fields {
-                // The read loop's own stop (`read_dict`): the same fields in the same order.
-                if self.cache.attrs.len() - base >= self.budget.max_length || *self.left == 0 {
-                    all = false;
-                    break;
-                }
-                let v = match f.how {
-                    Replay::Fixed { counted } => {
-                        if counted {
-                            *self.left = self.left.saturating_sub(1);
-                        }
-                        f.v
-                    }
-                    Replay::Cut { state } if self.cache.last.get(f.value as usize) == Some(state) => {
-                        // What `known_at_limit` does for it: the reference's dependencies.
-                        *self.left = self.left.saturating_sub(1);
-                        let written = self.cache.written.get(f.value as usize).map_or(0, |w| w.0);
-                        self.newest_dep = self.newest_dep.max(state.0 + 1).max(written);
-                        f.v
-                    }
-                    _ => {
-                        self.last_known = None;
-                        let v = self.enc(f.value, depth - 1);
-                        f.how = match self.last_known {
-                            Some((a, state)) if a == f.value as usize => Replay::Cut { state },
-                            _ => Replay::Again,
-                        };
-                        v
-                    }
-                };
-                same &= v == f.v;
-                f.v = v;
-                self.cache.attrs.push((f.name, v));
-            }
-            let m = &mut self.cache.dict_memos[k];
-            if m.addr != o as usize {
-                // An instance encoded inside this one took the slot: its memo stays.
-                return Replayed::Changed;
-            }
-            m.fields = fields;
-            if !all {
-                // Cut short by the budget: the fields it did not reach are not in this record.
-                m.addr = 0;
-                return Replayed::Changed;
-            }
-            if same && self.cache.last.get(o as usize) == Some(m.node) {
-                Replayed::Same(m.node)
-            } else {
-                Replayed::Changed
-            }
-        }
-    }
-
-    /// Pushes instance `o`'s attributes read from its dict `d`; with `plain` (nothing else
-    /// pushed for it, no registered encoders), keeps a memo of them for `replay_dict`.
-    #[allow(clippy::too_many_arguments)]
+    /// Pushes instance `o`'s attributes read from its dict `d`; with `head` (a plain instance),
+    /// through its memo (`memo`): `Some(node)` when the record is the last one.
     unsafe fn read_dict(
         &mut self,
         o: *mut ffi::PyObject,
-        obj: ObjId,
-        ty: u32,
         d: *mut ffi::PyObject,
         depth: u32,
-        obj_left: u32,
         base: usize,
-        plain: bool,
-    ) {
+        head: Option<memo::Head>,
+    ) -> Option<ValRef> {
         // SAFETY: this fn's contract (GIL held, `o` and its dict `d` live); iterated with
         // PyDict_Next, which runs no Python code, and items are borrowed while it does not.
         unsafe {
-            let k = dict_memo_slot(o as usize);
-            let mut fields = if plain {
-                if self.cache.dict_memos.is_empty() {
-                    self.cache.dict_memos = (0..DICT_MEMO_SLOTS).map(|_| DictMemo::default()).collect();
-                }
-                let mut f = std::mem::take(&mut self.cache.dict_memos[k].fields);
-                f.clear();
-                Some(f)
-            } else {
-                None
-            };
-            let version = (*d.cast::<DictHead>()).ma_version_tag;
+            let mut open = head.map(|h| self.memo_begin(o, &h));
             let mut complete = false;
-            let (mut pos, mut key, mut v) = (0, std::ptr::null_mut(), std::ptr::null_mut());
-            loop {
-                if self.cache.attrs.len() - base >= self.budget.max_length || *self.left == 0 {
-                    break;
-                }
-                if ffi::PyDict_Next(d, &mut pos, &mut key, &mut v) == 0 {
+            let (mut pos, mut k, mut v) = (0, std::ptr::null_mut(), std::ptr::null_mut());
+            while self.cache.attrs.len() - base < self.budget.max_length && *self.left > 0 {
+                if ffi::PyDict_Next(d, &mut pos, &mut k, &mut v) == 0 {
                     complete = true;
                     break;
                 }
-                if ffi::PyUnicode_Check(key) == 0 {
+                if ffi::PyUnicode_Check(k) == 0 {
                     continue;
                 }
-                let how = match &fields {
-                    Some(_) => replay_kind(v),
-                    None => Replay::Again,
+                let ke = self.attr_name(k);
+                let ve = match &mut open {
+                    Some(open) => self.memo_field(open, v, ke, depth - 1),
+                    None => self.enc(v, depth - 1),
                 };
-                self.last_known = None;
-                let ve = self.enc(v, depth - 1);
-                let ke = self.attr_name(key);
                 self.cache.attrs.push((ke, ve));
-                if let Some(f) = &mut fields {
-                    let how = match (how, self.last_known) {
-                        (Replay::Again, Some((a, state))) if a == v as usize => Replay::Cut { state },
-                        (how, _) => how,
-                    };
-                    f.push(FieldMemo { name: ke, value: v, v: ve, how });
-                }
             }
-            if let Some(fields) = fields {
-                // Complete and not empty (an instance without attributes is shown as opaque):
-                // `memo_node` sets the node once the instance's node is made.
-                self.cache.dict_memos[k] = DictMemo {
-                    addr: if complete && !fields.is_empty() { o as usize } else { 0 },
-                    obj,
-                    ty,
-                    dict: d as usize,
-                    version,
-                    depth,
-                    obj_left,
-                    node: ValRef::ABSENT,
-                    fields,
-                    max_string: self.budget.max_string,
-                };
-            }
-        }
-    }
-
-    /// Instance `addr`'s node `r`, made or reused by the record that kept its memo (if one did).
-    #[inline]
-    fn memo_node(&mut self, addr: usize, r: ValRef) {
-        if let Some(m) = self.cache.dict_memos.get_mut(dict_memo_slot(addr)) {
-            if m.addr == addr {
-                m.node = r;
+            match (head, open) {
+                (Some(head), Some(open)) => self.memo_end(o, head, open, complete, 0),
+                _ => None,
             }
         }
     }
@@ -1658,7 +1472,7 @@ impl Cx<'_> {
             // state it finds, and the writes to the object since (see `fresh_enough`).
             let written = self.cache.written.get(o as usize).map_or(0, |w| w.0);
             self.newest_dep = self.newest_dep.max(prev.0 + 1).max(written);
-            self.last_known = Some((o as usize, prev));
+            self.last_known = Some((o as usize, prev, obj));
         }
         known.then_some(CutNode { ty, obj, len })
     }
@@ -1739,34 +1553,6 @@ impl Cx<'_> {
             ffi::Py_DecRef(r);
             v
         }
-    }
-}
-
-/// How a field holding `v` is replayed while its instance's dict is unchanged: `Fixed` for an
-/// immutable scalar, else `Again` (`read_dict` makes it `Cut` when it was a reference).
-///
-/// # Safety
-/// GIL held; `v` a valid borrowed reference.
-#[inline(always)]
-unsafe fn replay_kind(v: *mut ffi::PyObject) -> Replay {
-    // SAFETY: this fn's contract (GIL held, `v` live): only its type is read, and an int's value.
-    unsafe {
-        let tp = ffi::Py_TYPE(v);
-        if tp == &raw mut ffi::PyLong_Type {
-            let inline = crate::ints::exact_int_value(v).and_then(ValRef::small_int).is_some();
-            return Replay::Fixed { counted: !inline };
-        }
-        if v == ffi::Py_None() || tp == &raw mut ffi::PyBool_Type {
-            return Replay::Fixed { counted: false };
-        }
-        if tp == &raw mut ffi::PyFloat_Type
-            || tp == &raw mut ffi::PyUnicode_Type
-            || tp == &raw mut ffi::PyBytes_Type
-            || tp == &raw mut ffi::PyComplex_Type
-        {
-            return Replay::Fixed { counted: true };
-        }
-        Replay::Again
     }
 }
 
