@@ -116,3 +116,34 @@ def test_a_new_object_at_a_freed_ones_address_is_not_the_old_reference():
         replaced = [x.value if isinstance(x, values.Earlier) else x for x in replaced]
         assert [x.attrs["name"] for x in replaced] == [f"new{i}" for i in range(10)], tag
         assert len({x.obj_id for x in replaced}) == 10, tag
+
+
+INTS = [2**30 - 1, 2**30, -(2**30), 2**31, 2**59 + 7, -(2**60) - 3, 2**62 + 5, 2**63 - 1, -(2**63), 2**63, -(2**63) - 1]
+INTS += [2**89, 2**90 - 1, -(2**90) + 1, 2**90, 12345678901234567890123]
+
+
+def test_ints_of_several_digits_are_read_exactly():
+    """Ints of one to four 30-bit digits, at the edges of 64 bits: read from their digits
+    (``ints::exact_int_value``), each shown as it is."""
+    api.stop_recording()
+    api.clear_recordings()
+    api.set_flow(0)
+    api.start_recording(install_hook=False)
+    src = "def keep(*xs):\n    return len(xs)\n\nkeep(*INTS)\nkeep([x for x in INTS])\n"
+    mod = types.ModuleType("ref_ints")
+    mod.INTS = INTS
+    try:
+        exec(rewrite.compile_instrumented(src, "<ints>", mod.__name__, mode="full"), mod.__dict__)
+    finally:
+        api.stop_recording()
+    try:
+        args = [
+            values.deref_val_id(e["fn_args_ref"])
+            for tid in indexes._live.all_flows().get(0, [])
+            for e in indexes._live.get_referenced_maps_timeline(0, tid)
+            if e["type"] == "fn-call" and e["fn_name"] == "keep"
+        ]
+    finally:
+        api.clear_recordings()
+    assert list(args[0][0]) == INTS
+    assert list(args[1][0][0]) == INTS

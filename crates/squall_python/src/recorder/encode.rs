@@ -714,15 +714,25 @@ impl Cx<'_> {
     /// What kind of value `tp`'s instances are, their type's interned name and whether their
     /// deaths are seen: cached per type (`TypeCache`), so that encoding an object costs one
     /// lookup instead of a dozen subtype checks and two hash lookups.
-    #[inline]
+    #[inline(always)]
     unsafe fn type_info(&mut self, tp: *mut ffi::PyTypeObject) -> TypeInfo {
         // SAFETY: this fn's contract: `tp` is a live type; the cache's entry for it is dropped when
         // its class dies (deaths.rs).
         unsafe {
             let key = type_key(tp);
-            if let Some(info) = self.cache.types.get(tp, key) {
-                return info;
+            match self.cache.types.get(tp, key) {
+                Some(info) => info,
+                None => self.type_info_slow(tp, key),
             }
+        }
+    }
+
+    /// `type_info` on a miss of the cache: the type classified, named and its members listed.
+    #[cold]
+    #[inline(never)]
+    unsafe fn type_info_slow(&mut self, tp: *mut ffi::PyTypeObject, key: u32) -> TypeInfo {
+        // SAFETY: this fn's contract: `tp` is a live type.
+        unsafe {
             let members = self.member_list(tp);
             let members = if members.is_empty() {
                 0
@@ -1193,37 +1203,22 @@ impl Cx<'_> {
             let inline = (*tp).tp_flags & ffi::Py_TPFLAGS_MANAGED_DICT != 0 && inline_values(o, tp).is_some();
             #[cfg(not(all(Py_3_11, not(Py_3_13))))]
             let inline = false;
-            // A plain instance (its attributes are all there is to it) reuses what its last
-            // record read (`memo`); `replayed`: that record's node is the value.
-            let plain = self.cache.attrs.len() == base && self.registered.is_empty();
-            let mut replayed = None;
+            // Attributes in inline values (3.11, 3.12) are read without a memo: they have no
+            // version to replay by, and comparing them field by field cost richards more than
+            // it saved (docs/benchmarks.md, fifth session).
             #[cfg(all(Py_3_11, not(Py_3_13)))]
             if inline {
-                let head =
-                    memo::Head { obj, ty, depth, obj_left: outer, shape: memo::SHAPE_INLINE, dict: 0, version: 0 };
-                let mut open = if plain { Some(self.memo_begin(o, &head)) } else { None };
-                let mut complete = true;
                 let mut i = 0;
-                loop {
-                    if self.cache.attrs.len() - base >= self.budget.max_length || *self.left == 0 {
-                        complete = false;
-                        break;
-                    }
+                while self.cache.attrs.len() - base < self.budget.max_length && *self.left > 0 {
                     let Some(slot) = inline_attr(o, tp, i) else { break };
                     i += 1;
                     let Some((k, v)) = slot else { continue };
                     if ffi::PyUnicode_Check(k) == 0 {
                         continue;
                     }
+                    let ve = self.enc(v, depth - 1);
                     let ke = self.attr_name(k);
-                    let ve = match &mut open {
-                        Some(open) => self.memo_field(open, v, ke, depth - 1),
-                        None => self.enc(v, depth - 1),
-                    };
                     self.cache.attrs.push((ke, ve));
-                }
-                if let Some(open) = open {
-                    replayed = self.memo_end(o, head, open, complete, 0);
                 }
             }
             let dict_ptr = if inline {
@@ -1237,6 +1232,10 @@ impl Cx<'_> {
             } else {
                 std::ptr::null_mut()
             };
+            // A plain instance (its attributes are all there is to it) with a dict reuses what
+            // its last record read (`memo`); `replayed`: that record's node is the value.
+            let plain = self.cache.attrs.len() == base && self.registered.is_empty();
+            let mut replayed = None;
             if !dict_ptr.is_null() && !(*dict_ptr).is_null() && ffi::PyDict_Check(*dict_ptr) != 0 {
                 let d = *dict_ptr;
                 let head = memo::Head {

@@ -1,8 +1,10 @@
-//! Memos: what the last record of an instance's attributes, or of a list's or tuple's items,
+//! Memos: what the last record of an instance's `__dict__`, or of a list's or tuple's items,
 //! read (per field its object and the value it encoded to), so that a record of the same thing
 //! reuses a field's value when the field provably encodes the same, without encoding it
 //! (DESIGN.md, "Where recorded time goes"). The test is made while the fields are read, by
 //! the encoding pass itself: a miss costs a compare, and the field is encoded as it would be.
+//! Attributes kept in inline values (3.11, 3.12) take no memo: without a version to replay by,
+//! the compares cost richards more than they saved (docs/benchmarks.md, fifth session).
 //!
 //! A field is reused when it holds the same object as then (by address) and:
 //! - `None`, a bool, an int of 31 bits: re-read (inline values cost nothing);
@@ -35,7 +37,6 @@ const SLOTS: usize = 1 << 12;
 
 /// What a memo was made of.
 pub(super) const SHAPE_DICT: u8 = 1;
-pub(super) const SHAPE_INLINE: u8 = 2;
 /// Plus the `SeqKind` as a number.
 pub(super) const SHAPE_SEQ: u8 = 8;
 
@@ -208,7 +209,11 @@ impl Cx<'_> {
         // SAFETY: this fn's contract.
         unsafe {
             let prev = open.fields.get(open.n).copied().filter(|f| f.value == p as usize);
-            let (v, how) = self.memo_enc(p, depth, prev, false);
+            let (v, how) = match inline_value(p) {
+                // What `enc` would do, without the memo's dispatch.
+                Some(v) => (v, Replay::Inline),
+                None => self.memo_enc(p, depth, prev, false),
+            };
             open.same &= prev.is_some_and(|f| f.v == v && f.name == name);
             let f = FieldMemo { name, value: p as usize, v, how };
             match open.fields.get_mut(open.n) {
