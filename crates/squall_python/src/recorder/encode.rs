@@ -29,6 +29,7 @@ use squall_trace::{
 use crate::recorder::identity::IDS;
 
 mod fingerprint;
+mod memo;
 
 /// `f(o)` with this thread's recording suspended: how a user-registered encoder is called.
 ///
@@ -153,6 +154,8 @@ pub struct EncodeCache {
     member_lists: Vec<Box<[(u32, isize)]>>,
     /// Big containers' fingerprints (`fingerprint`): an unchanged one reuses its last node.
     prints: fingerprint::Prints,
+    /// What the last record of each instance's attributes or list's items read (`memo`).
+    memos: memo::Memos,
 }
 
 const ATTR_SLOTS: usize = 1 << 10;
@@ -304,6 +307,7 @@ impl Default for EncodeCache {
             path: Vec::new(),
             written: LastNodes::with_slots(CUT_SLOTS),
             prints: fingerprint::Prints::default(),
+            memos: memo::Memos::default(),
         }
     }
 }
@@ -323,6 +327,7 @@ impl EncodeCache {
             // The write marks, the type cache, the cycle path and the types' member lists.
             + (self.written.bytes() + std::mem::size_of_val(&*self.types.slots) + self.path.capacity() * 8) as u64
             + self.member_lists.iter().map(|m| 16 + std::mem::size_of_val(&**m) as u64).sum::<u64>()
+            + self.memos.bytes() as u64
     }
 }
 
@@ -468,20 +473,17 @@ pub unsafe fn scalar(
     // SAFETY: this fn's contract (GIL held, `o` live); no Python code runs, so `values` and `enc`
     // are the only references to them.
     unsafe {
+        let tp = ffi::Py_TYPE(o);
+        // One conversion of an int: inline when it fits in 31 bits, else a node.
+        if tp == &raw mut ffi::PyLong_Type {
+            let v = crate::recorder::ints::exact_int_value(o)?;
+            return ValRef::small_int(v).or_else(|| values.push(Node::Int(v)));
+        }
         if let Some(v) = inline_value(o) {
             return Some(v);
         }
-        let tp = ffi::Py_TYPE(o);
         let node = if tp == &raw mut ffi::PyFloat_Type {
             Node::Float(ffi::PyFloat_AS_DOUBLE(o))
-        } else if tp == &raw mut ffi::PyLong_Type {
-            let mut overflow = 0;
-            let v = ffi::PyLong_AsLongLongAndOverflow(o, &mut overflow);
-            if overflow != 0 || (v == -1 && !ffi::PyErr_Occurred().is_null()) {
-                ffi::PyErr_Clear();
-                return None;
-            }
-            Node::Int(v)
         } else if tp == &raw mut ffi::PyUnicode_Type {
             return ascii_str(values, enc, o, max_string);
         } else {
@@ -555,6 +557,7 @@ pub unsafe fn encode(
             left: &mut left,
             obj_left: budget.object_depth.max(1),
             newest_dep: 0,
+            last_known: None,
         };
         cx.enc(o, budget.max_depth)
     }
@@ -571,6 +574,9 @@ struct Cx<'a> {
     /// The store length the value's node must reach for its references to resolve as of now:
     /// past the newest state and write of every object it refers to (`fresh_enough`).
     newest_dep: u32,
+    /// The last reference `known_at_limit` made to an instance's earlier state: (its address,
+    /// that state, its identity), for `memo`.
+    last_known: Option<(usize, ValRef, ObjId)>,
 }
 
 /// Sequence storage read directly.
@@ -615,10 +621,13 @@ impl Cx<'_> {
         // SAFETY: this fn's contract (GIL held, `o` live): every path reads `o` by the layout its
         // exact type (`type_info`) gives.
         unsafe {
+            let tp = ffi::Py_TYPE(o);
+            if tp == &raw mut ffi::PyLong_Type {
+                return self.int(o);
+            }
             if let Some(v) = inline_value(o) {
                 return v;
             }
-            let tp = ffi::Py_TYPE(o);
             *self.left = self.left.saturating_sub(1);
             if tp == &raw mut ffi::PyFloat_Type {
                 // Shared with the last node at its address: an object's float field unchanged
@@ -627,9 +636,6 @@ impl Cx<'_> {
             }
             if tp == &raw mut ffi::PyUnicode_Type {
                 return self.string(o);
-            }
-            if tp == &raw mut ffi::PyLong_Type {
-                return self.big_int(o);
             }
             if tp == &raw mut ffi::PyBytes_Type {
                 return self.bytes(o);
@@ -708,15 +714,25 @@ impl Cx<'_> {
     /// What kind of value `tp`'s instances are, their type's interned name and whether their
     /// deaths are seen: cached per type (`TypeCache`), so that encoding an object costs one
     /// lookup instead of a dozen subtype checks and two hash lookups.
-    #[inline]
+    #[inline(always)]
     unsafe fn type_info(&mut self, tp: *mut ffi::PyTypeObject) -> TypeInfo {
         // SAFETY: this fn's contract: `tp` is a live type; the cache's entry for it is dropped when
         // its class dies (deaths.rs).
         unsafe {
             let key = type_key(tp);
-            if let Some(info) = self.cache.types.get(tp, key) {
-                return info;
+            match self.cache.types.get(tp, key) {
+                Some(info) => info,
+                None => self.type_info_slow(tp, key),
             }
+        }
+    }
+
+    /// `type_info` on a miss of the cache: the type classified, named and its members listed.
+    #[cold]
+    #[inline(never)]
+    unsafe fn type_info_slow(&mut self, tp: *mut ffi::PyTypeObject, key: u32) -> TypeInfo {
+        // SAFETY: this fn's contract: `tp` is a live type.
+        unsafe {
             let members = self.member_list(tp);
             let members = if members.is_empty() {
                 0
@@ -796,17 +812,34 @@ impl Cx<'_> {
         }
     }
 
+    /// An exact int, converted once: inline within 31 bits, else a node shared with the last one
+    /// at its address when equal.
+    #[inline(always)]
+    unsafe fn int(&mut self, o: *mut ffi::PyObject) -> ValRef {
+        // SAFETY: this fn's contract (GIL held, `o` a live exact int).
+        unsafe {
+            match crate::recorder::ints::exact_int_value(o) {
+                Some(v) => match ValRef::small_int(v) {
+                    Some(r) => r,
+                    None => {
+                        *self.left = self.left.saturating_sub(1);
+                        self.shared(o, Node::Int(v))
+                    }
+                },
+                None => {
+                    *self.left = self.left.saturating_sub(1);
+                    self.big_int(o)
+                }
+            }
+        }
+    }
+
+    /// An int beyond 64 bits, by its decimal text.
+    #[inline(never)]
     unsafe fn big_int(&mut self, o: *mut ffi::PyObject) -> ValRef {
         // SAFETY: this fn's contract (GIL held, `o` a live int); an error of the conversion is
         // cleared.
         unsafe {
-            let mut overflow = 0;
-            let v = ffi::PyLong_AsLongLongAndOverflow(o, &mut overflow);
-            let failed = v == -1 && !ffi::PyErr_Occurred().is_null();
-            if overflow == 0 && !failed {
-                return self.shared(o, Node::Int(v));
-            }
-            ffi::PyErr_Clear();
             // An exact int's str runs CPython's own conversion (no user code); past the
             // interpreter's digit limit it raises, and the size is shown instead.
             let s = ffi::PyObject_Str(o);
@@ -966,7 +999,32 @@ impl Cx<'_> {
             }
             let outer = self.descend(o, obj, false);
             let max = self.budget.max_length;
+            // A list's or tuple's items reuse what its last record read (`memo`); `replayed`:
+            // that record's node is the value.
+            let mut replayed = None;
             match items {
+                Items::Array(p, n) if self.registered.is_empty() => {
+                    let head = memo::Head {
+                        obj,
+                        ty,
+                        depth,
+                        obj_left: outer,
+                        shape: memo::SHAPE_SEQ + kind as u8,
+                        dict: 0,
+                        version: 0,
+                    };
+                    let mut open = self.memo_begin(o, &head);
+                    let mut complete = true;
+                    for i in 0..n.min(max) {
+                        if *self.left == 0 {
+                            complete = false;
+                            break;
+                        }
+                        let v = self.memo_field(&mut open, *p.add(i), 0, depth - 1);
+                        self.cache.stack.push(v);
+                    }
+                    replayed = self.memo_end(o, head, open, complete, len);
+                }
                 Items::Array(p, n) => {
                     for i in 0..n.min(max) {
                         if *self.left == 0 {
@@ -1004,6 +1062,12 @@ impl Cx<'_> {
             }
             self.ascend(obj, outer);
             let addr = o as usize;
+            if let Some(node) = replayed {
+                if self.fresh_enough(node) {
+                    self.cache.stack.truncate(base);
+                    return node;
+                }
+            }
             let items = &self.cache.stack[base..];
             // The last state at this address: the same one again, or the full state a delta of
             // this one is made against.
@@ -1013,6 +1077,7 @@ impl Cx<'_> {
                     Some(Node::Seq(p)) if p.obj == obj && p.ty == ty && p.kind == kind => {
                         if p.len == len && *p.items == *items && self.fresh_enough(prev) {
                             self.cache.stack.truncate(base);
+                            self.memo_node(addr, prev);
                             return prev;
                         }
                         delta_base = Some(prev.0);
@@ -1020,6 +1085,7 @@ impl Cx<'_> {
                     Some(Node::SeqDelta(d)) if d.obj == obj && d.ty == ty && d.kind == kind => {
                         if d.len == len && delta_equals(self.store, d, items) && self.fresh_enough(prev) {
                             self.cache.stack.truncate(base);
+                            self.memo_node(addr, prev);
                             return prev;
                         }
                         delta_base = Some(d.base);
@@ -1033,7 +1099,9 @@ impl Cx<'_> {
                     None => Node::Seq(Box::new(SeqNode { kind, ty, obj, len, items: items.into() })),
                 };
             self.cache.stack.truncate(base);
-            self.push_at(addr, node)
+            let r = self.push_at(addr, node);
+            self.memo_node(addr, r);
+            r
         }
     }
 
@@ -1135,6 +1203,9 @@ impl Cx<'_> {
             let inline = (*tp).tp_flags & ffi::Py_TPFLAGS_MANAGED_DICT != 0 && inline_values(o, tp).is_some();
             #[cfg(not(all(Py_3_11, not(Py_3_13))))]
             let inline = false;
+            // Attributes in inline values (3.11, 3.12) are read without a memo: they have no
+            // version to replay by, and comparing them field by field cost richards more than
+            // it saved (docs/benchmarks.md, fifth session).
             #[cfg(all(Py_3_11, not(Py_3_13)))]
             if inline {
                 let mut i = 0;
@@ -1161,22 +1232,38 @@ impl Cx<'_> {
             } else {
                 std::ptr::null_mut()
             };
+            // A plain instance (its attributes are all there is to it) with a dict reuses what
+            // its last record read (`memo`); `replayed`: that record's node is the value.
+            let plain = self.cache.attrs.len() == base && self.registered.is_empty();
+            let mut replayed = None;
             if !dict_ptr.is_null() && !(*dict_ptr).is_null() && ffi::PyDict_Check(*dict_ptr) != 0 {
                 let d = *dict_ptr;
-                let (mut pos, mut k, mut v) = (0, std::ptr::null_mut(), std::ptr::null_mut());
-                while self.cache.attrs.len() - base < self.budget.max_length
-                    && *self.left > 0
-                    && ffi::PyDict_Next(d, &mut pos, &mut k, &mut v) != 0
-                {
-                    if ffi::PyUnicode_Check(k) == 0 {
-                        continue;
-                    }
-                    let ve = self.enc(v, depth - 1);
-                    let ke = self.attr_name(k);
-                    self.cache.attrs.push((ke, ve));
-                }
+                let head = memo::Head {
+                    obj,
+                    ty,
+                    depth,
+                    obj_left: outer,
+                    shape: memo::SHAPE_DICT,
+                    dict: d as usize,
+                    version: memo::dict_version(d),
+                };
+                // 3.13 writes an attribute into inline values its materialized dict shares
+                // without a new version (scripts/test_pythons.sh 3.13 showed a stale field): the
+                // dict is compared field by field there, never replayed by its version.
+                let by_version = plain && !cfg!(Py_3_13);
+                let replay = if by_version { self.memo_replay(o, head, base, depth - 1) } else { None };
+                replayed = match replay {
+                    Some(r) => r,
+                    None => self.read_dict(o, d, depth, base, plain.then_some(head)),
+                };
             }
             self.ascend(obj, outer);
+            if let Some(node) = replayed {
+                if self.fresh_enough(node) {
+                    self.cache.attrs.truncate(base);
+                    return node;
+                }
+            }
             if self.cache.attrs.len() == base && !has_base_value && !info.exception {
                 return self.opaque(o, String::new());
             }
@@ -1186,13 +1273,54 @@ impl Cx<'_> {
                 if let Some(Node::Object(p)) = self.store.node(prev.0) {
                     if p.obj == obj && p.ty == ty && *p.attrs == *attrs && self.fresh_enough(prev) {
                         self.cache.attrs.truncate(base);
+                        self.memo_node(addr, prev);
                         return prev;
                     }
                 }
             }
             let node = Node::Object(Box::new(ObjectNode { ty, obj, attrs: attrs.into() }));
             self.cache.attrs.truncate(base);
-            self.push_at(addr, node)
+            let r = self.push_at(addr, node);
+            self.memo_node(addr, r);
+            r
+        }
+    }
+
+    /// Pushes instance `o`'s attributes read from its dict `d`; with `head` (a plain instance),
+    /// through its memo (`memo`): `Some(node)` when the record is the last one.
+    unsafe fn read_dict(
+        &mut self,
+        o: *mut ffi::PyObject,
+        d: *mut ffi::PyObject,
+        depth: u32,
+        base: usize,
+        head: Option<memo::Head>,
+    ) -> Option<ValRef> {
+        // SAFETY: this fn's contract (GIL held, `o` and its dict `d` live); iterated with
+        // PyDict_Next, which runs no Python code, and items are borrowed while it does not.
+        unsafe {
+            let mut open = head.map(|h| self.memo_begin(o, &h));
+            let mut complete = false;
+            let (mut pos, mut k, mut v) = (0, std::ptr::null_mut(), std::ptr::null_mut());
+            while self.cache.attrs.len() - base < self.budget.max_length && *self.left > 0 {
+                if ffi::PyDict_Next(d, &mut pos, &mut k, &mut v) == 0 {
+                    complete = true;
+                    break;
+                }
+                if ffi::PyUnicode_Check(k) == 0 {
+                    continue;
+                }
+                let ke = self.attr_name(k);
+                let ve = match &mut open {
+                    Some(open) => self.memo_field(open, v, ke, depth - 1),
+                    None => self.enc(v, depth - 1),
+                };
+                self.cache.attrs.push((ke, ve));
+            }
+            match (head, open) {
+                (Some(head), Some(open)) => self.memo_end(o, head, open, complete, 0),
+                _ => None,
+            }
         }
     }
 
@@ -1347,6 +1475,7 @@ impl Cx<'_> {
             // state it finds, and the writes to the object since (see `fresh_enough`).
             let written = self.cache.written.get(o as usize).map_or(0, |w| w.0);
             self.newest_dep = self.newest_dep.max(prev.0 + 1).max(written);
+            self.last_known = Some((o as usize, prev, obj));
         }
         known.then_some(CutNode { ty, obj, len })
     }

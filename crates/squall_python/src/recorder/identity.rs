@@ -147,6 +147,19 @@ impl Identities {
         self.of_slow(addr, tp as usize)
     }
 
+    /// The identity the live object `o` has, if it was given one (without giving it one): the
+    /// caches, then the map.
+    ///
+    /// # Safety
+    /// GIL held; `o` a valid object.
+    #[inline]
+    pub unsafe fn find(&mut self, o: *mut ffi::PyObject) -> Option<ObjId> {
+        // SAFETY: this fn's contract: `o` is a live object, so its type is readable.
+        let tp = unsafe { ffi::Py_TYPE(o) } as usize;
+        let addr = o as usize;
+        self.remembered(addr, tp).or_else(|| self.mapped(addr, tp))
+    }
+
     /// The identity the live object `o` has, if it was recorded (without giving it one).
     ///
     /// # Safety

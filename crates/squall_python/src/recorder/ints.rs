@@ -27,7 +27,7 @@ struct LongHeader {
 pub unsafe fn exact_int_value(o: *mut ffi::PyObject) -> Option<i64> {
     // SAFETY: this fn's contract (GIL held, `o` a live int). The header is read field by field
     // through the raw pointer, not as a `&LongHeader`: an int without digits (zero, before 3.12)
-    // may be allocated shorter than the struct. `digit0` is read only for a one-digit int.
+    // may be allocated shorter than the struct. Digits are read only below the int's count.
     unsafe {
         let h = o as *const LongHeader;
         #[cfg(Py_3_12)]
@@ -42,6 +42,12 @@ pub unsafe fn exact_int_value(o: *mut ffi::PyObject) -> Option<i64> {
                     _ => -d,
                 });
             }
+            // Two or three 30-bit digits (hashes, 64-bit ids): read here too.
+            let n = tag >> 3;
+            if n <= 3 {
+                let v = digits_value(std::ptr::addr_of!((*h).digit0), n);
+                return i64::try_from(if tag & 3 == 2 { -v } else { v }).ok();
+            }
         }
         #[cfg(not(Py_3_12))]
         {
@@ -49,6 +55,11 @@ pub unsafe fn exact_int_value(o: *mut ffi::PyObject) -> Option<i64> {
                 0 => return Some(0),
                 1 => return Some(i64::from((*h).digit0)),
                 -1 => return Some(-i64::from((*h).digit0)),
+                // Two or three 30-bit digits (hashes, 64-bit ids): read here too.
+                n @ (-3..=-2 | 2..=3) => {
+                    let v = digits_value(std::ptr::addr_of!((*h).digit0), n.unsigned_abs());
+                    return i64::try_from(if n < 0 { -v } else { v }).ok();
+                }
                 _ => {}
             }
         }
@@ -60,6 +71,20 @@ pub unsafe fn exact_int_value(o: *mut ffi::PyObject) -> Option<i64> {
         }
         Some(v as i64)
     }
+}
+
+/// The magnitude of `n` 30-bit digits, least significant first.
+///
+/// # Safety
+/// `digits` points at `n` digits.
+#[inline(always)]
+unsafe fn digits_value(digits: *const u32, n: usize) -> i128 {
+    let mut v: i128 = 0;
+    for i in (0..n).rev() {
+        // SAFETY: this fn's contract: `i` is below `n`.
+        v = (v << 30) | i128::from(unsafe { *digits.add(i) });
+    }
+    v
 }
 
 /// A form or site id: a non-negative int below 2**32 (an exact int, or the rewriter's

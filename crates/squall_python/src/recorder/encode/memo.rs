@@ -1,0 +1,414 @@
+//! Memos: what the last record of an instance's `__dict__`, or of a list's or tuple's items,
+//! read (per field its object and the value it encoded to), so that a record of the same thing
+//! reuses a field's value when the field provably encodes the same, without encoding it
+//! (DESIGN.md, "Where recorded time goes"). The test is made while the fields are read, by
+//! the encoding pass itself: a miss costs a compare, and the field is encoded as it would be.
+//! Attributes kept in inline values (3.11, 3.12) take no memo: without a version to replay by,
+//! the compares cost richards more than they saved (docs/benchmarks.md, fifth session).
+//!
+//! A field is reused when it holds the same object as then (by address) and:
+//! - `None`, a bool, an int of 31 bits: re-read (inline values cost nothing);
+//! - an exact float or an exact int of 64 bits: its value is the same (an object freed and
+//!   another made at its address is read, not trusted);
+//! - an instance at the object-depth limit, encoded then as a reference to its earlier state:
+//!   same type (same version tag), same identity (`Identities::find`: deaths are hooked, so an
+//!   identity is one object's life) and the same newest state at its address; the reference's
+//!   dependencies are taken again (`Cx::newest_dep`);
+//! - anything else (containers, which change in place; strs; instances above the limit) is
+//!   encoded again.
+//!
+//! An instance whose attributes are a real `__dict__` is checked first by the dict's version
+//! tag (PEP 509, 3.9-3.13: drawn from a process-wide counter at every change of the dict and
+//! when one is made): the same dict at the same version holds the same objects, alive since,
+//! so its fields are replayed without reading the dict and without the value checks (a str or
+//! bytes too), containers still encoded again.
+//!
+//! When every field is reused, the record is the last one and its node, still the last made
+//! at the address, is the value (`Cx::fresh_enough` still decides whether an older node may
+//! stand for this entry).
+
+use pyo3::ffi;
+use squall_trace::{ObjId, ValRef};
+
+use super::{inline_value, type_key, Cx};
+use crate::recorder::identity::IDS;
+
+const SLOTS: usize = 1 << 12;
+
+/// What a memo was made of.
+pub(super) const SHAPE_DICT: u8 = 1;
+/// Plus the `SeqKind` as a number.
+pub(super) const SHAPE_SEQ: u8 = 8;
+
+/// One record of a thing's fields, at its address.
+struct Memo {
+    /// The address; 0: an empty slot.
+    addr: usize,
+    head: Head,
+    max_string: usize,
+    /// A sequence's length.
+    len: u64,
+    /// Every field was read (the item budget did not stop the reading).
+    complete: bool,
+    /// The thing's node made (or reused) by that record; `ABSENT` until it is.
+    node: ValRef,
+    fields: Vec<FieldMemo>,
+}
+
+/// What must be the same for a memo to be of this record's thing, read the same way.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) struct Head {
+    pub obj: ObjId,
+    pub ty: u32,
+    pub depth: u32,
+    /// `Cx::obj_left` when the thing was met: which fields are references depends on it.
+    pub obj_left: u32,
+    pub shape: u8,
+    /// An instance's dict and its version tag (0, 0 for others): the same when the memo is
+    /// replayed whole (`memo_replay`), not when it is only compared field by field.
+    pub dict: usize,
+    pub version: u64,
+}
+
+impl Head {
+    fn same_thing(&self, other: &Head) -> bool {
+        self.obj == other.obj
+            && self.ty == other.ty
+            && self.depth == other.depth
+            && self.obj_left == other.obj_left
+            && self.shape == other.shape
+    }
+}
+
+#[derive(Clone, Copy)]
+pub(super) struct FieldMemo {
+    /// The attribute's interned name (0 for items).
+    name: u32,
+    value: usize,
+    v: ValRef,
+    how: Replay,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Replay {
+    /// `None`, a bool, an int of 31 bits.
+    Inline,
+    /// An exact float, by its bits.
+    Float(u64),
+    /// An exact int of 64 bits.
+    Int(i64),
+    /// Another immutable value (str, bytes, complex, an int past 64 bits): reused only from an
+    /// unchanged dict.
+    Held,
+    /// A reference to an instance of type `tp` (version tag `key`) with identity `obj` at the
+    /// depth limit, made while its newest state at its address was `state`.
+    Cut { tp: usize, key: u32, obj: ObjId, state: ValRef },
+    /// Encoded again.
+    Again,
+}
+
+/// The memo of one thing being read: its slot, the last record's fields (empty when that was
+/// of another thing), overwritten as the fields are read.
+pub(super) struct Open {
+    k: usize,
+    fields: Vec<FieldMemo>,
+    n: usize,
+    /// Every field read so far encoded as in the last record.
+    same: bool,
+    prev_node: ValRef,
+    prev_len: u64,
+    prev_count: usize,
+}
+
+/// The memos, direct-mapped by address.
+#[derive(Default)]
+pub(super) struct Memos {
+    slots: Vec<Memo>,
+}
+
+impl Memos {
+    fn slot(addr: usize) -> usize {
+        ((addr >> 4) ^ (addr >> 16)) & (SLOTS - 1)
+    }
+
+    pub(super) fn bytes(&self) -> usize {
+        self.slots.capacity() * std::mem::size_of::<Memo>()
+            + self.slots.iter().map(|m| m.fields.capacity() * std::mem::size_of::<FieldMemo>()).sum::<usize>()
+    }
+
+    fn ensure(&mut self) {
+        if self.slots.is_empty() {
+            self.slots = (0..SLOTS)
+                .map(|_| Memo {
+                    addr: 0,
+                    head: Head { obj: 0, ty: 0, depth: 0, obj_left: 0, shape: 0, dict: 0, version: 0 },
+                    max_string: 0,
+                    len: 0,
+                    complete: false,
+                    node: ValRef::ABSENT,
+                    fields: Vec::new(),
+                })
+                .collect();
+        }
+    }
+}
+
+/// The version tag of dict `d`.
+///
+/// # Safety
+/// `d` a live dict.
+#[inline(always)]
+pub(super) unsafe fn dict_version(d: *mut ffi::PyObject) -> u64 {
+    /// The head of a `PyDictObject` (3.9-3.13): the version tag after the size.
+    #[repr(C)]
+    struct DictHead {
+        ob_base: ffi::PyObject,
+        ma_used: ffi::Py_ssize_t,
+        ma_version_tag: u64,
+    }
+    // SAFETY: this fn's contract: `d` is a live dict, laid out as above on 3.9-3.13.
+    unsafe { (*d.cast::<DictHead>()).ma_version_tag }
+}
+
+impl Cx<'_> {
+    /// Opens the memo of the thing at `o` described by `head`.
+    pub(super) fn memo_begin(&mut self, o: *mut ffi::PyObject, head: &Head) -> Open {
+        self.cache.memos.ensure();
+        let k = Memos::slot(o as usize);
+        let max_string = self.budget.max_string;
+        let m = &mut self.cache.memos.slots[k];
+        let valid = m.addr == o as usize && m.head.same_thing(head) && m.max_string == max_string;
+        let mut fields = std::mem::take(&mut m.fields);
+        if !valid {
+            fields.clear();
+        }
+        Open {
+            k,
+            n: 0,
+            same: valid && m.complete,
+            prev_node: m.node,
+            prev_len: m.len,
+            prev_count: fields.len(),
+            fields,
+        }
+    }
+
+    /// Field `p` (named `name`, 0 for an item) encoded at `depth`, its last record reused when
+    /// it provably encodes the same.
+    ///
+    /// # Safety
+    /// GIL held; `p` a valid borrowed reference.
+    #[inline]
+    pub(super) unsafe fn memo_field(
+        &mut self,
+        open: &mut Open,
+        p: *mut ffi::PyObject,
+        name: u32,
+        depth: u32,
+    ) -> ValRef {
+        // SAFETY: this fn's contract.
+        unsafe {
+            let prev = open.fields.get(open.n).copied().filter(|f| f.value == p as usize);
+            let (v, how) = match inline_value(p) {
+                // What `enc` would do, without the memo's dispatch.
+                Some(v) => (v, Replay::Inline),
+                None => self.memo_enc(p, depth, prev, false),
+            };
+            open.same &= prev.is_some_and(|f| f.v == v && f.name == name);
+            let f = FieldMemo { name, value: p as usize, v, how };
+            match open.fields.get_mut(open.n) {
+                Some(slot) => *slot = f,
+                None => open.fields.push(f),
+            }
+            open.n += 1;
+            v
+        }
+    }
+
+    /// Closes the memo of the thing at `o`: `Some(node)` when this record is the last one
+    /// (every field the same, as many, as long) and its node is still the last at `o`.
+    pub(super) fn memo_end(
+        &mut self,
+        o: *mut ffi::PyObject,
+        head: Head,
+        mut open: Open,
+        complete: bool,
+        len: u64,
+    ) -> Option<ValRef> {
+        open.fields.truncate(open.n);
+        let same = open.same
+            && complete
+            && open.n == open.prev_count
+            && len == open.prev_len
+            && open.prev_node != ValRef::ABSENT
+            && self.cache.last.get(o as usize) == Some(open.prev_node);
+        let node = if same { open.prev_node } else { ValRef::ABSENT };
+        self.cache.memos.slots[open.k] = Memo {
+            addr: o as usize,
+            head,
+            max_string: self.budget.max_string,
+            len,
+            complete,
+            node,
+            fields: open.fields,
+        };
+        same.then_some(node)
+    }
+
+    /// The node made (or reused) for the thing at `addr` by the record that made its memo.
+    #[inline]
+    pub(super) fn memo_node(&mut self, addr: usize, r: ValRef) {
+        if let Some(m) = self.cache.memos.slots.get_mut(Memos::slot(addr)) {
+            if m.addr == addr {
+                m.node = r;
+            }
+        }
+    }
+
+    /// Instance `o`'s attributes pushed as its last record read them, when its dict is the same
+    /// dict at the same version (`head.dict`, `head.version`) and that record read it whole:
+    /// `Some(Some(node))` when every field encoded as then (the value is `node`), `Some(None)`
+    /// when some did not. `None`: no such record, nothing pushed.
+    ///
+    /// # Safety
+    /// GIL held; `o` live with the dict `head` names.
+    pub(super) unsafe fn memo_replay(
+        &mut self,
+        o: *mut ffi::PyObject,
+        head: Head,
+        base: usize,
+        depth: u32,
+    ) -> Option<Option<ValRef>> {
+        // SAFETY: this fn's contract. The memo's objects are the unchanged dict's values: alive.
+        unsafe {
+            let m = self.cache.memos.slots.get(Memos::slot(o as usize))?;
+            if m.addr != o as usize
+                || m.head != head
+                || m.max_string != self.budget.max_string
+                || !m.complete
+                || m.node == ValRef::ABSENT
+            {
+                return None;
+            }
+            let mut open = self.memo_begin(o, &head);
+            let mut complete = true;
+            while open.n < open.fields.len() {
+                // The reading loop's own stop: the same fields in the same order.
+                if self.cache.attrs.len() - base >= self.budget.max_length || *self.left == 0 {
+                    complete = false;
+                    break;
+                }
+                let f = open.fields[open.n];
+                let (v, how) = self.memo_enc(f.value as *mut ffi::PyObject, depth, Some(f), true);
+                open.same &= v == f.v;
+                open.fields[open.n] = FieldMemo { v, how, ..f };
+                open.n += 1;
+                self.cache.attrs.push((f.name, v));
+            }
+            if !complete {
+                // The fields not reached are no part of this record.
+                open.fields.truncate(open.n);
+            }
+            Some(self.memo_end(o, head, open, complete, 0))
+        }
+    }
+
+    /// `p` encoded at `depth`, or `prev`'s value when it provably encodes the same (`held`: `p`
+    /// is the object of an unchanged dict's entry that `prev` recorded); with how to replay it.
+    ///
+    /// # Safety
+    /// GIL held; `p` a valid borrowed reference.
+    #[inline(always)]
+    unsafe fn memo_enc(
+        &mut self,
+        p: *mut ffi::PyObject,
+        depth: u32,
+        prev: Option<FieldMemo>,
+        held: bool,
+    ) -> (ValRef, Replay) {
+        // SAFETY: this fn's contract.
+        unsafe {
+            if let Some(f) = prev {
+                if let Some(v) = self.reuse(p, &f, held) {
+                    return (v, f.how);
+                }
+            }
+            self.last_known = None;
+            let v = self.enc(p, depth);
+            (v, self.replay_kind(p))
+        }
+    }
+
+    /// `f`'s value for `p` (the object `f` recorded), if it still encodes to it; takes what
+    /// encoding it would from the item budget.
+    #[inline(always)]
+    unsafe fn reuse(&mut self, p: *mut ffi::PyObject, f: &FieldMemo, held: bool) -> Option<ValRef> {
+        // SAFETY: `p` is live (the caller's contract); it is read by the layout its type gives.
+        unsafe {
+            let tp = ffi::Py_TYPE(p);
+            let ok = match f.how {
+                Replay::Inline => return inline_value(p),
+                Replay::Float(bits) => {
+                    held || (tp == &raw mut ffi::PyFloat_Type && ffi::PyFloat_AS_DOUBLE(p).to_bits() == bits)
+                }
+                Replay::Int(x) => {
+                    held || (tp == &raw mut ffi::PyLong_Type && crate::recorder::ints::exact_int_value(p) == Some(x))
+                }
+                Replay::Held => held,
+                Replay::Cut { tp: t, key, obj, state } => {
+                    let live = tp as usize == t
+                        && type_key(tp) == key
+                        && (held || IDS.get().find(p) == Some(obj))
+                        && self.cache.last.get(p as usize) == Some(state);
+                    if live {
+                        // What `known_at_limit` takes for it: the reference's dependencies.
+                        let written = self.cache.written.get(p as usize).map_or(0, |w| w.0);
+                        self.newest_dep = self.newest_dep.max(state.0 + 1).max(written);
+                    }
+                    live
+                }
+                Replay::Again => false,
+            };
+            if !ok {
+                return None;
+            }
+            *self.left = self.left.saturating_sub(1);
+            Some(f.v)
+        }
+    }
+
+    /// How `p`, just encoded, is replayed (`last_known` tells a reference at the depth limit).
+    #[inline(always)]
+    unsafe fn replay_kind(&self, p: *mut ffi::PyObject) -> Replay {
+        // SAFETY: `p` is live (the caller's contract): its type is read, an int's value.
+        unsafe {
+            let tp = ffi::Py_TYPE(p);
+            if let Some((a, state, obj)) = self.last_known {
+                if a == p as usize {
+                    let key = type_key(tp);
+                    return if key != 0 { Replay::Cut { tp: tp as usize, key, obj, state } } else { Replay::Again };
+                }
+            }
+            if p == ffi::Py_None() || tp == &raw mut ffi::PyBool_Type {
+                return Replay::Inline;
+            }
+            if tp == &raw mut ffi::PyLong_Type {
+                return match crate::recorder::ints::exact_int_value(p) {
+                    Some(x) if ValRef::small_int(x).is_some() => Replay::Inline,
+                    Some(x) => Replay::Int(x),
+                    None => Replay::Held,
+                };
+            }
+            if tp == &raw mut ffi::PyFloat_Type {
+                return Replay::Float(ffi::PyFloat_AS_DOUBLE(p).to_bits());
+            }
+            if tp == &raw mut ffi::PyUnicode_Type
+                || tp == &raw mut ffi::PyBytes_Type
+                || tp == &raw mut ffi::PyComplex_Type
+            {
+                return Replay::Held;
+            }
+            Replay::Again
+        }
+    }
+}

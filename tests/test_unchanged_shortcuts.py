@@ -1,0 +1,149 @@
+"""Shortcuts for values recorded again unchanged never show a stale state (issue 11, speed).
+
+``reference_programs/unchanged_dicts.py`` records instances with real ``__dict__``s again and
+again while code the recorder does not see changes them (an int or float field replaced, often
+by an object at the freed one's address; a list field appended to; ``vars(o).update``; a field
+instance freed and a new one made; the dict replaced; ``__slots__``). A record of an instance
+whose dict is unchanged replays its last record (``DictMemo`` in encode.rs): each record must
+still show the state the program saw at that call, live and from the file.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from pathlib import Path
+
+import pytest
+import squall
+from squall import api, indexes, values
+from squall._instrument import rewrite
+from test_values_as_recorded import SQUALL, _run
+
+HERE = Path(__file__).resolve().parent
+PROGRAM = HERE / "reference_programs" / "unchanged_dicts.py"
+
+
+def _shows(q, deref, ns):
+    """(tag, derefed object) of every ``show`` call, in order."""
+    out = []
+    for tid in q.all_flows().get(0, []):
+        for e in q.get_referenced_maps_timeline(0, tid):
+            if e["type"] == "fn-call" and e["fn_name"] == "show" and e["fn_ns"] == ns:
+                tag, o = deref(e["fn_args_ref"])[:2]
+                out.append((tag, o))
+    return out
+
+
+def _live():
+    api.stop_recording()
+    api.clear_recordings()
+    api.set_flow(0)
+    api.start_recording(install_hook=False)
+    mod = types.ModuleType("ref_unchanged_dicts")
+    mod.__file__ = str(PROGRAM)
+    sys.modules[mod.__name__] = mod
+    try:
+        exec(
+            rewrite.compile_instrumented(PROGRAM.read_text(encoding="utf-8"), str(PROGRAM), mod.__name__, mode="full"),
+            mod.__dict__,
+        )
+    finally:
+        api.stop_recording()
+        sys.modules.pop(mod.__name__, None)
+    try:
+        return _shows(indexes._live, values.deref_val_id, mod.__name__), mod.SEEN
+    finally:
+        api.clear_recordings()
+
+
+def _file(tmp_path):
+    out = tmp_path / "unchanged.sqrec"
+    r = _run([SQUALL, "run", "--no-summary", "--mode", "full", "-o", out, PROGRAM])
+    assert r.returncode == 0, r.stderr
+    rec = squall.load(out)
+    # The program is deterministic: its own SEEN, from a plain run, is what each record saw.
+    ns: dict = {"__name__": "unchanged_plain"}
+    exec(compile(PROGRAM.read_text(encoding="utf-8"), str(PROGRAM), "exec"), ns)
+    return _shows(rec, rec.deref_val_id, "__main__"), ns["SEEN"]
+
+
+def _shown(v):
+    """A recorded field or item as ``shown`` in the program writes it: a leaf by its name."""
+    if isinstance(v, values.Earlier):
+        v = v.value
+    if isinstance(v, values.ObjectSnapshot):
+        return v.attrs["name"]
+    if isinstance(v, list):
+        return [_shown(x) for x in v]
+    return repr(v)
+
+
+@pytest.mark.parametrize("front", ["live", "file"])
+def test_each_record_shows_the_state_at_its_call(front, tmp_path):
+    shows, seen = _live() if front == "live" else _file(tmp_path)
+    shows = [(tag, o) for tag, o in shows if tag != "leaf itself"]
+    assert [tag for tag, _ in shows] == [tag for tag, _ in seen]
+    for n, ((tag, o), (_, expected)) in enumerate(zip(shows, seen)):
+        if isinstance(o, list):
+            got = _shown(o)
+        else:
+            assert isinstance(o, values.ObjectSnapshot), (n, tag, o)
+            got = {k: _shown(v) for k, v in o.attrs.items()}
+        assert got == expected, (n, tag, got, expected)
+
+
+@pytest.mark.parametrize(
+    ("tag", "field", "name"),
+    [
+        ("after leaf", "leaf", "renamed"),
+        ("inline after leaf", "leaf", "inline renamed"),
+        ("box after rename", 1, "B"),
+    ],
+)
+def test_a_reference_in_a_replayed_record_finds_the_newer_state(tag, field, name):
+    shows, _ = _live()
+    (after,) = [o for t, o in shows if t == tag]
+    leaf = after.attrs["items"][field] if isinstance(field, int) else after.attrs[field]
+    # Recorded by `show("leaf itself", ...)` after the rename: the reference resolves to it.
+    assert isinstance(leaf, values.Earlier) and leaf.value.attrs["name"] == name, leaf
+
+
+def test_a_new_object_at_a_freed_ones_address_is_not_the_old_reference():
+    shows, _ = _live()
+    for tag, first in (("leaves replaced", lambda o: o[0]), ("box replaced", lambda o: o.attrs["items"][0])):
+        replaced = [first(o) for t, o in shows if t == tag]
+        replaced = [x.value if isinstance(x, values.Earlier) else x for x in replaced]
+        assert [x.attrs["name"] for x in replaced] == [f"new{i}" for i in range(10)], tag
+        assert len({x.obj_id for x in replaced}) == 10, tag
+
+
+INTS = [2**30 - 1, 2**30, -(2**30), 2**31, 2**59 + 7, -(2**60) - 3, 2**62 + 5, 2**63 - 1, -(2**63), 2**63, -(2**63) - 1]
+INTS += [2**89, 2**90 - 1, -(2**90) + 1, 2**90, 12345678901234567890123]
+
+
+def test_ints_of_several_digits_are_read_exactly():
+    """Ints of one to four 30-bit digits, at the edges of 64 bits: read from their digits
+    (``ints::exact_int_value``), each shown as it is."""
+    api.stop_recording()
+    api.clear_recordings()
+    api.set_flow(0)
+    api.start_recording(install_hook=False)
+    src = "def keep(*xs):\n    return len(xs)\n\nkeep(*INTS)\nkeep([x for x in INTS])\n"
+    mod = types.ModuleType("ref_ints")
+    mod.INTS = INTS
+    try:
+        exec(rewrite.compile_instrumented(src, "<ints>", mod.__name__, mode="full"), mod.__dict__)
+    finally:
+        api.stop_recording()
+    try:
+        args = [
+            values.deref_val_id(e["fn_args_ref"])
+            for tid in indexes._live.all_flows().get(0, [])
+            for e in indexes._live.get_referenced_maps_timeline(0, tid)
+            if e["type"] == "fn-call" and e["fn_name"] == "keep"
+        ]
+    finally:
+        api.clear_recordings()
+    assert list(args[0][0]) == INTS
+    assert list(args[1][0][0]) == INTS
