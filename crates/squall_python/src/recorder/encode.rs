@@ -1002,17 +1002,17 @@ impl Cx<'_> {
             // A list's or tuple's items reuse what its last record read (`memo`); `replayed`:
             // that record's node is the value.
             let mut replayed = None;
+            let head = memo::Head {
+                obj,
+                ty,
+                depth,
+                obj_left: outer,
+                shape: memo::SHAPE_SEQ + kind as u8,
+                dict: 0,
+                version: 0,
+            };
             match items {
-                Items::Array(p, n) if self.registered.is_empty() => {
-                    let head = memo::Head {
-                        obj,
-                        ty,
-                        depth,
-                        obj_left: outer,
-                        shape: memo::SHAPE_SEQ + kind as u8,
-                        dict: 0,
-                        version: 0,
-                    };
+                Items::Array(p, n) if self.registered.is_empty() && self.memo_wanted(o, &head) => {
                     let mut open = self.memo_begin(o, &head);
                     let mut complete = true;
                     for i in 0..n.min(max) {

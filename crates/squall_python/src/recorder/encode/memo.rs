@@ -52,6 +52,9 @@ struct Memo {
     complete: bool,
     /// The thing's node made (or reused) by that record; `ABSENT` until it is.
     node: ValRef,
+    /// A sequence's records still to take without reading or writing this memo
+    /// (`memo_wanted`); `fields` and `node` stay those of the last record that took it.
+    skip: u8,
     fields: Vec<FieldMemo>,
 }
 
@@ -118,7 +121,15 @@ pub(super) struct Open {
     prev_node: ValRef,
     prev_len: u64,
     prev_count: usize,
+    /// Fields read so far that a later record could reuse without encoding them (a float, an
+    /// int past 31 bits, a reference at the depth limit).
+    reusable: u32,
 }
+
+/// A list's or tuple's records taken without its memo after one in which no item could be
+/// reused (items that are inline values or containers or instances encoded again: the memo
+/// only adds its compares to what `seq_encode` does anyway).
+const SKIP_WITHOUT_REUSABLE: u8 = 15;
 
 /// The memos, direct-mapped by address.
 #[derive(Default)]
@@ -146,6 +157,7 @@ impl Memos {
                     len: 0,
                     complete: false,
                     node: ValRef::ABSENT,
+                    skip: 0,
                     fields: Vec::new(),
                 })
                 .collect();
@@ -171,6 +183,40 @@ pub(super) unsafe fn dict_version(d: *mut ffi::PyObject) -> u64 {
 }
 
 impl Cx<'_> {
+    /// Whether the record of the sequence at `o` described by `head` reads its items through
+    /// its memo (`memo_begin` .. `memo_end`). Not when the sequence is met for the first time
+    /// at its slot (its slot is taken, so that a second record makes the memo: a list made,
+    /// recorded once and dropped costs one write), nor while the memo says to skip records
+    /// (`SKIP_WITHOUT_REUSABLE`). A record taken without the memo leaves it not `complete`:
+    /// the next record through the memo reuses fields proven by their own checks, but never
+    /// takes the memo's `node` (set by `memo_node` after any record) for its value.
+    pub(super) fn memo_wanted(&mut self, o: *mut ffi::PyObject, head: &Head) -> bool {
+        self.cache.memos.ensure();
+        let max_string = self.budget.max_string;
+        let m = &mut self.cache.memos.slots[Memos::slot(o as usize)];
+        let valid = m.addr == o as usize && m.head.same_thing(head) && m.max_string == max_string;
+        if !valid {
+            m.addr = o as usize;
+            m.head = *head;
+            m.max_string = max_string;
+            m.len = 0;
+            m.complete = false;
+            m.node = ValRef::ABSENT;
+            m.skip = 0;
+            m.fields.clear();
+            return false;
+        }
+        if m.skip > 0 {
+            m.skip -= 1;
+            // The next record through the memo compares its fields with the last one that
+            // read them, and never takes `node` (of that older record) for its value.
+            m.complete = false;
+            m.node = ValRef::ABSENT;
+            return false;
+        }
+        true
+    }
+
     /// Opens the memo of the thing at `o` described by `head`.
     pub(super) fn memo_begin(&mut self, o: *mut ffi::PyObject, head: &Head) -> Open {
         self.cache.memos.ensure();
@@ -190,6 +236,7 @@ impl Cx<'_> {
             prev_len: m.len,
             prev_count: fields.len(),
             fields,
+            reusable: 0,
         }
     }
 
@@ -215,6 +262,7 @@ impl Cx<'_> {
                 None => self.memo_enc(p, depth, prev, false),
             };
             open.same &= prev.is_some_and(|f| f.v == v && f.name == name);
+            open.reusable += u32::from(matches!(how, Replay::Float(_) | Replay::Int(_) | Replay::Cut { .. }));
             let f = FieldMemo { name, value: p as usize, v, how };
             match open.fields.get_mut(open.n) {
                 Some(slot) => *slot = f,
@@ -243,6 +291,7 @@ impl Cx<'_> {
             && open.prev_node != ValRef::ABSENT
             && self.cache.last.get(o as usize) == Some(open.prev_node);
         let node = if same { open.prev_node } else { ValRef::ABSENT };
+        let skip = if head.shape >= SHAPE_SEQ && open.reusable == 0 { SKIP_WITHOUT_REUSABLE } else { 0 };
         self.cache.memos.slots[open.k] = Memo {
             addr: o as usize,
             head,
@@ -250,6 +299,7 @@ impl Cx<'_> {
             len,
             complete,
             node,
+            skip,
             fields: open.fields,
         };
         same.then_some(node)
