@@ -147,3 +147,101 @@ def test_ints_of_several_digits_are_read_exactly():
         api.clear_recordings()
     assert list(args[0][0]) == INTS
     assert list(args[1][0][0]) == INTS
+
+
+def _record_keeps(top, steps):
+    """``keep(tag, top)`` recorded (full mode, live) after each step of ``steps`` (tag, change),
+    the changes made by this module's code, which is not recorded; each record's ``top``."""
+    api.stop_recording()
+    api.clear_recordings()
+    api.set_flow(0)
+    api.start_recording(install_hook=False)
+    src = "def keep(tag, x):\n    return tag\n\nfor tag, change in STEPS:\n    change()\n    keep(tag, TOP)\n"
+    mod = types.ModuleType("ref_repeats")
+    mod.TOP, mod.STEPS = top, steps
+    try:
+        exec(rewrite.compile_instrumented(src, "<repeats>", mod.__name__, mode="full"), mod.__dict__)
+    finally:
+        api.stop_recording()
+    try:
+        return [
+            values.deref_val_id(e["fn_args_ref"])[:2]
+            for tid in indexes._live.all_flows().get(0, [])
+            for e in indexes._live.get_referenced_maps_timeline(0, tid)
+            if e["type"] == "fn-call" and e["fn_name"] == "keep"
+        ]
+    finally:
+        api.clear_recordings()
+
+
+def _as_recorded(o, depth=5):
+    """``o`` as a record shows it (lists of small ints, well inside the item budget): a list at
+    the depth limit, never recorded above it, as ``("cut", len)``."""
+    if isinstance(o, list):
+        return ("cut", len(o)) if depth == 0 else [_as_recorded(x, depth - 1) for x in o]
+    return o
+
+
+def _normal(v):
+    if isinstance(v, values.Truncated) and v.omitted == 0:
+        return ("cut", v.length)
+    if isinstance(v, values.Earlier):
+        return ("earlier", _normal(v.value))
+    if isinstance(v, list):
+        return [_normal(x) for x in v]
+    return v
+
+
+def test_repeated_nested_lists_changed_in_place_show_each_state():
+    """A big list of the same nested lists (``[row] * n``: its fingerprint walks a run of one
+    object once, and containers at the depth limit are references by length) recorded again
+    while code the recorder does not see changes them in place: a list at the depth limit
+    appended to, or replaced by a new one (often at the freed one's address), a row reversed
+    (C code), a run broken and mended, an inner list grown. Each record shows its state."""
+    x = [1]
+    deep = [x, x]
+    leaf = [deep, deep]
+    a, b = [leaf, leaf], [[5, 5]]
+    row = [a, a, b]
+    top = [row] * 16
+    other = [[1]]
+    seen = []
+
+    def step(change):
+        def run():
+            change()
+            seen.append(_as_recorded(top))
+
+        return run
+
+    def new_x():
+        deep[0] = None
+        deep[1] = None
+        deep[0] = deep[1] = [7, 7, 7]
+
+    def break_run():
+        top[5] = other
+
+    def mend_run():
+        top[5] = row
+
+    changes = [
+        ("start", lambda: None),
+        ("again", lambda: None),
+        ("x appended", lambda: x.append(2)),
+        ("again", lambda: None),
+        ("x replaced", new_x),
+        ("again", lambda: None),
+        ("row reversed", row.reverse),
+        ("again", lambda: None),
+        ("run broken", break_run),
+        ("run mended", mend_run),
+        ("leaf grown", lambda: leaf.append(deep)),
+        ("again", lambda: None),
+        ("b appended", lambda: b.append([6])),
+        ("again", lambda: None),
+    ]
+    got = _record_keeps(top, [(tag, step(c)) for tag, c in changes])
+    assert [tag for tag, _ in got] == [tag for tag, _ in changes]
+    for (tag, v), expected in zip(got, seen):
+        assert _normal(v) == expected, tag

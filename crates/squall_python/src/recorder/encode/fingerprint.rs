@@ -8,9 +8,16 @@
 //! strs by address and hash, `None`, bools and small ints inline), per nested container its
 //! type (and its name: a class can be renamed), identity and length (a dict's pairs in order),
 //! per opaque C object its type and identity. When a list, tuple, set, frozenset or dict of [`MIN_ITEMS`] or more items was
-//! encoded (as far as the item budget went, nothing in it shown as a reference) and its
+//! encoded (as far as the item budget went, no instance in it shown as a reference) and its
 //! fingerprint now equals the one taken then, the node made then is its value. Containers
-//! holding anything else (instances, ints past 64 bits, non-ASCII strs ...) take none.
+//! holding anything else (instances, ints past 64 bits, non-ASCII strs ...) take none. A
+//! container at the depth limit is what the encoder makes of it there, a reference by type,
+//! identity and length: it carries no dependency (`Cx::newest_dep`), as the encoder's own
+//! reuse of an equal node does not either.
+//!
+//! Items of a list or tuple that are the same object as the item before (`[row] * n`, the
+//! nested lists of pyperformance's gc_traversal) are walked once: while the budget left is
+//! more than the first one's walk took, each would read the same, and the run is one word.
 //!
 //! A str is recognised by its address and its 64-bit hash: a different str at the same address
 //! with the same hash and length is the one case a fingerprint would take for unchanged.
@@ -24,7 +31,7 @@
 use pyo3::ffi;
 use squall_trace::{Node, ObjId, ValRef};
 
-use super::{inline_value, set_key, set_table, Cx, Items, TypeKind};
+use super::{inline_value, obj_len, set_key, set_table, Cx, Items, TypeKind};
 
 /// Containers with fewer items are encoded without a fingerprint (the walk would cost about
 /// what the encoding does).
@@ -39,6 +46,10 @@ const TAG_SEQ: u64 = 5 << 40;
 const TAG_OPAQUE: u64 = 6 << 40;
 const TAG_MAP: u64 = 7 << 40;
 const TAG_FROZEN: u64 = 8 << 40;
+const TAG_CUT: u64 = 9 << 40;
+/// Plus a count: that many more items, each the same object as the item before, whose walks
+/// would each have read what that item's walk read.
+const TAG_REPEAT: u64 = 10 << 40;
 const FROZEN_SLOTS: usize = 1 << 12;
 
 /// One container's fingerprint: taken when `node` was made for it.
@@ -312,11 +323,22 @@ impl Cx<'_> {
         // `o` has, and items are read below the size CPython stores, with no Python code running
         // meanwhile.
         unsafe {
-            if depth == 0 {
-                return false;
-            }
             let tp = ffi::Py_TYPE(o);
             let info = self.type_info(tp);
+            if depth == 0 {
+                // What `seq_encode` and `map_encode` make at the depth limit: a reference by
+                // type, identity (none for tuples and frozensets) and length.
+                let (obj, len) = match info.kind {
+                    TypeKind::List => (self.identity(o), ffi::PyList_GET_SIZE(o).max(0) as u64),
+                    TypeKind::Tuple => (0, ffi::PyTuple_GET_SIZE(o).max(0) as u64),
+                    TypeKind::Set => (self.identity(o), obj_len(o)),
+                    TypeKind::FrozenSet => (0, obj_len(o)),
+                    TypeKind::Dict => (self.identity(o), ffi::PyDict_Size(o).max(0) as u64),
+                    _ => return false,
+                };
+                words.extend([TAG_CUT, tp as u64, u64::from(info.name), obj, len]);
+                return true;
+            }
             let (obj, items) = match info.kind {
                 TypeKind::List => (
                     self.identity(o),
@@ -344,12 +366,28 @@ impl Cx<'_> {
                 Items::Array(p, n) => {
                     words.extend([TAG_SEQ, tp as u64, u64::from(info.name), obj, n as u64]);
                     // Where the item budget runs out, `seq_encode` stops taking items: so does this.
-                    for i in 0..n.min(max) {
-                        if *left == 0 {
-                            break;
-                        }
-                        if !self.walk(*p.add(i), depth - 1, words, left) {
+                    let n = n.min(max);
+                    let mut i = 0;
+                    while i < n && *left > 0 {
+                        let item = *p.add(i);
+                        let before = *left;
+                        if !self.walk(item, depth - 1, words, left) {
                             return false;
+                        }
+                        i += 1;
+                        // The walk took `used` and never ran out (the budget only falls, and
+                        // `left` stays above 0): a walk of the same object with more than `used`
+                        // left reads the same (nothing changes meanwhile), so a run of it
+                        // (`[x] * n`, a row repeated) is one word while the budget lasts.
+                        let used = before - *left;
+                        let mut run = 0;
+                        while i < n && *p.add(i) == item && *left > used {
+                            *left -= used;
+                            run += 1;
+                            i += 1;
+                        }
+                        if run > 0 {
+                            words.push(TAG_REPEAT | run);
                         }
                     }
                     true
