@@ -15,6 +15,9 @@
 //! identity and length: it carries no dependency (`Cx::newest_dep`), as the encoder's own
 //! reuse of an equal node does not either.
 //!
+//! A fingerprint is compared with the one taken then as the walk reads it (`Words`): a
+//! changed container costs the walk up to its first difference, and nothing is stored.
+//!
 //! Items of a list or tuple that are the same object as the item before (`[row] * n`, the
 //! nested lists of pyperformance's gc_traversal) are walked once: while the budget left is
 //! more than the first one's walk took, each would read the same, and the run is one word.
@@ -75,8 +78,78 @@ struct Frozen {
 #[derive(Default)]
 pub(super) struct Prints {
     slots: Vec<Print>,
-    scratch: Vec<u64>,
     frozen: Vec<Frozen>,
+}
+
+/// Where a walk puts its words: kept (a fingerprint taken), or compared as they come with the
+/// one taken then (`differs` ends the walk at the first word that is not the same).
+struct Words {
+    buf: Vec<u64>,
+    check: bool,
+    /// Words walked so far (compare mode).
+    pos: usize,
+    differs: bool,
+}
+
+impl Words {
+    fn keep() -> Self {
+        Words { buf: Vec::new(), check: false, pos: 0, differs: false }
+    }
+
+    fn check(expected: Vec<u64>) -> Self {
+        Words { buf: expected, check: true, pos: 0, differs: false }
+    }
+
+    #[inline(always)]
+    fn push(&mut self, w: u64) {
+        if self.check {
+            self.differs |= self.buf.get(self.pos) != Some(&w);
+            self.pos += 1;
+        } else {
+            self.buf.push(w);
+        }
+    }
+
+    #[inline(always)]
+    fn extend<const N: usize>(&mut self, ws: [u64; N]) {
+        if self.check {
+            // Word by word: a slice compare of two or three words is a call to memcmp.
+            for w in ws {
+                self.differs |= self.buf.get(self.pos) != Some(&w);
+                self.pos += 1;
+            }
+        } else {
+            self.buf.extend(ws);
+        }
+    }
+
+    fn len(&self) -> usize {
+        if self.check {
+            self.pos
+        } else {
+            self.buf.len()
+        }
+    }
+
+    /// Word `at`, walked already (compare mode: the one taken then, the same unless `differs`).
+    fn get(&self, at: usize) -> u64 {
+        self.buf.get(at).copied().unwrap_or(0)
+    }
+
+    /// Drops the words from `at` on (compare mode: a difference there stays one, which only
+    /// costs a miss).
+    fn truncate(&mut self, at: usize) {
+        if self.check {
+            self.pos = at;
+        } else {
+            self.buf.truncate(at);
+        }
+    }
+
+    /// Compare mode: every word the same, as many.
+    fn same(&self) -> bool {
+        !self.differs && self.pos == self.buf.len()
+    }
 }
 
 impl Prints {
@@ -88,7 +161,6 @@ impl Prints {
         self.slots.iter().map(|p| p.words.capacity() * 8).sum::<usize>()
             + self.slots.capacity() * std::mem::size_of::<Print>()
             + self.frozen.capacity() * std::mem::size_of::<Frozen>()
-            + self.scratch.capacity() * 8
     }
 }
 
@@ -107,14 +179,11 @@ impl Cx<'_> {
             if p.addr != addr || p.obj != obj || *self.left < p.used || self.cache.last.get(addr) != Some(p.node) {
                 return None;
             }
-            let mut words = std::mem::take(&mut self.cache.prints.scratch);
-            words.clear();
+            let k = Prints::slot(addr);
+            let mut words = Words::check(std::mem::take(&mut self.cache.prints.slots[k].words));
             let mut left = *self.left;
-            let same = self.walk_container(o, depth, &mut words, &mut left) && {
-                let p = &self.cache.prints.slots[Prints::slot(addr)];
-                words == p.words
-            };
-            self.cache.prints.scratch = words;
+            let same = self.walk_container(o, depth, &mut words, &mut left) && words.same();
+            self.cache.prints.slots[k].words = words.buf;
             if !same {
                 return None;
             }
@@ -142,7 +211,7 @@ impl Cx<'_> {
             if !matches!(self.store.node(node.0), Some(Node::Seq(_) | Node::SeqDelta(_) | Node::Map(_))) {
                 return;
             }
-            let mut words = Vec::new();
+            let mut words = Words::keep();
             let mut left = left_before;
             if !self.walk_container(o, depth, &mut words, &mut left) || left != *self.left {
                 return;
@@ -158,16 +227,19 @@ impl Cx<'_> {
                     words: Vec::new(),
                 });
             }
-            prints.slots[Prints::slot(o as usize)] = Print { addr: o as usize, obj, node, used, words };
+            prints.slots[Prints::slot(o as usize)] = Print { addr: o as usize, obj, node, used, words: words.buf };
         }
     }
 
     /// Appends `o`'s fingerprint, taking from `left` what `enc` takes; `false`: it has none.
-    unsafe fn walk(&mut self, o: *mut ffi::PyObject, depth: u32, words: &mut Vec<u64>, left: &mut usize) -> bool {
+    unsafe fn walk(&mut self, o: *mut ffi::PyObject, depth: u32, words: &mut Words, left: &mut usize) -> bool {
         // SAFETY: the caller's contract (GIL held, `o` live); each kind's storage is read as
         // CPython lays it out for exactly that type (checked by pointer equality), and no Python
         // code runs while it is read.
         unsafe {
+            if words.differs {
+                return false;
+            }
             if let Some(v) = inline_value(o) {
                 words.push(TAG_INLINE | u64::from(v.0));
                 return true;
@@ -234,7 +306,7 @@ impl Cx<'_> {
 
     /// A dict's fingerprint, as `map_encode` reads it: pairs in order while the item budget lasts
     /// (a pair's value is taken even when its key used the last of it).
-    unsafe fn walk_map(&mut self, o: *mut ffi::PyObject, depth: u32, words: &mut Vec<u64>, left: &mut usize) -> bool {
+    unsafe fn walk_map(&mut self, o: *mut ffi::PyObject, depth: u32, words: &mut Words, left: &mut usize) -> bool {
         // SAFETY: the caller's contract (GIL held, `o` a live dict); the dict is read without
         // running Python code, so it cannot change meanwhile.
         unsafe {
@@ -258,13 +330,7 @@ impl Cx<'_> {
 
     /// A frozenset's fingerprint: `[TAG_FROZEN, identity]` when it holds scalars only and its
     /// walk is whole (so equal fingerprints mean the same immutable set), else its items.
-    unsafe fn walk_frozen(
-        &mut self,
-        o: *mut ffi::PyObject,
-        depth: u32,
-        words: &mut Vec<u64>,
-        left: &mut usize,
-    ) -> bool {
+    unsafe fn walk_frozen(&mut self, o: *mut ffi::PyObject, depth: u32, words: &mut Words, left: &mut usize) -> bool {
         // SAFETY: the caller's contract (GIL held, `o` a live frozenset); the identity map and
         // the set's table are read without running Python code, so neither changes meanwhile.
         unsafe {
@@ -293,7 +359,7 @@ impl Cx<'_> {
                         return false;
                     }
                     // An item's first word is its tag (a scalar's: TAG_INLINE ..= TAG_STR).
-                    scalars &= (TAG_INLINE >> 40..=TAG_STR >> 40).contains(&(words[at] >> 40));
+                    scalars &= (TAG_INLINE >> 40..=TAG_STR >> 40).contains(&(words.get(at) >> 40));
                 }
                 i += 1;
             }
@@ -316,7 +382,7 @@ impl Cx<'_> {
         &mut self,
         o: *mut ffi::PyObject,
         depth: u32,
-        words: &mut Vec<u64>,
+        words: &mut Words,
         left: &mut usize,
     ) -> bool {
         // SAFETY: the caller's contract (GIL held, `o` live); `type_info`'s kind says which layout
