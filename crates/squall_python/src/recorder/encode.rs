@@ -575,8 +575,8 @@ struct Cx<'a> {
     /// past the newest state and write of every object it refers to (`fresh_enough`).
     newest_dep: u32,
     /// The last reference `known_at_limit` made to an instance's earlier state: (its address,
-    /// that state, its identity), for `memo`.
-    last_known: Option<(usize, ValRef, ObjId)>,
+    /// its identity), for `memo`.
+    last_known: Option<(usize, ObjId)>,
 }
 
 /// Sequence storage read directly.
@@ -1475,7 +1475,7 @@ impl Cx<'_> {
             // state it finds, and the writes to the object since (see `fresh_enough`).
             let written = self.cache.written.get(o as usize).map_or(0, |w| w.0);
             self.newest_dep = self.newest_dep.max(prev.0 + 1).max(written);
-            self.last_known = Some((o as usize, prev, obj));
+            self.last_known = Some((o as usize, obj));
         }
         known.then_some(CutNode { ty, obj, len })
     }
