@@ -75,28 +75,33 @@ pub struct Budget {
 pub const DEFAULT_BUDGET: Budget =
     Budget { max_depth: 5, max_length: 100, max_items: 1000, max_string: 1000, object_depth: 1 };
 
-/// The last node made at each address, direct-mapped: bounded memory, one cache line per
-/// lookup (an unbounded map of every address ever recorded cost a random memory access per
-/// recorded string: 26% of a loop's recording time).
-pub struct LastNodes {
-    slots: Box<[(usize, ValRef)]>,
+/// A value per address, direct-mapped: bounded memory, one cache line per lookup (an unbounded
+/// map of every address ever recorded cost a random memory access per recorded string: 26% of a
+/// loop's recording time). A slot holds the last value inserted for any address mapping to it.
+pub struct AddrMap<T> {
+    slots: Box<[(usize, T)]>,
     mask: usize,
+    /// What an unused slot holds (its address, 0, is never looked up).
+    empty: T,
 }
+
+/// The last node made at each address.
+pub type LastNodes = AddrMap<ValRef>;
 
 const LAST_SLOTS: usize = 1 << 16;
 const CUT_SLOTS: usize = 1 << 12;
 
 impl Default for LastNodes {
     fn default() -> Self {
-        LastNodes::with_slots(LAST_SLOTS)
+        LastNodes::with_slots(LAST_SLOTS, ValRef::ABSENT)
     }
 }
 
-impl LastNodes {
+impl<T: Copy> AddrMap<T> {
     /// `n` slots (a power of two), allocated at the first insert.
-    fn with_slots(n: usize) -> Self {
+    fn with_slots(n: usize, empty: T) -> Self {
         debug_assert!(n.is_power_of_two());
-        LastNodes { slots: Box::default(), mask: n - 1 }
+        AddrMap { slots: Box::default(), mask: n - 1, empty }
     }
 
     #[inline(always)]
@@ -105,22 +110,22 @@ impl LastNodes {
     }
 
     #[inline(always)]
-    fn get(&self, addr: usize) -> Option<ValRef> {
+    fn get(&self, addr: usize) -> Option<T> {
         let &(a, v) = self.slots.get(self.slot(addr))?;
         (a == addr).then_some(v)
     }
 
     #[inline(always)]
-    fn insert(&mut self, addr: usize, v: ValRef) {
+    fn insert(&mut self, addr: usize, v: T) {
         if self.slots.is_empty() {
-            self.slots = vec![(0, ValRef::ABSENT); self.mask + 1].into_boxed_slice();
+            self.slots = vec![(0, self.empty); self.mask + 1].into_boxed_slice();
         }
         let k = self.slot(addr);
         self.slots[k] = (addr, v);
     }
 
     fn bytes(&self) -> usize {
-        self.slots.len() * std::mem::size_of::<(usize, ValRef)>()
+        self.slots.len() * std::mem::size_of::<(usize, T)>()
     }
 }
 
@@ -129,9 +134,14 @@ impl LastNodes {
 pub struct EncodeCache {
     last: LastNodes,
     types: TypeCache,
-    /// The last reference ([`CutNode`]) made at each address, apart from `last` so that a
-    /// reference never evicts the full state that makes it a reference.
-    cuts: LastNodes,
+    /// The last reference ([`CutNode`]) made at each address, with its contents (read here, not
+    /// from the node table: a cache miss per reference), apart from `last` so that a reference
+    /// never evicts the full state that makes it a reference.
+    cuts: AddrMap<(ValRef, CutNode)>,
+    /// Per address, a node `known_at_limit` found to be a state of object `obj` (not a
+    /// reference, not empty): while it is still the last node there, the object is known
+    /// without reading the node table.
+    known: AddrMap<(ValRef, ObjId)>,
     /// Types' qualified names as interned in the store, for static types (which never die).
     static_types: foldhash::HashMap<usize, u32>,
     /// Heap types' names by address and `tp_version_tag`: a tag is never reused, and a change to
@@ -294,7 +304,8 @@ impl Default for EncodeCache {
     fn default() -> Self {
         EncodeCache {
             last: LastNodes::default(),
-            cuts: LastNodes::with_slots(CUT_SLOTS),
+            cuts: AddrMap::with_slots(CUT_SLOTS, (ValRef::ABSENT, CutNode { ty: 0, obj: 0, len: 0 })),
+            known: AddrMap::with_slots(CUT_SLOTS, (ValRef::ABSENT, 0)),
             types: TypeCache::default(),
             static_types: Default::default(),
             heap_types: Default::default(),
@@ -305,7 +316,7 @@ impl Default for EncodeCache {
             text: String::new(),
             member_lists: Vec::new(),
             path: Vec::new(),
-            written: LastNodes::with_slots(CUT_SLOTS),
+            written: LastNodes::with_slots(CUT_SLOTS, ValRef::ABSENT),
             prints: fingerprint::Prints::default(),
             memos: memo::Memos::default(),
         }
@@ -320,7 +331,7 @@ impl EncodeCache {
     }
 
     pub fn bytes(&self) -> u64 {
-        (self.last.bytes() + self.cuts.bytes() + self.static_types.capacity() * 16 + self.stack.capacity() * 4) as u64
+        (self.last.bytes() + self.cuts.bytes() + self.known.bytes() + self.static_types.capacity() * 16 + self.stack.capacity() * 4) as u64
             + (self.heap_types.capacity() * 16 + self.attr_names.len() * 24) as u64
             + (self.pairs.capacity() * 8 + self.attrs.capacity() * 8 + self.text.capacity()) as u64
             + self.prints.bytes() as u64
@@ -1468,9 +1479,10 @@ impl Cx<'_> {
         let prev = self.cache.last.get(o as usize)?;
         // An object recorded while it had no attributes yet (`self` entering `__init__`) has an
         // empty state: one with contents is worth encoding instead.
-        let known =
-            self.store.node(prev.0).is_some_and(|n| n.obj() == obj && !matches!(n, Node::Cut(_) | Node::Opaque(_)));
+        let known = self.cache.known.get(o as usize) == Some((prev, obj))
+            || self.store.node(prev.0).is_some_and(|n| n.obj() == obj && !matches!(n, Node::Cut(_) | Node::Opaque(_)));
         if known {
+            self.cache.known.insert(o as usize, (prev, obj));
             // What a reader resolving this reference needs the value's node to be above: the
             // state it finds, and the writes to the object since (see `fresh_enough`).
             let written = self.cache.written.get(o as usize).map_or(0, |w| w.0);
@@ -1513,14 +1525,14 @@ impl Cx<'_> {
     /// A reference node for the object at `o`, shared with the last one made there when equal.
     fn cut(&mut self, o: *mut ffi::PyObject, cut: CutNode) -> ValRef {
         let addr = o as usize;
-        if let Some(prev) = self.cache.cuts.get(addr) {
-            if matches!(self.store.node(prev.0), Some(Node::Cut(p)) if **p == cut) {
+        if let Some((prev, c)) = self.cache.cuts.get(addr) {
+            if c == cut {
                 return prev;
             }
         }
         match self.store.push(Node::Cut(Box::new(cut))) {
             Some(r) => {
-                self.cache.cuts.insert(addr, r);
+                self.cache.cuts.insert(addr, (r, cut));
                 r
             }
             None => ValRef::ABSENT,
