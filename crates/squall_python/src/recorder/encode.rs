@@ -404,22 +404,22 @@ unsafe fn inline_values(
 }
 
 /// The `i`-th attribute, in the order the object's dict would give (the order bytes before the
-/// values, `_PyDictValues_AddToInsertionOrder`), of an object with [`inline_values`]: `None`
-/// past the last one or when its values are gone, `Some(None)` for an empty slot. Reads the
-/// layout afresh on each call.
+/// values, `_PyDictValues_AddToInsertionOrder`), of an object whose [`inline_values`] are
+/// `values` and `keys`: `None` past the last one, `Some(None)` for an empty slot. A split
+/// table's keys are all exact strs (CPython stores no other key in one).
 ///
 /// # Safety
-/// As [`inline_values`].
+/// As [`inline_values`], with `values` and `keys` what it gave for the object, still its own.
 #[cfg(all(Py_3_11, not(Py_3_13)))]
+#[inline(always)]
 unsafe fn inline_attr(
-    o: *mut ffi::PyObject,
-    tp: *mut ffi::PyTypeObject,
+    values: *mut *mut ffi::PyObject,
+    keys: *const DictKeys,
     i: usize,
 ) -> Option<Option<(*mut ffi::PyObject, *mut ffi::PyObject)>> {
     // SAFETY: as `inline_values` (this fn's contract); `i` is checked against the keys' count
     // before the order byte is read.
     unsafe {
-        let (values, keys) = inline_values(o, tp)?;
         let order = values.cast::<u8>();
         if i >= usize::from(*order.sub(2)) {
             return None;
@@ -1211,22 +1211,27 @@ impl Cx<'_> {
             // attribute loads then take a slower path, and every object recorded grows by it).
             // They are read where they are, in the order the dict would give.
             #[cfg(all(Py_3_11, not(Py_3_13)))]
-            let inline = (*tp).tp_flags & ffi::Py_TPFLAGS_MANAGED_DICT != 0 && inline_values(o, tp).is_some();
+            let inline_at =
+                if (*tp).tp_flags & ffi::Py_TPFLAGS_MANAGED_DICT != 0 { inline_values(o, tp) } else { None };
+            #[cfg(all(Py_3_11, not(Py_3_13)))]
+            let inline = inline_at.is_some();
             #[cfg(not(all(Py_3_11, not(Py_3_13))))]
             let inline = false;
             // Attributes in inline values (3.11, 3.12) are read without a memo: they have no
             // version to replay by, and comparing them field by field cost richards more than
             // it saved (docs/benchmarks.md, fifth session).
             #[cfg(all(Py_3_11, not(Py_3_13)))]
-            if inline {
+            if let Some(mut at) = inline_at {
                 let mut i = 0;
                 while self.cache.attrs.len() - base < self.budget.max_length && *self.left > 0 {
-                    let Some(slot) = inline_attr(o, tp, i) else { break };
+                    // A registered encoder (the user's code) may have changed the object.
+                    if !self.registered.is_empty() {
+                        let Some(now) = inline_values(o, tp) else { break };
+                        at = now;
+                    }
+                    let Some(slot) = inline_attr(at.0, at.1, i) else { break };
                     i += 1;
                     let Some((k, v)) = slot else { continue };
-                    if ffi::PyUnicode_Check(k) == 0 {
-                        continue;
-                    }
                     let ve = self.enc(v, depth - 1);
                     let ke = self.attr_name(k);
                     self.cache.attrs.push((ke, ve));
