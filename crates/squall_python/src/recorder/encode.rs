@@ -166,6 +166,33 @@ pub struct EncodeCache {
     prints: fingerprint::Prints,
     /// What the last record of each instance's attributes or list's items read (`memo`).
     memos: memo::Memos,
+    /// Attribute names of inline values by their split keys (`key_names`).
+    key_names: KeyNames,
+}
+
+/// The interned names of split keys' entries, direct-mapped by the keys' address: per entry
+/// index, the key str's address and hash and its name. A split table's entries never change
+/// once written, and the str is checked by address and hash as `Cx::attr_name` checks it, so
+/// a hit is the name `attr_name` would give, found without its lookup per attribute.
+#[derive(Default)]
+struct KeyNames {
+    slots: Vec<(usize, Vec<KeyName>)>,
+}
+
+/// A key str's address and hash, and its interned name.
+type KeyName = (usize, ffi::Py_hash_t, u32);
+
+const KEY_NAME_SLOTS: usize = 1 << 8;
+
+impl KeyNames {
+    fn slot(keys: usize) -> usize {
+        ((keys >> 4) ^ (keys >> 12)) & (KEY_NAME_SLOTS - 1)
+    }
+
+    fn bytes(&self) -> usize {
+        self.slots.capacity() * std::mem::size_of::<(usize, Vec<KeyName>)>()
+            + self.slots.iter().map(|(_, v)| v.capacity() * std::mem::size_of::<KeyName>()).sum::<usize>()
+    }
 }
 
 const ATTR_SLOTS: usize = 1 << 10;
@@ -319,6 +346,7 @@ impl Default for EncodeCache {
             written: LastNodes::with_slots(CUT_SLOTS, ValRef::ABSENT),
             prints: fingerprint::Prints::default(),
             memos: memo::Memos::default(),
+            key_names: KeyNames::default(),
         }
     }
 }
@@ -339,6 +367,7 @@ impl EncodeCache {
             + (self.written.bytes() + std::mem::size_of_val(&*self.types.slots) + self.path.capacity() * 8) as u64
             + self.member_lists.iter().map(|m| 16 + std::mem::size_of_val(&**m) as u64).sum::<u64>()
             + self.memos.bytes() as u64
+            + self.key_names.bytes() as u64
     }
 }
 
@@ -405,7 +434,8 @@ unsafe fn inline_values(
 
 /// The `i`-th attribute, in the order the object's dict would give (the order bytes before the
 /// values, `_PyDictValues_AddToInsertionOrder`), of an object whose [`inline_values`] are
-/// `values` and `keys`: `None` past the last one, `Some(None)` for an empty slot. A split
+/// `values` and `keys`, with its index in the keys: `None` past the last one, `Some(None)` for
+/// an empty slot. A split
 /// table's keys are all exact strs (CPython stores no other key in one).
 ///
 /// # Safety
@@ -416,7 +446,7 @@ unsafe fn inline_attr(
     values: *mut *mut ffi::PyObject,
     keys: *const DictKeys,
     i: usize,
-) -> Option<Option<(*mut ffi::PyObject, *mut ffi::PyObject)>> {
+) -> Option<Option<(usize, *mut ffi::PyObject, *mut ffi::PyObject)>> {
     // SAFETY: as `inline_values` (this fn's contract); `i` is checked against the keys' count
     // before the order byte is read.
     unsafe {
@@ -434,7 +464,7 @@ unsafe fn inline_attr(
             .cast::<[*mut ffi::PyObject; 2]>();
         let k = (*entries.add(ix))[0];
         let v = *values.add(ix);
-        Some((!k.is_null() && !v.is_null()).then_some((k, v)))
+        Some((!k.is_null() && !v.is_null()).then_some((ix, k, v)))
     }
 }
 
@@ -943,6 +973,46 @@ impl Cx<'_> {
         }
     }
 
+    /// The `KeyNames` slot of split keys `keys`, emptied if it held other keys' names.
+    fn key_names_of(&mut self, keys: usize) -> usize {
+        let slots = &mut self.cache.key_names.slots;
+        if slots.is_empty() {
+            slots.resize_with(KEY_NAME_SLOTS, || (0, Vec::new()));
+        }
+        let ks = KeyNames::slot(keys);
+        let (at, names) = &mut slots[ks];
+        if *at != keys {
+            *at = keys;
+            names.clear();
+        }
+        ks
+    }
+
+    /// The name of attribute `k`, the key at index `i` of the split keys whose `KeyNames` slot
+    /// is `ks` (`key_names_of`).
+    ///
+    /// # Safety
+    /// GIL held; `k` a live str, the key at `i` in those live split keys.
+    #[inline(always)]
+    unsafe fn key_name(&mut self, ks: usize, i: usize, k: *mut ffi::PyObject) -> u32 {
+        // SAFETY: this fn's contract: `k` is a live str.
+        unsafe {
+            let hash = (*k.cast::<ffi::PyASCIIObject>()).hash;
+            if let Some(&(a, h, id)) = self.cache.key_names.slots[ks].1.get(i) {
+                if a == k as usize && h == hash && hash != -1 {
+                    return id;
+                }
+            }
+            let id = self.attr_name(k);
+            let names = &mut self.cache.key_names.slots[ks].1;
+            if names.len() <= i {
+                names.resize(i + 1, (0, -1, 0));
+            }
+            names[i] = (k as usize, hash, id);
+            id
+        }
+    }
+
     /// `o`'s identity; 0 (none) for objects whose deaths the recorder cannot see: an identity
     /// found by address could be a freed object's.
     unsafe fn identity(&mut self, o: *mut ffi::PyObject) -> ObjId {
@@ -1222,18 +1292,20 @@ impl Cx<'_> {
             // it saved (docs/benchmarks.md, fifth session).
             #[cfg(all(Py_3_11, not(Py_3_13)))]
             if let Some(mut at) = inline_at {
+                let mut ks = self.key_names_of(at.1 as usize);
                 let mut i = 0;
                 while self.cache.attrs.len() - base < self.budget.max_length && *self.left > 0 {
                     // A registered encoder (the user's code) may have changed the object.
                     if !self.registered.is_empty() {
                         let Some(now) = inline_values(o, tp) else { break };
                         at = now;
+                        ks = self.key_names_of(at.1 as usize);
                     }
                     let Some(slot) = inline_attr(at.0, at.1, i) else { break };
                     i += 1;
-                    let Some((k, v)) = slot else { continue };
+                    let Some((ix, k, v)) = slot else { continue };
                     let ve = self.enc(v, depth - 1);
-                    let ke = self.attr_name(k);
+                    let ke = self.key_name(ks, ix, k);
                     self.cache.attrs.push((ke, ve));
                 }
             }
