@@ -690,7 +690,8 @@ impl Cx<'_> {
                     return self.registered_encoder(f, o, depth);
                 }
             }
-            match self.type_info(tp).kind {
+            let info = self.type_info(tp);
+            match info.kind {
                 TypeKind::List => {
                     let items =
                         Items::Array((*o.cast::<ffi::PyListObject>()).ob_item, ffi::PyList_GET_SIZE(o) as usize);
@@ -713,7 +714,7 @@ impl Cx<'_> {
                     Some(items) => self.seq(o, SeqKind::Other, items, depth, true),
                     None => self.opaque(o, String::new()),
                 },
-                TypeKind::WithBaseValue => self.object(o, depth, true),
+                TypeKind::WithBaseValue => self.object(o, info, depth, true),
                 TypeKind::Type => self.opaque(o, qualified_name(o.cast())),
                 TypeKind::Function => self.opaque(o, str_field((*o.cast::<ffi::PyFunctionObject>()).func_qualname)),
                 TypeKind::Method => {
@@ -747,7 +748,7 @@ impl Cx<'_> {
                     self.opaque(o, text)
                 }
                 TypeKind::Code => self.opaque(o, String::new()),
-                TypeKind::Object => self.object(o, depth, false),
+                TypeKind::Object => self.object(o, info, depth, false),
             }
         }
     }
@@ -1246,13 +1247,13 @@ impl Cx<'_> {
     }
 
     /// An object by its own storage: a builtin base's value (int, str, float, bytes and
-    /// bytearray subclasses), C members and `__slots__`, an exception's args, its `__dict__`.
-    unsafe fn object(&mut self, o: *mut ffi::PyObject, depth: u32, has_base_value: bool) -> ValRef {
-        // SAFETY: this fn's contract (GIL held, `o` live): its members, dict and base value are
-        // read at the offsets its type gives.
+    /// bytearray subclasses), C members and `__slots__`, an exception's args, its `__dict__`;
+    /// `info` is its type's `type_info`.
+    unsafe fn object(&mut self, o: *mut ffi::PyObject, info: TypeInfo, depth: u32, has_base_value: bool) -> ValRef {
+        // SAFETY: this fn's contract (GIL held, `o` live, `info` its type's): its members, dict
+        // and base value are read at the offsets its type gives.
         unsafe {
             let tp = ffi::Py_TYPE(o);
-            let info = self.type_info(tp);
             let obj = if info.watched { IDS.get().of(o) } else { 0 };
             let ty = info.name;
             let at_limit =
@@ -1641,7 +1642,12 @@ impl Cx<'_> {
                 ffi::PyErr_Clear();
                 return self.opaque(o, "<its registered snapshot function raised>".into());
             }
-            let v = if r == o { self.object(o, depth, false) } else { self.enc(r, depth) };
+            let v = if r == o {
+                let info = self.type_info(ffi::Py_TYPE(o));
+                self.object(o, info, depth, false)
+            } else {
+                self.enc(r, depth)
+            };
             ffi::Py_DecRef(r);
             v
         }
