@@ -102,6 +102,21 @@ fn str_is_the_printers_text_and_an_exceptions_message() {
 }
 
 #[test]
+fn functions_bytes_and_big_numbers_compare_by_what_is_recorded() {
+    let f = |id| Snap::Opaque { type_name: "function".into(), id, repr: format!("<function f#{id}>") };
+    let names = [
+        ("f", f(3)),
+        ("same", f(3)),
+        ("g", f(4)),
+        ("b", Snap::Bytes(b"ab\x00".to_vec())),
+        ("big", Snap::BigInt("123456789012345678901234567890".into())),
+    ];
+    assert!(holds("f == same and f != g and f is same", &names));
+    assert!(holds("b == b'ab\\x00' and b'b' in b and len(b) == 3 and b[0] == 97", &names));
+    assert!(holds("big > 10 and big == 123456789012345678901234567890 and big + 1 > big", &names));
+}
+
+#[test]
 fn is_compares_identities_of_recorded_objects() {
     let a = object("m.A", 7, vec![("x", Snap::Int(1))]);
     let same = object("m.A", 7, vec![("x", Snap::Int(1))]);
@@ -126,6 +141,7 @@ fn what_the_recording_cut_decides_what_it_can_and_no_more() {
     ];
     // Decided by what was kept.
     assert!(holds("len(xs) == 50 and xs[0] == 1 and 1 in xs and xs != [1, 2]", &names));
+    assert!(holds("type_name(s) == 'str' and len(xs) > 2", &names));
     assert!(holds("len(s) == 2000 and 'wo' in s and s != 'hello' and s != 'hello wo' and short != 'hello world' and s > 'hello' and s[0] == 'h'", &names));
     assert!(holds("type_name(deep) == 'shop.Item' and deep is not None and deep != 3", &names));
     assert!(holds("d['a'] == 1 and 'a' in d and len(d) == 7", &names));
@@ -288,4 +304,38 @@ fn entries_are_read_by_value_kind_name_and_function() {
     assert_eq!(matching("kind == 'fn-return' and v > 50"), [5]);
     assert_eq!(matching("kind == 'fn-unwind' and type_name(v) == 'ValueError' and fn == 'cost'"), [8]);
     assert_eq!(matching("v is None and kind == 'fn-call'"), [0, 3, 6]);
+}
+
+proptest::proptest! {
+    /// Any text (the UI's query string is anyone's) is read or refused, and evaluated, without
+    /// a panic.
+    #[test]
+    fn any_text_is_read_or_refused_without_a_panic(text in "[ -~é]{0,40}", tail in "(\\[-?[0-9]\\]|\\.a|\\(v\\)| (<|==|in|and|or|not|is|\\+|//|%) )*") {
+        let names = [("v", cut_list()), ("a", Snap::StrCut { prefix: "é".into(), len: 3 }), ("n", Snap::Int(i64::MIN))];
+        for t in [text.clone(), format!("v{tail}"), format!("{text}{tail}n")] {
+            if let Ok(p) = Predicate::parse(&t, Subject::Entry) {
+                let _ = p.verdict(&names);
+            }
+        }
+    }
+}
+
+#[test]
+fn deep_or_long_texts_are_refused_not_overflowing_the_stack() {
+    for text in [
+        "(".repeat(5000) + "v",
+        "not ".repeat(5000) + "v",
+        "-".repeat(5000) + "v",
+        "v + ".repeat(2000) + "v",
+        "v".to_string() + &".a".repeat(3000),
+        "x".repeat(20_000),
+    ] {
+        let e = Predicate::parse(&text, Subject::Entry).expect_err("refused").to_string();
+        assert!(e.contains("deep") || e.contains("longer than"), "{e}");
+    }
+    let sum = Predicate::parse(&("v + ".repeat(97) + "v == 98"), Subject::Entry).unwrap();
+    assert_eq!(sum.verdict(&[("v", Snap::Int(1))]), Ok(Verdict::Holds));
+    let nots = Predicate::parse(&("not ".repeat(29) + "v"), Subject::Entry).unwrap();
+    assert_eq!(nots.verdict(&[("v", Snap::Int(0))]), Ok(Verdict::Holds));
+    assert!(Predicate::parse(&("(".repeat(25) + "v" + &")".repeat(25)), Subject::Entry).is_ok());
 }

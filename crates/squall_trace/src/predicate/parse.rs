@@ -246,11 +246,24 @@ fn int_snap(v: i128) -> Snap {
     i64::try_from(v).map_or_else(|_| Snap::BigInt(v.to_string()), Snap::Int)
 }
 
+/// The longest text read, and the deepest nesting of its expressions: the parser and the
+/// evaluator recurse by nesting, on threads with small stacks (the UI server's).
+/// (A level of parentheses is a dozen of the parser's frames, deeper in a debug build.)
+const MAX_TEXT: usize = 10_000;
+const MAX_DEPTH: usize = 100;
+const MAX_NESTING: usize = 30;
+
 /// Reads `text` (not empty) as a predicate.
 pub fn parse(text: &str) -> Result<Expr, ParseError> {
-    let mut p = Parser { lex: Lexer { text, pos: 0 }, tok: Tok::End, at: 0 };
+    if text.len() > MAX_TEXT {
+        return Err(syntax(format!("it is longer than {MAX_TEXT} bytes"), MAX_TEXT));
+    }
+    let mut p = Parser { lex: Lexer { text, pos: 0 }, tok: Tok::End, at: 0, nesting: 0 };
     p.bump()?;
     let e = p.expr()?;
+    if depth(&e) > MAX_DEPTH {
+        return Err(syntax(format!("it nests more than {MAX_DEPTH} operations deep"), 0));
+    }
     match &p.tok {
         Tok::End => Ok(e),
         Tok::Op(",") => Err(ParseError::Uses("Tuple")),
@@ -266,11 +279,48 @@ struct Parser<'t> {
     lex: Lexer<'t>,
     tok: Tok,
     at: usize,
+    /// How deep the parser's own recursion is (parentheses, `not`, unary minus).
+    nesting: usize,
+}
+
+/// The depth of `e`'s tree, counted without recursion (a long `a + a + ...` is deep).
+fn depth(e: &Expr) -> usize {
+    let mut deepest = 0;
+    let mut todo = vec![(e, 1)];
+    while let Some((e, d)) = todo.pop() {
+        deepest = deepest.max(d);
+        match e {
+            Expr::Const(_) | Expr::Name(_) => {}
+            Expr::Display(_, items) | Expr::And(items) | Expr::Or(items) => {
+                todo.extend(items.iter().map(|i| (i, d + 1)))
+            }
+            Expr::Attr(x, _) | Expr::Item(x, _) | Expr::Call(_, x) | Expr::Not(x) | Expr::Neg(x) => {
+                todo.push((x, d + 1))
+            }
+            Expr::Bin(_, a, b) => todo.extend([(&**a, d + 1), (&**b, d + 1)]),
+            Expr::Compare(first, rest) => {
+                todo.push((first, d + 1));
+                todo.extend(rest.iter().map(|(_, x)| (x, d + 1)));
+            }
+        }
+    }
+    deepest
 }
 
 const KEYWORDS: [&str; 10] = ["and", "or", "not", "in", "is", "if", "else", "for", "lambda", "None"];
 
 impl Parser<'_> {
+    /// `f`, one level deeper in the parser's recursion.
+    fn nested(&mut self, f: fn(&mut Self) -> Result<Expr, ParseError>) -> Result<Expr, ParseError> {
+        if self.nesting >= MAX_NESTING {
+            return Err(syntax(format!("it nests more than {MAX_NESTING} levels deep"), self.at));
+        }
+        self.nesting += 1;
+        let e = f(self);
+        self.nesting -= 1;
+        e
+    }
+
     fn bump(&mut self) -> Result<Tok, ParseError> {
         let (tok, at) = self.lex.next()?;
         self.at = at;
@@ -354,7 +404,7 @@ impl Parser<'_> {
 
     fn not(&mut self) -> Result<Expr, ParseError> {
         if self.eat_name("not")? {
-            return Ok(Expr::Not(Box::new(self.not()?)));
+            return Ok(Expr::Not(Box::new(self.nested(Self::not)?)));
         }
         self.comparison()
     }
@@ -428,7 +478,7 @@ impl Parser<'_> {
 
     fn factor(&mut self) -> Result<Expr, ParseError> {
         if self.eat_op("-")? {
-            return Ok(Expr::Neg(Box::new(self.factor()?)));
+            return Ok(Expr::Neg(Box::new(self.nested(Self::factor)?)));
         }
         if self.is_op("+") {
             return Err(ParseError::Uses("UAdd"));
@@ -473,7 +523,7 @@ impl Parser<'_> {
                     },
                     _ => None,
                 };
-                let arg = if self.is_op(")") { None } else { Some(self.expr()?) };
+                let arg = if self.is_op(")") { None } else { Some(self.nested(Self::expr)?) };
                 let Some(func) = func.filter(|_| self.is_op(")")) else { return Err(ParseError::BadCall) };
                 self.bump()?;
                 let Some(arg) = arg else { return Err(ParseError::BadCall) };
@@ -535,7 +585,7 @@ impl Parser<'_> {
                 if self.eat_op(")")? {
                     return Ok(Expr::Display(SeqKind::Tuple, Vec::new()));
                 }
-                let first = self.expr()?;
+                let first = self.nested(Self::expr)?;
                 if self.is_name("for") {
                     return Err(ParseError::Uses("GeneratorExp"));
                 }
@@ -549,7 +599,7 @@ impl Parser<'_> {
                 if self.eat_op("]")? {
                     return Ok(Expr::Display(SeqKind::List, Vec::new()));
                 }
-                let first = self.expr()?;
+                let first = self.nested(Self::expr)?;
                 if self.is_name("for") {
                     return Err(ParseError::Uses("ListComp"));
                 }
@@ -576,7 +626,7 @@ impl Parser<'_> {
             if self.is_op(close) {
                 break;
             }
-            items.push(self.expr()?);
+            items.push(self.nested(Self::expr)?);
         }
         self.expect_op(close)?;
         Ok(items)
