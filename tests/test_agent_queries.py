@@ -1,4 +1,5 @@
-"""The agent queries beyond MCP: `calls --where` predicates (squall.agent_predicate), `frames`,
+"""The agent queries beyond MCP: `calls --where` predicates (the core's language,
+`crates/squall_trace/src/predicate/`, unit-tested in `crates/squall_trace/tests/predicate.rs`), `frames`,
 `origin` over the live recording and over a file made before sites noted what they read, and
 `diff` of two recordings of the same program (`squall query F diff --other G`)."""
 
@@ -11,7 +12,6 @@ from pathlib import Path
 import pytest
 import squall
 from squall import agent
-from squall.agent_predicate import PredicateError, compile_predicate
 
 ROOT = Path(__file__).resolve().parent.parent
 SQUALL = str(Path(sys.executable).parent / "squall")
@@ -36,28 +36,6 @@ def branch(tmp_path_factory):
     return squall.load(record(PROGRAMS / "wrong_branch.py", tmp_path_factory.mktemp("q") / "b.sqrec"))
 
 
-class Item:
-    def __init__(self, price):
-        self.price = price
-
-
-@pytest.mark.parametrize(
-    "text, names, expected",
-    [
-        ("weight == 10", {"weight": 10}, True),
-        ("weight == 10", {"weight": 12}, False),
-        ("ret > 50 and raised is None", {"ret": 74, "raised": None}, True),
-        ("item.price < 2", {"item": Item(1.5)}, True),
-        ("d['k'] == 1 or len(xs) == 0", {"d": {"k": 2}, "xs": []}, True),
-        ("'JP' in str(x)", {"x": ["JP"]}, True),
-        ("not flag", {"flag": False}, True),
-        ("x + 1 > 'a'", {"x": 1}, False),  # unlike values: false, not an error
-    ],
-)
-def test_predicates_evaluate_over_a_calls_names(text, names, expected):
-    assert compile_predicate(text)(names) is expected
-
-
 @pytest.mark.parametrize(
     "text, says",
     [
@@ -70,16 +48,16 @@ def test_predicates_evaluate_over_a_calls_names(text, names, expected):
         ("lambda: 1", "uses Lambda"),
     ],
 )
-def test_bad_predicates_say_what_is_wrong(text, says):
-    with pytest.raises(PredicateError, match=None) as e:
-        compile_predicate(text)
+def test_bad_predicates_say_what_is_wrong(branch, text, says):
+    with pytest.raises(agent.AgentError) as e:
+        agent.calls(branch, "shipping_cost", where=text)
     assert says in str(e.value)
     assert repr(text) in str(e.value) or not text
 
 
-def test_a_predicate_naming_what_the_call_has_not_lists_its_names():
-    with pytest.raises(PredicateError) as e:
-        compile_predicate("wieght == 10")({"weight": 10, "ret": 15, "raised": None})
+def test_a_predicate_naming_what_the_call_has_not_lists_its_names(branch):
+    with pytest.raises(agent.AgentError) as e:
+        agent.calls(branch, "shipping_cost", where="wieght == 10")
     assert "names 'wieght', which this call does not have; its names are raised, ret, weight" in str(e.value)
 
 
@@ -251,10 +229,6 @@ def test_writes_reads_type_dot_attribute_as_a_person_names_it(tmp_path):
     assert (own["total"], "read_as" in own) == (1, False)
 
 
-def test_a_predicate_says_which_names_it_reads():
-    assert compile_predicate("len(items) == 0 and ret > x.y or str(z) == 'None'").reads == {"items", "ret", "x", "z"}
-
-
 class _CountingDerefs:
     """A recording's engine object that counts the values built (`deref`)."""
 
@@ -270,7 +244,7 @@ class _CountingDerefs:
         return getattr(self._inner, name)
 
 
-def test_calls_where_builds_only_the_values_its_predicate_reads(tmp_path, monkeypatch):
+def test_calls_where_builds_no_value_in_python(tmp_path, monkeypatch):
     prog = tmp_path / "pick.py"
     prog.write_text(
         textwrap.dedent("""
@@ -284,13 +258,19 @@ def test_calls_where_builds_only_the_values_its_predicate_reads(tmp_path, monkey
     rec = squall.load(record(prog, tmp_path / "pick.sqrec"))
     counting = _CountingDerefs(rec._b)
     monkeypatch.setattr(rec, "_b", counting)
+    # The core filters (`Recording.calls_where`): no value is built in Python for it.
     got = agent.calls(rec, "pick", where="a == 2", limit=0)
-    assert (got["total"], counting.derefs) == (2, 6)  # `a` of each call: not `big`, not `ret`
-    counting.derefs = 0
+    assert (got["total"], counting.derefs) == (2, 0)
     got = agent.calls(rec, "pick", where="ret == 0", limit=0)
-    assert (got["total"], counting.derefs) == (2, 6)  # each call's return only
-    got = agent.calls(rec, "pick", where="big[3] == 3 and a == 1", limit=1)
+    assert (got["total"], counting.derefs) == (2, 0)
+    got = agent.calls(rec, "pick", where="big[3] == 3 and a == 1 and 0 <= a < 2", limit=1)
     assert got["total"] == 2 and got["calls"][0]["args"]["a"] == "1"
+    # `big` was cut to 100 items by the snapshot budget: its length is known, its end is not.
+    assert agent.calls(rec, "pick", where="len(big) == 500 and big[-500] == 0", limit=0)["total"] == 6
+    got = agent.calls(rec, "pick", where="big[-1] == 499", limit=0)
+    assert got["total"] == 0 and got["undecided"].startswith("6 call(s) not counted"), got
+    assert "snapshot budget cut" in got["undecided"], got
+    assert agent.calls(rec, "pick", where="big[-1] == 499 or a == 0", limit=0)["total"] == 2
     with pytest.raises(agent.AgentError, match="its names are a, big, raised, ret"):
         agent.calls(rec, "pick", where="b == 1")
 

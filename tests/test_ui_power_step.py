@@ -129,3 +129,92 @@ def test_predicates_and_call_line_hits_over_a_file_and_live_alike(tmp_path):
         proc.wait(timeout=60)
     # The same entries: the live recording holds only main's call (no module-level code ran).
     assert live == from_file, (live, from_file)
+
+
+PARITY_PROGRAM = textwrap.dedent("""\
+    class Item:
+        def __init__(self, name, price):
+            self.name = name
+            self.price = price
+
+
+    def value(i):
+        kinds = [
+            i,
+            -i / 2,
+            "JP-%d" % i,
+            "x" * (1500 + i),
+            list(range(i * 40)),
+            Item("n%d" % i, i * 1.5),
+            {"k": i, "tag": "JP" if i % 2 else "DE"},
+            None,
+            (i, "a"),
+        ]
+        if i == 13:
+            raise ValueError("unlucky %d" % i)
+        return kinds[i % len(kinds)]
+
+
+    for i in range(30):
+        try:
+            value(i)
+        except ValueError:
+            pass
+    """)
+
+# Predicates over a value, written with `ret` (the agent's calls --where) and `v` (the UI's
+# step), with the calls (their `i`) each holds for, and how many it cannot decide for: the
+# budget cut the long strings (i % 9 == 3) and lists (4, 22), and what their cut part decides
+# is undecided, never taken as true or false.
+PARITY_PREDICATES = [
+    ("ret > 3", [9, 18, 27], 0),  # unlike values (strings, None, objects) are not greater
+    ("0 < ret <= 20", [9, 18], 0),
+    ("ret != 'JP-2' and type_name(ret) == 'str'", [3, 11, 12, 20, 21, 29], 0),
+    ("'JP' in ret", [2, 11, 20, 29], 5),
+    ("'JP' in str(ret)", [2, 11, 15, 20, 29], 5),
+    ("len(ret) > 50", [3, 4, 12, 21, 22], 0),
+    ("ret[-1] == 159", [], 5),
+    ("ret[0] == 0 and len(ret) >= 40", [4, 22], 0),
+    ("ret.price > 2", [5, 14, 23], 0),
+    ("'Item' in str(ret) and ret.name != 'n5'", [14, 23], 0),
+    ("ret['tag'] == 'JP' or ret is None", [15], 0),  # None['tag'] raises in Python: false
+    ("ret.tag == 'DE'", [6, 24], 0),
+    ("-ret > 2", [10, 19, 28], 0),
+    ("abs(ret) % 2 == 1", [9, 10, 27], 0),
+    ("ret == (8, 'a') or ret[1] == 'a'", [8, 17, 26], 0),
+]
+
+
+def test_the_agents_calls_where_and_the_ui_predicate_step_agree(tmp_path):
+    """The same predicate over a function's return value, asked as `calls value --where P(ret)`
+    and stepped through with the UI's `kind == 'fn-return' and fn == 'value' and P(v)`, finds
+    the same calls: values cut by the snapshot budget (long strings and lists), objects, unlike
+    values, chained comparisons and negative indexes included."""
+    import squall
+    from squall import _engine, agent
+
+    prog = tmp_path / "values.py"
+    prog.write_text(PARITY_PROGRAM)
+    rec_path = tmp_path / "values.sqrec"
+    r = subprocess.run(
+        [SQUALL, "run", "-q", "-o", str(rec_path), str(prog)], capture_output=True, text=True, timeout=120
+    )
+    assert r.returncode == 0, r.stderr
+    rec = squall.load(rec_path)
+    fid, tid = rec.all_threads()[0]
+    url = _engine.serve_file(str(rec_path))
+    for pred, holds_for, undecided in PARITY_PREDICATES:
+        got = agent.calls(rec, "value", where=pred, limit=100)
+        assert [int(c["args"]["i"]) for c in got["calls"]] == holds_for, pred
+        assert got.get("undecided", "0 call(s)").startswith(f"{undecided} call(s)"), (pred, got)
+        by_agent = [c["idx"] for c in got["calls"]]
+        stepped, idx = [], 0
+        while True:
+            status, r = _step(url, f"kind == 'fn-return' and fn == 'value' and ({pred.replace('ret', 'v')})", idx)
+            assert status == 200, (pred, r)
+            if r["idx"] is None:
+                assert r["stopped_at"] is None, r
+                break
+            stepped.append(rec._b.entry(fid, tid, r["idx"])["fn_call_idx"])
+            idx = r["idx"]
+        assert stepped == by_agent, pred

@@ -300,6 +300,12 @@ class Recording:
         ``children`` from ``offset`` (at most ``limit``): the same fields plus ``key`` (the UI's
         text), ``key_kind`` (item, key, attr), ``key_exact`` (``key`` is the key's literal) and
         ``path``."""
+    def calls_where(
+        self, flow_id: int, thread_id: int, fns: list[tuple[str, str]], where: Optional[str] = None
+    ) -> tuple[list[int], list[int], Optional[str]]:
+        """The idxs of the calls of the ``(fn_ns, fn_name)`` functions the predicate ``where``
+        holds for (``squall_trace::predicate``; all without one), those it could not decide for
+        (they read what the recording cut), and why (None: none); ValueError for a bad one."""
     def arg_refs(self, args_ref: int) -> list[Optional[int]]:
         """The value ref of each argument of the call whose ``fn_args_ref`` is ``args_ref``."""
     def forms(self) -> list[dict[str, Any]]: ...

@@ -156,17 +156,11 @@ def calls(
     ``billing.processing.process_invoice``; ``ns`` narrows to a module): each with its thread,
     ``idx``, argument previews by parameter name and what it returned or raised. Every thread
     of the flow unless ``thread`` is given; ``where`` keeps the calls a predicate over their
-    parameters, ``ret`` and ``raised`` holds for (:mod:`squall.agent_predicate`: ``weight == 10``,
-    ``ret > 50``); ``offset``/``limit`` page through (``total`` counts the matching calls)."""
+    parameters, ``ret`` and ``raised`` holds for (the core's language,
+    ``crates/squall_trace/src/predicate/``: ``weight == 10``, ``ret > 50``; calls it cannot
+    decide for, because it reads what the recording cut, are counted in ``undecided``);
+    ``offset``/``limit`` page through (``total`` counts the matching calls)."""
     limit, offset = _count("limit", limit), _count("offset", offset)
-    pred = None
-    if where is not None:
-        from squall.agent_predicate import PredicateError, compile_predicate
-
-        try:
-            pred = compile_predicate(where)
-        except PredicateError as e:
-            raise AgentError(str(e)) from None
     c = _Ctx(q)
     fid = c.flow(flow)
     matched = _match_fns(c, fn, ns)
@@ -177,22 +171,21 @@ def calls(
         raise AgentError(f"no recorded function matches {fn!r}" + (f" in {ns!r}" if ns else "") + hint)
     tids = [c.thread(fid, thread)] if thread is not None else list(c.flows()[fid])
     bounds = _bounds(print_level, print_length)
-    every: List[Tuple[int, int, dict]] = []
+    every: List[Tuple[int, int]] = []
+    undecided, why = 0, None
     for order, tid in enumerate(tids):
-        for m, n in matched:
-            i = 0
-            while True:
-                e = c.b.find_fn_call_entry(fid, tid, m, n, None, i, False)
-                if e is None:
-                    break
-                i = e["idx"] + 1
-                if not e.get("resumed") and (pred is None or _holds(c, fid, tid, e, pred, where)):
-                    every.append((order, e["idx"], e))
-    every.sort(key=lambda x: (x[0], x[1]))
+        try:
+            held, cannot, because = c.b.calls_where(fid, tid, matched, where)
+        except ValueError as e:
+            raise AgentError(str(e)) from None
+        every += [(order, i) for i in held]
+        undecided += len(cannot)
+        why = why or because
     total = len(every)
     found = []
-    for order, _, e in every[offset : offset + limit]:
+    for order, idx in every[offset : offset + limit]:
         tid = tids[order]
+        e = c.b.entry(fid, tid, idx)
         found.append({"thread_id": tid, "thread_name": c.thread_name(fid, tid), **c.call_brief(fid, tid, e, **bounds)})
     found, cut = _fit(found)
     out = {
@@ -205,43 +198,13 @@ def calls(
     }
     if where is not None:
         out["where"] = where
+    if undecided:
+        out["undecided"] = f"{undecided} call(s) not counted: the predicate cannot be decided for them ({why})"
     if offset + len(found) < total:
         out["more"] = f"{total - offset - len(found)} more call(s): ask again with offset={offset + len(found)}" + (
             " (the answer's size cap cut this page)" if cut else ""
         )
     return out
-
-
-_OUTCOME_NAMES = frozenset(("ret", "raised"))
-_CONSTANT_NAMES = frozenset(("True", "False", "None"))
-
-
-def _holds(c: _Ctx, fid: int, tid: int, call: dict, pred: Any, where: str) -> bool:
-    """Whether ``pred`` holds for ``call``: its parameters by name, ``ret``, ``raised``. Only
-    the values the predicate reads are built (building a call's arguments as Python objects is
-    most of the cost); the others are None, their names still there for the error that lists
-    them."""
-    from squall.agent_predicate import PredicateError
-
-    names: Dict[str, Any] = {}
-    params = (c.forms.get(call["form_id"]) or {}).get("params") or []
-    if pred.reads - _OUTCOME_NAMES - _CONSTANT_NAMES:
-        for i, ref in enumerate(c.b.arg_refs(call["fn_args_ref"])):
-            name = params[i] if i < len(params) else f"arg{i}"
-            names[name] = c.deref(ref) if name in pred.reads else None
-    else:
-        names.update(dict.fromkeys(params))
-    names["ret"] = names["raised"] = None
-    if call.get("ret_idx") is not None and pred.reads & _OUTCOME_NAMES:
-        x = c.b.entry(fid, tid, call["ret_idx"])
-        if x["type"] == "fn-unwind":
-            names["raised"] = _exc_text(c.b, x["throwable_ref"])
-        else:
-            names["ret"] = c.deref(x["result_ref"])
-    try:
-        return pred(names)
-    except PredicateError as e:
-        raise AgentError(str(e)) from None
 
 
 def frames(

@@ -84,6 +84,7 @@ class Calls(TypedDict):
     shown: int
     calls: List[ThreadCall]
     where: NotRequired[str]
+    undecided: NotRequired[str]
     more: NotRequired[str]
 
 
@@ -340,6 +341,7 @@ class Frames(TypedDict):
     total: int
     offset: int
     where: NotRequired[str]
+    undecided: NotRequired[str]
     shown: int
     frames: List[FrameLocals]
     more: NotRequired[str]

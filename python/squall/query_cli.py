@@ -277,6 +277,7 @@ def _calls(d: dict) -> List[str]:
     where = f" where {d['where']}" if d.get("where") else ""
     out = [f"{', '.join(d['fn'])}: {d['total']} call(s){where}; showing {d['shown']} from #{d['offset']}"]
     out += [f"idx {c['idx']} thread {_thread(c)}  {_call(c)}" for c in d["calls"]]
+    out += [d["undecided"]] if d.get("undecided") else []
     return out + ([d["more"]] if d.get("more") else [])
 
 
@@ -285,6 +286,7 @@ def _frames(d: dict) -> List[str]:
     for f in d["frames"]:
         out.append(f"idx {f['idx']} thread {_thread(f)}  {_call(f)}")
         out += [f"    {k} = {v}" for k, v in f["locals"].items()]
+    out += [d["undecided"]] if d.get("undecided") else []
     return out + ([d["more"]] if d.get("more") else [])
 
 

@@ -1,7 +1,7 @@
 //! The Python surface over the recorder and the core's queries: the one recording class
 //! (`file`: `Recording`, live or a file) and the queries it binds (`query`, `query_threads`,
 //! `agent_queries`, `writes`, `arg_refs`, `printed`, `snap`), recording control and
-//! registration (`control`) and the UI server (`ui`, with `ui_predicate`: the power step's predicates run by Python). The top layer: nothing below names it
+//! registration (`control`) and the UI server (`ui`). The top layer: nothing below names it
 //! (`tests/test_rust_module_cycles.py`).
 
 pub(crate) mod agent_queries;
@@ -13,5 +13,4 @@ pub(crate) mod query;
 pub(crate) mod query_threads;
 pub(crate) mod snap;
 pub(crate) mod ui;
-pub(crate) mod ui_predicate;
 pub(crate) mod writes;

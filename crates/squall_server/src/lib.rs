@@ -10,7 +10,6 @@ pub mod changes;
 pub mod code_view;
 pub mod outputs;
 pub mod power;
-pub mod predicate;
 pub mod search;
 pub mod source;
 pub mod values;
@@ -28,7 +27,6 @@ use axum::routing::get;
 use axum::{Json, Router};
 use serde_json::json;
 
-pub use predicate::{Candidate, Predicates, Test};
 pub use source::{with_view, FileSource, RecordingSource, TlInfo, View};
 
 use api::{ApiError, ApiResult, Q};
@@ -221,13 +219,7 @@ pub fn router(src: Arc<dyn RecordingSource>, token: String) -> Router {
         .route("/site_hits", q_route!(code_view::site_hits))
         .route("/site_entries", q_route!(code_view::site_entries))
         .route("/changes", q_route!(changes::changes))
-        .route(
-            "/power_step",
-            get(|State(st): State<Arc<AppState>>, Query(q): Query<Q>| async move {
-                let src = st.src.clone();
-                run_view(st, move |v, _| power::power_step(v, &q, src.predicates())).await
-            }),
-        )
+        .route("/power_step", q_route!(power::power_step))
         .route("/outputs", q_route!(outputs::outputs))
         .route("/control/{action}", axum::routing::post(control))
         .route("/search", axum::routing::post(search_start))

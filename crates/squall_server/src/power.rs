@@ -1,19 +1,20 @@
 //! `/api/power_step`: the power steps `/api/find` does not take. `same-frame`: the next or
 //! previous time the current expression ran in the same frame (a loop's next iteration; for a
 //! call, the next call of the same function from the same caller frame). `text`: the next or
-//! previous entry whose printed value holds `text` (answered without Python). `predicate`: the
-//! next or previous entry for which the custom predicate `pred` (`predicate.rs`: the agent's
-//! `calls --where` language over the entry's value `v`, e.g. `v > 3`, `len(v) == 0`) is true.
-//! Both scan for at most `TEXT_BUDGET`; when that runs out the answer says where it stopped, so
-//! the client can go on from there.
+//! previous entry whose printed value holds `text`. `predicate`: the next or previous entry for
+//! which the custom predicate `pred` holds (the core's language, `squall_trace::predicate`, the
+//! agents' `calls --where`, over the entry's names `v`, `kind`, `name`, `fn`: `v > 3`,
+//! `len(v) == 0`); an entry it cannot decide for (it reads what the recording cut) is not a
+//! match. Both scan for at most `TEXT_BUDGET`; when that runs out the answer says where it
+//! stopped, so the client can go on from there.
 
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use squall_trace::{Kind, TraceError};
+use squall_trace::predicate::{entry_verdict, Predicate, Subject, Verdict};
+use squall_trace::{Kind, TraceError, ValueStore};
 
 use crate::api::{opt, req, tl_of, ApiError, ApiResult, Q};
-use crate::predicate::{candidate, entry_snap, Predicates};
 use crate::source::View;
 use crate::values::val_text;
 
@@ -41,8 +42,12 @@ fn checked_up_to(i: u32, backward: bool) -> u32 {
     }
 }
 
-/// `preds`: what evaluates custom predicates (none: `how=predicate` is refused).
-pub fn power_step(view: &dyn View, q: &Q, preds: Option<&dyn Predicates>) -> ApiResult {
+pub fn power_step(view: &dyn View, q: &Q) -> ApiResult {
+    power_step_within(view, q, TEXT_BUDGET)
+}
+
+/// [`power_step`], a text or predicate scan stopping after `budget`.
+pub fn power_step_within(view: &dyn View, q: &Q, budget: Duration) -> ApiResult {
     let tl = tl_of(view, q)?;
     let t = view.timelines()[tl].timeline;
     let idx: u32 = req(q, "idx")?;
@@ -79,7 +84,7 @@ pub fn power_step(view: &dyn View, q: &Q, preds: Option<&dyn Predicates>) -> Api
             let start = Instant::now();
             let mut stopped_at = None;
             let found = t.find_entry::<u32>(&VALUE_KINDS, Some(from), backward, |i, x| {
-                if start.elapsed() > TEXT_BUDGET {
+                if start.elapsed() >= budget {
                     return Err(i);
                 }
                 Ok(val_text(view, tl, x.value(), 2000).contains(&text))
@@ -98,32 +103,34 @@ pub fn power_step(view: &dyn View, q: &Q, preds: Option<&dyn Predicates>) -> Api
             if text.trim().is_empty() {
                 return Err(ApiError::bad("pred is empty: write a condition over the value `v`, e.g. `v > 3`"));
             }
-            let Some(preds) = preds else {
+            let pred = Predicate::parse(&text, Subject::Entry).map_err(|e| ApiError::bad(e.to_string()))?;
+            if pred.reads().is_empty() {
+                // True or false for every entry alike: most likely text typed without `text:`.
+                let quoted = squall_trace::printer::preview(&squall_trace::Snap::Str(text.clone()), usize::MAX);
                 return Err(ApiError::bad(format!(
-                    "this server cannot evaluate the predicate `{text}` (it runs without Python: serve the recording with `squall open`); how=text finds printed text"
+                    "{quoted} reads none of the entry's names (v, kind, name, fn), so it holds for every entry or none: write e.g. `v == 3`, or text:{text} for the printed value"
                 )));
-            };
+            }
             let Some(from) = from else { return Ok(json!({"idx": null})) };
+            let empty = ValueStore::new();
+            let store = view.values(tl).unwrap_or(&empty);
+            // A live timeline grows: its new writes apply to earlier states its values show.
+            squall_trace::sync_writes(t, view.forms(), store);
             let start = Instant::now();
-            let mut answer = Ok(json!({"idx": null}));
-            preds
-                .with_predicate(&text, &mut |test| {
-                    let found = t.find_entry::<Stop>(&VALUE_KINDS, Some(from), backward, |i, x| {
-                        if start.elapsed() > TEXT_BUDGET {
-                            return Err(Stop::Time(i));
-                        }
-                        // A value the file does not hold (cut short) matches nothing.
-                        let Ok(snap) = entry_snap(view, tl, x) else { return Ok(false) };
-                        test(&candidate(view, x, &snap)).map_err(Stop::Bad)
-                    });
-                    answer = match found {
-                        Ok(f) => Ok(json!({"idx": f, "stopped_at": null})),
-                        Err(Stop::Time(i)) => Ok(json!({"idx": null, "stopped_at": checked_up_to(i, backward)})),
-                        Err(Stop::Bad(why)) => Err(ApiError::bad(why)),
-                    };
-                })
-                .map_err(ApiError::bad)?;
-            answer
+            let found = t.find_entry::<Stop>(&VALUE_KINDS, Some(from), backward, |i, _| {
+                if start.elapsed() >= budget {
+                    return Err(Stop::Time(i));
+                }
+                match entry_verdict(&pred, t, store, view.forms(), i) {
+                    Ok(v) => Ok(v == Verdict::Holds),
+                    Err(e) => Err(Stop::Bad(e.to_string())),
+                }
+            });
+            match found {
+                Ok(f) => Ok(json!({"idx": f, "stopped_at": null})),
+                Err(Stop::Time(i)) => Ok(json!({"idx": null, "stopped_at": checked_up_to(i, backward)})),
+                Err(Stop::Bad(why)) => Err(ApiError::bad(why)),
+            }
         }
         other => Err(ApiError::bad(format!("how must be same-frame, text or predicate, not `{other}`"))),
     }

@@ -72,11 +72,6 @@ pub trait RecordingSource: Send + Sync + 'static {
             "`{action}` needs a running program: this is a recording file (live controls work with squall.api.local_connect())"
         ))
     }
-    /// What evaluates custom power-step predicates over this source's values (`predicate.rs`);
-    /// None: they are refused with a message (a server without Python).
-    fn predicates(&self) -> Option<&dyn crate::predicate::Predicates> {
-        None
-    }
 }
 
 /// Runs `f` over the source's view and returns what it returns.

@@ -7,7 +7,7 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use http_body_util::BodyExt;
 use serde_json::{json, Value};
-use squall_server::{router, Candidate, FileSource, Predicates, RecordingSource, Test, View};
+use squall_server::{router, FileSource};
 use squall_store::{Header, LoadedTimeline, Recording, ThreadMeta};
 use squall_trace::{Coord, Form, FormKind, Forms, Kind, Limits, Site, SiteKind, Snap, Timeline, ValRef};
 use tower::ServiceExt;
@@ -184,82 +184,51 @@ async fn power_steps_by_frame_and_by_text() {
     assert_eq!(v["error"], "how must be same-frame, text or predicate, not `fast`");
 }
 
-/// A source whose predicates are `N`: an int value above N (names `kind`/`name`/`fn` checked
-/// on the way), `bad`: not a predicate, `boom`: fails on an entry.
-struct WithPredicates(FileSource);
-
-struct IntAbove;
-
-impl Predicates for IntAbove {
-    fn with_predicate(&self, text: &str, scan: &mut dyn FnMut(&Test<'_>)) -> Result<(), String> {
-        if text == "slow" {
-            // Sleeps past the 3 s budget at the first entry it sees; matches f's return of 0.
-            let slept = std::sync::atomic::AtomicBool::new(false);
-            scan(&|c: &Candidate<'_>| {
-                if !slept.swap(true, std::sync::atomic::Ordering::Relaxed) {
-                    std::thread::sleep(std::time::Duration::from_millis(3100));
-                }
-                Ok(c.kind == "fn-return" && matches!(c.value, Snap::Int(0)))
-            });
-            return Ok(());
-        }
-        let n: i64 = match text {
-            "boom" => i64::MIN,
-            t => t.parse().map_err(|_| format!("{t:?} is not a predicate"))?,
-        };
-        scan(&|c: &Candidate<'_>| {
-            if n == i64::MIN {
-                return Err("boom at an entry".into());
-            }
-            assert!(["expr", "bind", "fn-return", "fn-unwind", "write"].contains(&c.kind));
-            assert_eq!(c.name.is_some(), c.kind == "bind", "{}", c.kind);
-            assert!(c.function.is_some());
-            Ok(matches!(c.value, Snap::Int(i) if *i > n))
-        });
-        Ok(())
-    }
-}
-
-impl RecordingSource for WithPredicates {
-    fn with_view(&self, f: &mut dyn FnMut(&dyn View)) {
-        f(&self.0)
-    }
-
-    fn predicates(&self) -> Option<&dyn Predicates> {
-        Some(&IntAbove)
-    }
-}
-
 #[tokio::test]
-async fn power_steps_by_a_predicate_of_the_source() {
-    let (plain, _d) = app();
-    // A server without Python refuses, quoting the predicate and naming what it can do.
-    let (s, v) = call(&plain, "/api/power_step?tl=0&idx=0&how=predicate&pred=v%20%3E%203").await;
-    assert_eq!(s, StatusCode::BAD_REQUEST);
-    assert!(
-        v["error"].as_str().unwrap().contains("`v > 3`") && v["error"].as_str().unwrap().contains("how=text"),
-        "{v}"
-    );
-    let (src, _d2) = source();
-    let app = router(Arc::new(WithPredicates(src)), TOKEN.into());
+async fn power_steps_by_a_predicate() {
+    let (app, _d) = app();
     let step = |q: &str| format!("/api/power_step?tl=0&how=predicate&{q}");
     // f's returns are 0, 10, 20 (3, 7, 11), each followed by main's expression `f(i)` (4, 8, 12).
-    assert_eq!(get(&app, &step("idx=0&pred=5")).await, json!({"idx": 7, "stopped_at": null}));
-    assert_eq!(get(&app, &step("idx=7&pred=5")).await["idx"], 8);
-    assert_eq!(get(&app, &step("idx=16&pred=15&dir=prev")).await["idx"], 12);
-    assert_eq!(get(&app, &step("idx=0&pred=20")).await["idx"], Value::Null);
+    assert_eq!(get(&app, &step("idx=0&pred=v%20%3E%205")).await, json!({"idx": 7, "stopped_at": null}));
+    assert_eq!(get(&app, &step("idx=7&pred=v%20%3E%205")).await["idx"], 8);
+    assert_eq!(get(&app, &step("idx=16&pred=v%20%3E%2015&dir=prev")).await["idx"], 12);
+    assert_eq!(get(&app, &step("idx=0&pred=v%20%3E%2020")).await["idx"], Value::Null);
+    assert_eq!(
+        get(
+            &app,
+            &step("idx=0&pred=kind%20%3D%3D%20%27fn-return%27%20and%20fn%20%3D%3D%20%27f%27%20and%20v%20%3E%200")
+        )
+        .await["idx"],
+        7
+    );
     let (s, v) = call(&app, &step("idx=0&pred=bad")).await;
-    assert_eq!((s, v["error"].as_str().unwrap()), (StatusCode::BAD_REQUEST, "\"bad\" is not a predicate"));
-    let (s, v) = call(&app, &step("idx=0&pred=boom")).await;
-    assert_eq!((s, v["error"].as_str().unwrap()), (StatusCode::BAD_REQUEST, "boom at an entry"));
+    assert_eq!(
+        (s, v["error"].as_str().unwrap()),
+        (StatusCode::BAD_REQUEST, "'bad' names 'bad', which this entry does not have; its names are fn, kind, name, v")
+    );
+    let (s, v) = call(&app, &step("idx=0&pred=v%20%3E")).await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+    assert!(v["error"].as_str().unwrap().starts_with("'v >' is not an expression"), "{v}");
     let (s, v) = call(&app, &step("idx=0&pred=%20")).await;
     assert_eq!(s, StatusCode::BAD_REQUEST, "{v}");
-    // Out of time after bind i=0 (1), before f's return of 0 (3): stopped_at is the last entry
-    // looked at, and stepping on from there (as the UI does) finds 3 (it skipped it before).
-    let v = get(&app, &step("idx=0&pred=slow")).await;
-    assert_eq!(v, json!({"idx": null, "stopped_at": 2}));
-    assert_eq!(get(&app, &step(&format!("idx={}&pred=slow", v["stopped_at"]))).await["idx"], 3);
-    // Backward from 16: 15 (g's return) looked at, out of time before 14.
-    let v = get(&app, &step("idx=16&dir=prev&pred=slow")).await;
-    assert_eq!(v, json!({"idx": null, "stopped_at": 15}));
+}
+
+#[test]
+fn a_predicate_scan_out_of_time_says_where_it_stopped() {
+    let (src, _d) = source();
+    let q = |extra: &[(&str, &str)]| -> squall_server::api::Q {
+        [("tl", "0"), ("how", "predicate"), ("pred", "v > 5")]
+            .iter()
+            .chain(extra)
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    };
+    let within = |q: &squall_server::api::Q, budget| squall_server::power::power_step_within(&src, q, budget).unwrap();
+    // No time at all: stopped before looking at the first entry, which is where the next step
+    // (the client sends stopped_at as idx) starts again.
+    let none = std::time::Duration::ZERO;
+    assert_eq!(within(&q(&[("idx", "0")]), none), json!({"idx": null, "stopped_at": 0}));
+    assert_eq!(within(&q(&[("idx", "16"), ("dir", "prev")]), none), json!({"idx": null, "stopped_at": 16}));
+    let ample = std::time::Duration::from_secs(60);
+    assert_eq!(within(&q(&[("idx", "0")]), ample), json!({"idx": 7, "stopped_at": null}));
 }

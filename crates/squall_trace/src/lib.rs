@@ -16,6 +16,7 @@ pub mod locate;
 pub mod order;
 pub mod origin;
 mod outputs;
+pub mod predicate;
 pub mod printer;
 mod queries;
 pub mod quiet_thread;

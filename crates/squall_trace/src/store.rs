@@ -119,7 +119,7 @@ pub struct OpaqueNode {
     pub text: Box<str>,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CutNode {
     pub ty: NameId,
     pub obj: ObjId,

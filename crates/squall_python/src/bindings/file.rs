@@ -277,6 +277,16 @@ impl PyRecording {
     ) -> PyResult<Option<Bound<'py, PyDict>>> {
         q::find_fn_call_entry(py, self.b(), flow_id, thread_id, fn_ns, fn_name, args_pred, from_idx, backward)
     }
+    #[pyo3(signature = (flow_id, thread_id, fns, r#where=None))]
+    fn calls_where(
+        &self,
+        flow_id: u32,
+        thread_id: u64,
+        fns: Vec<(String, String)>,
+        r#where: Option<&str>,
+    ) -> PyResult<(Vec<u32>, Vec<u32>, Option<&'static str>)> {
+        q::calls_where(self.b(), flow_id, thread_id, &fns, r#where)
+    }
     /// Every recorded state of object `obj_id`, oldest first (all threads merged unless `thread_id`).
     #[pyo3(signature = (flow_id, obj_id, thread_id=None))]
     fn history<'py>(

@@ -738,6 +738,38 @@ pub mod q {
         found.map(|i| entry_dict(py, b, &rec, i as usize)).transpose()
     }
 
+    /// The calls (not resumptions) of the functions `fns` (`(fn_ns, fn_name)` pairs) in one
+    /// timeline that the predicate `where_` holds for (`squall_trace::predicate::calls_where`;
+    /// all of them without one), in order, and those it could not decide for with why.
+    pub fn calls_where<B: Backend + ?Sized>(
+        b: &B,
+        flow_id: u32,
+        thread_id: u64,
+        fns: &[(String, String)],
+        where_: Option<&str>,
+    ) -> PyResult<(Vec<u32>, Vec<u32>, Option<&'static str>)> {
+        use squall_trace::predicate::{calls_where, Predicate, Subject};
+        let pred = where_
+            .map(|w| Predicate::parse(w, Subject::Call))
+            .transpose()
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let rec = rec_of(b, flow_id, thread_id)?;
+        let forms = b.forms();
+        let mut forms_ok = vec![false; forms.forms().len()];
+        for (ns, name) in fns {
+            for (ok, m) in forms_ok.iter_mut().zip(forms.matching(Some(ns), Some(name))) {
+                *ok |= m;
+            }
+        }
+        let empty = ValueStore::new();
+        let store = b.store(&rec).unwrap_or(&empty);
+        // A live timeline grows: its new writes apply to earlier states its values show.
+        squall_trace::sync_writes(rec.tl, forms, store);
+        let found = calls_where(pred.as_ref(), rec.tl, store, forms, &forms_ok)
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        Ok((found.holds, found.undecided, found.why.map(|w| w.text())))
+    }
+
     pub fn forms<'py, B: Backend + ?Sized>(py: Python<'py>, b: &B) -> PyResult<Vec<Bound<'py, PyDict>>> {
         b.forms()
             .forms()

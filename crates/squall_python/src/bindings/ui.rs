@@ -8,7 +8,6 @@ use std::sync::atomic::Ordering;
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 
-use crate::bindings::ui_predicate::PyPredicates;
 use crate::recorder::engine::{Engine, ENGINE, RECORDING, UI_PAUSE};
 
 fn options(host: &str, port: u16, token: Option<String>) -> PyResult<squall_server::ServeOptions> {
@@ -27,22 +26,9 @@ pub fn serve_file(py: Python<'_>, path: PathBuf, host: &str, port: u16, token: O
     let opts = options(host, port, token)?;
     py.detach(move || {
         let src = squall_server::FileSource::open(&path).map_err(PyValueError::new_err)?;
-        let server = squall_server::spawn(Arc::new(PyFileSource(src)), &opts).map_err(PyOSError::new_err)?;
+        let server = squall_server::spawn(Arc::new(src), &opts).map_err(PyOSError::new_err)?;
         Ok(server.url)
     })
-}
-
-/// A recording file served from Python: custom power-step predicates run here, as live.
-struct PyFileSource(squall_server::FileSource);
-
-impl squall_server::RecordingSource for PyFileSource {
-    fn with_view(&self, f: &mut dyn FnMut(&dyn squall_server::View)) {
-        f(&self.0)
-    }
-
-    fn predicates(&self) -> Option<&dyn squall_server::Predicates> {
-        Some(&PyPredicates)
-    }
 }
 
 /// The live recording of this process as a UI source. Each query takes the GIL and pauses
@@ -116,10 +102,6 @@ impl squall_server::RecordingSource for LiveSource {
 
     fn live(&self) -> bool {
         true
-    }
-
-    fn predicates(&self) -> Option<&dyn squall_server::Predicates> {
-        Some(&PyPredicates)
     }
 
     /// Runs `squall.ui_control.run(action, arg)` under the GIL, with this thread's recording

@@ -75,28 +75,33 @@ pub struct Budget {
 pub const DEFAULT_BUDGET: Budget =
     Budget { max_depth: 5, max_length: 100, max_items: 1000, max_string: 1000, object_depth: 1 };
 
-/// The last node made at each address, direct-mapped: bounded memory, one cache line per
-/// lookup (an unbounded map of every address ever recorded cost a random memory access per
-/// recorded string: 26% of a loop's recording time).
-pub struct LastNodes {
-    slots: Box<[(usize, ValRef)]>,
+/// A value per address, direct-mapped: bounded memory, one cache line per lookup (an unbounded
+/// map of every address ever recorded cost a random memory access per recorded string: 26% of a
+/// loop's recording time). A slot holds the last value inserted for any address mapping to it.
+pub struct AddrMap<T> {
+    slots: Box<[(usize, T)]>,
     mask: usize,
+    /// What an unused slot holds (its address, 0, is never looked up).
+    empty: T,
 }
+
+/// The last node made at each address.
+pub type LastNodes = AddrMap<ValRef>;
 
 const LAST_SLOTS: usize = 1 << 16;
 const CUT_SLOTS: usize = 1 << 12;
 
 impl Default for LastNodes {
     fn default() -> Self {
-        LastNodes::with_slots(LAST_SLOTS)
+        LastNodes::with_slots(LAST_SLOTS, ValRef::ABSENT)
     }
 }
 
-impl LastNodes {
+impl<T: Copy> AddrMap<T> {
     /// `n` slots (a power of two), allocated at the first insert.
-    fn with_slots(n: usize) -> Self {
+    fn with_slots(n: usize, empty: T) -> Self {
         debug_assert!(n.is_power_of_two());
-        LastNodes { slots: Box::default(), mask: n - 1 }
+        AddrMap { slots: Box::default(), mask: n - 1, empty }
     }
 
     #[inline(always)]
@@ -105,22 +110,22 @@ impl LastNodes {
     }
 
     #[inline(always)]
-    fn get(&self, addr: usize) -> Option<ValRef> {
+    fn get(&self, addr: usize) -> Option<T> {
         let &(a, v) = self.slots.get(self.slot(addr))?;
         (a == addr).then_some(v)
     }
 
     #[inline(always)]
-    fn insert(&mut self, addr: usize, v: ValRef) {
+    fn insert(&mut self, addr: usize, v: T) {
         if self.slots.is_empty() {
-            self.slots = vec![(0, ValRef::ABSENT); self.mask + 1].into_boxed_slice();
+            self.slots = vec![(0, self.empty); self.mask + 1].into_boxed_slice();
         }
         let k = self.slot(addr);
         self.slots[k] = (addr, v);
     }
 
     fn bytes(&self) -> usize {
-        self.slots.len() * std::mem::size_of::<(usize, ValRef)>()
+        self.slots.len() * std::mem::size_of::<(usize, T)>()
     }
 }
 
@@ -129,9 +134,14 @@ impl LastNodes {
 pub struct EncodeCache {
     last: LastNodes,
     types: TypeCache,
-    /// The last reference ([`CutNode`]) made at each address, apart from `last` so that a
-    /// reference never evicts the full state that makes it a reference.
-    cuts: LastNodes,
+    /// The last reference ([`CutNode`]) made at each address, with its contents (read here, not
+    /// from the node table: a cache miss per reference), apart from `last` so that a reference
+    /// never evicts the full state that makes it a reference.
+    cuts: AddrMap<(ValRef, CutNode)>,
+    /// Per address, a node `known_at_limit` found to be a state of object `obj` (not a
+    /// reference, not empty): while it is still the last node there, the object is known
+    /// without reading the node table.
+    known: AddrMap<(ValRef, ObjId)>,
     /// Types' qualified names as interned in the store, for static types (which never die).
     static_types: foldhash::HashMap<usize, u32>,
     /// Heap types' names by address and `tp_version_tag`: a tag is never reused, and a change to
@@ -156,6 +166,33 @@ pub struct EncodeCache {
     prints: fingerprint::Prints,
     /// What the last record of each instance's attributes or list's items read (`memo`).
     memos: memo::Memos,
+    /// Attribute names of inline values by their split keys (`key_names`).
+    key_names: KeyNames,
+}
+
+/// The interned names of split keys' entries, direct-mapped by the keys' address: per entry
+/// index, the key str's address and hash and its name. A split table's entries never change
+/// once written, and the str is checked by address and hash as `Cx::attr_name` checks it, so
+/// a hit is the name `attr_name` would give, found without its lookup per attribute.
+#[derive(Default)]
+struct KeyNames {
+    slots: Vec<(usize, Vec<KeyName>)>,
+}
+
+/// A key str's address and hash, and its interned name.
+type KeyName = (usize, ffi::Py_hash_t, u32);
+
+const KEY_NAME_SLOTS: usize = 1 << 8;
+
+impl KeyNames {
+    fn slot(keys: usize) -> usize {
+        ((keys >> 4) ^ (keys >> 12)) & (KEY_NAME_SLOTS - 1)
+    }
+
+    fn bytes(&self) -> usize {
+        self.slots.capacity() * std::mem::size_of::<(usize, Vec<KeyName>)>()
+            + self.slots.iter().map(|(_, v)| v.capacity() * std::mem::size_of::<KeyName>()).sum::<usize>()
+    }
 }
 
 const ATTR_SLOTS: usize = 1 << 10;
@@ -294,7 +331,8 @@ impl Default for EncodeCache {
     fn default() -> Self {
         EncodeCache {
             last: LastNodes::default(),
-            cuts: LastNodes::with_slots(CUT_SLOTS),
+            cuts: AddrMap::with_slots(CUT_SLOTS, (ValRef::ABSENT, CutNode { ty: 0, obj: 0, len: 0 })),
+            known: AddrMap::with_slots(CUT_SLOTS, (ValRef::ABSENT, 0)),
             types: TypeCache::default(),
             static_types: Default::default(),
             heap_types: Default::default(),
@@ -305,9 +343,10 @@ impl Default for EncodeCache {
             text: String::new(),
             member_lists: Vec::new(),
             path: Vec::new(),
-            written: LastNodes::with_slots(CUT_SLOTS),
+            written: LastNodes::with_slots(CUT_SLOTS, ValRef::ABSENT),
             prints: fingerprint::Prints::default(),
             memos: memo::Memos::default(),
+            key_names: KeyNames::default(),
         }
     }
 }
@@ -320,7 +359,7 @@ impl EncodeCache {
     }
 
     pub fn bytes(&self) -> u64 {
-        (self.last.bytes() + self.cuts.bytes() + self.static_types.capacity() * 16 + self.stack.capacity() * 4) as u64
+        (self.last.bytes() + self.cuts.bytes() + self.known.bytes() + self.static_types.capacity() * 16 + self.stack.capacity() * 4) as u64
             + (self.heap_types.capacity() * 16 + self.attr_names.len() * 24) as u64
             + (self.pairs.capacity() * 8 + self.attrs.capacity() * 8 + self.text.capacity()) as u64
             + self.prints.bytes() as u64
@@ -328,6 +367,7 @@ impl EncodeCache {
             + (self.written.bytes() + std::mem::size_of_val(&*self.types.slots) + self.path.capacity() * 8) as u64
             + self.member_lists.iter().map(|m| 16 + std::mem::size_of_val(&**m) as u64).sum::<u64>()
             + self.memos.bytes() as u64
+            + self.key_names.bytes() as u64
     }
 }
 
@@ -393,22 +433,23 @@ unsafe fn inline_values(
 }
 
 /// The `i`-th attribute, in the order the object's dict would give (the order bytes before the
-/// values, `_PyDictValues_AddToInsertionOrder`), of an object with [`inline_values`]: `None`
-/// past the last one or when its values are gone, `Some(None)` for an empty slot. Reads the
-/// layout afresh on each call.
+/// values, `_PyDictValues_AddToInsertionOrder`), of an object whose [`inline_values`] are
+/// `values` and `keys`, with its index in the keys: `None` past the last one, `Some(None)` for
+/// an empty slot. A split
+/// table's keys are all exact strs (CPython stores no other key in one).
 ///
 /// # Safety
-/// As [`inline_values`].
+/// As [`inline_values`], with `values` and `keys` what it gave for the object, still its own.
 #[cfg(all(Py_3_11, not(Py_3_13)))]
+#[inline(always)]
 unsafe fn inline_attr(
-    o: *mut ffi::PyObject,
-    tp: *mut ffi::PyTypeObject,
+    values: *mut *mut ffi::PyObject,
+    keys: *const DictKeys,
     i: usize,
-) -> Option<Option<(*mut ffi::PyObject, *mut ffi::PyObject)>> {
+) -> Option<Option<(usize, *mut ffi::PyObject, *mut ffi::PyObject)>> {
     // SAFETY: as `inline_values` (this fn's contract); `i` is checked against the keys' count
     // before the order byte is read.
     unsafe {
-        let (values, keys) = inline_values(o, tp)?;
         let order = values.cast::<u8>();
         if i >= usize::from(*order.sub(2)) {
             return None;
@@ -423,7 +464,7 @@ unsafe fn inline_attr(
             .cast::<[*mut ffi::PyObject; 2]>();
         let k = (*entries.add(ix))[0];
         let v = *values.add(ix);
-        Some((!k.is_null() && !v.is_null()).then_some((k, v)))
+        Some((!k.is_null() && !v.is_null()).then_some((ix, k, v)))
     }
 }
 
@@ -575,8 +616,8 @@ struct Cx<'a> {
     /// past the newest state and write of every object it refers to (`fresh_enough`).
     newest_dep: u32,
     /// The last reference `known_at_limit` made to an instance's earlier state: (its address,
-    /// that state, its identity), for `memo`.
-    last_known: Option<(usize, ValRef, ObjId)>,
+    /// its identity), for `memo`.
+    last_known: Option<(usize, ObjId)>,
 }
 
 /// Sequence storage read directly.
@@ -649,7 +690,8 @@ impl Cx<'_> {
                     return self.registered_encoder(f, o, depth);
                 }
             }
-            match self.type_info(tp).kind {
+            let info = self.type_info(tp);
+            match info.kind {
                 TypeKind::List => {
                     let items =
                         Items::Array((*o.cast::<ffi::PyListObject>()).ob_item, ffi::PyList_GET_SIZE(o) as usize);
@@ -672,7 +714,7 @@ impl Cx<'_> {
                     Some(items) => self.seq(o, SeqKind::Other, items, depth, true),
                     None => self.opaque(o, String::new()),
                 },
-                TypeKind::WithBaseValue => self.object(o, depth, true),
+                TypeKind::WithBaseValue => self.object(o, info, depth, true),
                 TypeKind::Type => self.opaque(o, qualified_name(o.cast())),
                 TypeKind::Function => self.opaque(o, str_field((*o.cast::<ffi::PyFunctionObject>()).func_qualname)),
                 TypeKind::Method => {
@@ -706,7 +748,7 @@ impl Cx<'_> {
                     self.opaque(o, text)
                 }
                 TypeKind::Code => self.opaque(o, String::new()),
-                TypeKind::Object => self.object(o, depth, false),
+                TypeKind::Object => self.object(o, info, depth, false),
             }
         }
     }
@@ -928,6 +970,46 @@ impl Cx<'_> {
             }
             let id = self.store.intern(text);
             self.cache.attr_names[slot] = (addr, hash, id);
+            id
+        }
+    }
+
+    /// The `KeyNames` slot of split keys `keys`, emptied if it held other keys' names.
+    fn key_names_of(&mut self, keys: usize) -> usize {
+        let slots = &mut self.cache.key_names.slots;
+        if slots.is_empty() {
+            slots.resize_with(KEY_NAME_SLOTS, || (0, Vec::new()));
+        }
+        let ks = KeyNames::slot(keys);
+        let (at, names) = &mut slots[ks];
+        if *at != keys {
+            *at = keys;
+            names.clear();
+        }
+        ks
+    }
+
+    /// The name of attribute `k`, the key at index `i` of the split keys whose `KeyNames` slot
+    /// is `ks` (`key_names_of`).
+    ///
+    /// # Safety
+    /// GIL held; `k` a live str, the key at `i` in those live split keys.
+    #[inline(always)]
+    unsafe fn key_name(&mut self, ks: usize, i: usize, k: *mut ffi::PyObject) -> u32 {
+        // SAFETY: this fn's contract: `k` is a live str.
+        unsafe {
+            let hash = (*k.cast::<ffi::PyASCIIObject>()).hash;
+            if let Some(&(a, h, id)) = self.cache.key_names.slots[ks].1.get(i) {
+                if a == k as usize && h == hash && hash != -1 {
+                    return id;
+                }
+            }
+            let id = self.attr_name(k);
+            let names = &mut self.cache.key_names.slots[ks].1;
+            if names.len() <= i {
+                names.resize(i + 1, (0, -1, 0));
+            }
+            names[i] = (k as usize, hash, id);
             id
         }
     }
@@ -1165,13 +1247,13 @@ impl Cx<'_> {
     }
 
     /// An object by its own storage: a builtin base's value (int, str, float, bytes and
-    /// bytearray subclasses), C members and `__slots__`, an exception's args, its `__dict__`.
-    unsafe fn object(&mut self, o: *mut ffi::PyObject, depth: u32, has_base_value: bool) -> ValRef {
-        // SAFETY: this fn's contract (GIL held, `o` live): its members, dict and base value are
-        // read at the offsets its type gives.
+    /// bytearray subclasses), C members and `__slots__`, an exception's args, its `__dict__`;
+    /// `info` is its type's `type_info`.
+    unsafe fn object(&mut self, o: *mut ffi::PyObject, info: TypeInfo, depth: u32, has_base_value: bool) -> ValRef {
+        // SAFETY: this fn's contract (GIL held, `o` live, `info` its type's): its members, dict
+        // and base value are read at the offsets its type gives.
         unsafe {
             let tp = ffi::Py_TYPE(o);
-            let info = self.type_info(tp);
             let obj = if info.watched { IDS.get().of(o) } else { 0 };
             let ty = info.name;
             let at_limit =
@@ -1200,24 +1282,31 @@ impl Cx<'_> {
             // attribute loads then take a slower path, and every object recorded grows by it).
             // They are read where they are, in the order the dict would give.
             #[cfg(all(Py_3_11, not(Py_3_13)))]
-            let inline = (*tp).tp_flags & ffi::Py_TPFLAGS_MANAGED_DICT != 0 && inline_values(o, tp).is_some();
+            let inline_at =
+                if (*tp).tp_flags & ffi::Py_TPFLAGS_MANAGED_DICT != 0 { inline_values(o, tp) } else { None };
+            #[cfg(all(Py_3_11, not(Py_3_13)))]
+            let inline = inline_at.is_some();
             #[cfg(not(all(Py_3_11, not(Py_3_13))))]
             let inline = false;
             // Attributes in inline values (3.11, 3.12) are read without a memo: they have no
             // version to replay by, and comparing them field by field cost richards more than
             // it saved (docs/benchmarks.md, fifth session).
             #[cfg(all(Py_3_11, not(Py_3_13)))]
-            if inline {
+            if let Some(mut at) = inline_at {
+                let mut ks = self.key_names_of(at.1 as usize);
                 let mut i = 0;
                 while self.cache.attrs.len() - base < self.budget.max_length && *self.left > 0 {
-                    let Some(slot) = inline_attr(o, tp, i) else { break };
-                    i += 1;
-                    let Some((k, v)) = slot else { continue };
-                    if ffi::PyUnicode_Check(k) == 0 {
-                        continue;
+                    // A registered encoder (the user's code) may have changed the object.
+                    if !self.registered.is_empty() {
+                        let Some(now) = inline_values(o, tp) else { break };
+                        at = now;
+                        ks = self.key_names_of(at.1 as usize);
                     }
+                    let Some(slot) = inline_attr(at.0, at.1, i) else { break };
+                    i += 1;
+                    let Some((ix, k, v)) = slot else { continue };
                     let ve = self.enc(v, depth - 1);
-                    let ke = self.attr_name(k);
+                    let ke = self.key_name(ks, ix, k);
                     self.cache.attrs.push((ke, ve));
                 }
             }
@@ -1468,14 +1557,15 @@ impl Cx<'_> {
         let prev = self.cache.last.get(o as usize)?;
         // An object recorded while it had no attributes yet (`self` entering `__init__`) has an
         // empty state: one with contents is worth encoding instead.
-        let known =
-            self.store.node(prev.0).is_some_and(|n| n.obj() == obj && !matches!(n, Node::Cut(_) | Node::Opaque(_)));
+        let known = self.cache.known.get(o as usize) == Some((prev, obj))
+            || self.store.node(prev.0).is_some_and(|n| n.obj() == obj && !matches!(n, Node::Cut(_) | Node::Opaque(_)));
         if known {
+            self.cache.known.insert(o as usize, (prev, obj));
             // What a reader resolving this reference needs the value's node to be above: the
             // state it finds, and the writes to the object since (see `fresh_enough`).
             let written = self.cache.written.get(o as usize).map_or(0, |w| w.0);
             self.newest_dep = self.newest_dep.max(prev.0 + 1).max(written);
-            self.last_known = Some((o as usize, prev, obj));
+            self.last_known = Some((o as usize, obj));
         }
         known.then_some(CutNode { ty, obj, len })
     }
@@ -1513,14 +1603,14 @@ impl Cx<'_> {
     /// A reference node for the object at `o`, shared with the last one made there when equal.
     fn cut(&mut self, o: *mut ffi::PyObject, cut: CutNode) -> ValRef {
         let addr = o as usize;
-        if let Some(prev) = self.cache.cuts.get(addr) {
-            if matches!(self.store.node(prev.0), Some(Node::Cut(p)) if **p == cut) {
+        if let Some((prev, c)) = self.cache.cuts.get(addr) {
+            if c == cut {
                 return prev;
             }
         }
         match self.store.push(Node::Cut(Box::new(cut))) {
             Some(r) => {
-                self.cache.cuts.insert(addr, r);
+                self.cache.cuts.insert(addr, (r, cut));
                 r
             }
             None => ValRef::ABSENT,
@@ -1552,7 +1642,12 @@ impl Cx<'_> {
                 ffi::PyErr_Clear();
                 return self.opaque(o, "<its registered snapshot function raised>".into());
             }
-            let v = if r == o { self.object(o, depth, false) } else { self.enc(r, depth) };
+            let v = if r == o {
+                let info = self.type_info(ffi::Py_TYPE(o));
+                self.object(o, info, depth, false)
+            } else {
+                self.enc(r, depth)
+            };
             ffi::Py_DecRef(r);
             v
         }

@@ -11,9 +11,11 @@
 //! - an exact float or an exact int of 64 bits: its value is the same (an object freed and
 //!   another made at its address is read, not trusted);
 //! - an instance at the object-depth limit, encoded then as a reference to its earlier state:
-//!   same type (same version tag), same identity (`Identities::find`: deaths are hooked, so an
-//!   identity is one object's life) and the same newest state at its address; the reference's
-//!   dependencies are taken again (`Cx::newest_dep`);
+//!   same type (same version tag) and same identity (`Identities::find`: deaths are hooked, so
+//!   an identity is one object's life): the reference node is the same whatever states the
+//!   object was recorded in since. The reference's dependencies are taken again from the newest
+//!   state at its address now (`Cx::newest_dep`); with no state in the cache there (evicted),
+//!   it is encoded again;
 //! - anything else (containers, which change in place; strs; instances above the limit) is
 //!   encoded again.
 //!
@@ -104,8 +106,8 @@ enum Replay {
     /// unchanged dict.
     Held,
     /// A reference to an instance of type `tp` (version tag `key`) with identity `obj` at the
-    /// depth limit, made while its newest state at its address was `state`.
-    Cut { tp: usize, key: u32, obj: ObjId, state: ValRef },
+    /// depth limit.
+    Cut { tp: usize, key: u32, obj: ObjId },
     /// Encoded again.
     Again,
 }
@@ -405,17 +407,18 @@ impl Cx<'_> {
                     held || (tp == &raw mut ffi::PyLong_Type && crate::recorder::ints::exact_int_value(p) == Some(x))
                 }
                 Replay::Held => held,
-                Replay::Cut { tp: t, key, obj, state } => {
-                    let live = tp as usize == t
-                        && type_key(tp) == key
-                        && (held || IDS.get().find(p) == Some(obj))
-                        && self.cache.last.get(p as usize) == Some(state);
-                    if live {
+                Replay::Cut { tp: t, key, obj } => {
+                    // The same object alive since: every node at its address since the memo
+                    // is a state of it (or, its attributes all deleted, an empty one).
+                    let newest = (tp as usize == t && type_key(tp) == key && (held || IDS.get().find(p) == Some(obj)))
+                        .then(|| self.cache.last.get(p as usize))
+                        .flatten();
+                    if let Some(state) = newest {
                         // What `known_at_limit` takes for it: the reference's dependencies.
                         let written = self.cache.written.get(p as usize).map_or(0, |w| w.0);
                         self.newest_dep = self.newest_dep.max(state.0 + 1).max(written);
                     }
-                    live
+                    newest.is_some()
                 }
                 Replay::Again => false,
             };
@@ -433,10 +436,10 @@ impl Cx<'_> {
         // SAFETY: `p` is live (the caller's contract): its type is read, an int's value.
         unsafe {
             let tp = ffi::Py_TYPE(p);
-            if let Some((a, state, obj)) = self.last_known {
+            if let Some((a, obj)) = self.last_known {
                 if a == p as usize {
                     let key = type_key(tp);
-                    return if key != 0 { Replay::Cut { tp: tp as usize, key, obj, state } } else { Replay::Again };
+                    return if key != 0 { Replay::Cut { tp: tp as usize, key, obj } } else { Replay::Again };
                 }
             }
             if p == ffi::Py_None() || tp == &raw mut ffi::PyBool_Type {
