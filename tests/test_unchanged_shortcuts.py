@@ -245,3 +245,31 @@ def test_repeated_nested_lists_changed_in_place_show_each_state():
     assert [tag for tag, _ in got] == [tag for tag, _ in changes]
     for (tag, v), expected in zip(got, seen):
         assert _normal(v) == expected, tag
+
+
+def test_lists_of_frozensets_recorded_again_reuse_their_nodes():
+    """Lists of frozensets of scalars recorded over and over (pyperformance's meteor_contest)
+    keep their fingerprints: more frozensets than the recorder's frozenset slots, so slots are
+    taken by others in between, must not make every record a miss that encodes the list again
+    (the fingerprint compared as it is walked once did: meteor_contest 26x -> 84x)."""
+    api.stop_recording()
+    api.clear_recordings()
+    api.set_flow(0)
+    api.start_recording(install_hook=False)
+    src = (
+        "def keep(xs):\n    return len(xs)\n\n"
+        "LISTS = [[frozenset((i, j, i * j)) for j in range(100)] for i in range(80)]\n"
+        "def rounds(n):\n    for _ in range(n):\n        for xs in LISTS:\n            keep(xs)\n"
+    )
+    mod = types.ModuleType("ref_frozen_lists")
+    try:
+        exec(rewrite.compile_instrumented(src, "<frozen lists>", mod.__name__, mode="calls"), mod.__dict__)
+        mod.rounds(3)
+        before = squall._engine.engine_stats()["values"]
+        mod.rounds(10)
+        grown = squall._engine.engine_stats()["values"] - before
+    finally:
+        api.stop_recording()
+        api.clear_recordings()
+    # 800 records of unchanged lists: each is its last node again (a few misses allowed).
+    assert grown < 800, grown

@@ -136,16 +136,6 @@ impl Words {
         self.buf.get(at).copied().unwrap_or(0)
     }
 
-    /// Drops the words from `at` on (compare mode: a difference there stays one, which only
-    /// costs a miss).
-    fn truncate(&mut self, at: usize) {
-        if self.check {
-            self.pos = at;
-        } else {
-            self.buf.truncate(at);
-        }
-    }
-
     /// Compare mode: every word the same, as many.
     fn same(&self) -> bool {
         !self.differs && self.pos == self.buf.len()
@@ -345,21 +335,25 @@ impl Cx<'_> {
                     return true;
                 }
             }
-            let (start, left_before) = (words.len(), *left);
+            // Its items are walked apart and replaced by its identity when it is whole and
+            // scalar: compared as they come with a fingerprint that holds that identity, they
+            // would differ (a frozenset whose `Frozen` slot another one took since).
+            let mut own = Words::keep();
+            let left_before = *left;
             let Items::Set(table, slots) = set_table(o) else { return false };
             let tp = ffi::Py_TYPE(o);
             let size = (*o.cast::<ffi::PySetObject>()).used.max(0) as u64;
-            words.extend([TAG_SEQ, tp as u64, u64::from(self.type_info(tp).name), 0, size]);
+            own.extend([TAG_SEQ, tp as u64, u64::from(self.type_info(tp).name), 0, size]);
             let (mut i, mut n, mut scalars) = (0, 0, true);
             while i < slots && n < self.budget.max_length && *left > 0 {
                 if let Some(key) = set_key(table, i) {
                     n += 1;
-                    let at = words.len();
-                    if !self.walk(key, depth - 1, words, left) {
+                    let at = own.len();
+                    if !self.walk(key, depth - 1, &mut own, left) {
                         return false;
                     }
                     // An item's first word is its tag (a scalar's: TAG_INLINE ..= TAG_STR).
-                    scalars &= (TAG_INLINE >> 40..=TAG_STR >> 40).contains(&(words.get(at) >> 40));
+                    scalars &= (TAG_INLINE >> 40..=TAG_STR >> 40).contains(&(own.get(at) >> 40));
                 }
                 i += 1;
             }
@@ -370,8 +364,11 @@ impl Cx<'_> {
                     frozen.resize(FROZEN_SLOTS, Frozen::default());
                 }
                 frozen[slot] = Frozen { addr, obj, used: left_before - *left };
-                words.truncate(start);
                 words.extend([TAG_FROZEN, obj]);
+            } else {
+                for w in own.buf {
+                    words.push(w);
+                }
             }
             true
         }
