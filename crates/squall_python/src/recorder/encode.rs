@@ -435,8 +435,7 @@ unsafe fn inline_values(
 /// The `i`-th attribute, in the order the object's dict would give (the order bytes before the
 /// values, `_PyDictValues_AddToInsertionOrder`), of an object whose [`inline_values`] are
 /// `values` and `keys`, with its index in the keys: `None` past the last one, `Some(None)` for
-/// an empty slot. A split
-/// table's keys are all exact strs (CPython stores no other key in one).
+/// an empty slot. A split table's keys are all exact strs (CPython stores no other key in one).
 ///
 /// # Safety
 /// As [`inline_values`], with `values` and `keys` what it gave for the object, still its own.
@@ -1557,10 +1556,15 @@ impl Cx<'_> {
         let prev = self.cache.last.get(o as usize)?;
         // An object recorded while it had no attributes yet (`self` entering `__init__`) has an
         // empty state: one with contents is worth encoding instead.
-        let known = self.cache.known.get(o as usize) == Some((prev, obj))
-            || self.store.node(prev.0).is_some_and(|n| n.obj() == obj && !matches!(n, Node::Cut(_) | Node::Opaque(_)));
+        let known = self.cache.known.get(o as usize) == Some((prev, obj)) || {
+            let state =
+                self.store.node(prev.0).is_some_and(|n| n.obj() == obj && !matches!(n, Node::Cut(_) | Node::Opaque(_)));
+            if state {
+                self.cache.known.insert(o as usize, (prev, obj));
+            }
+            state
+        };
         if known {
-            self.cache.known.insert(o as usize, (prev, obj));
             // What a reader resolving this reference needs the value's node to be above: the
             // state it finds, and the writes to the object since (see `fresh_enough`).
             let written = self.cache.written.get(o as usize).map_or(0, |w| w.0);

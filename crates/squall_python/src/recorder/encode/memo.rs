@@ -60,6 +60,14 @@ struct Memo {
     fields: Vec<FieldMemo>,
 }
 
+impl Memo {
+    /// This memo is of the thing at `o` described by `head`, read with strings cut at
+    /// `max_string`.
+    fn is_of(&self, o: *mut ffi::PyObject, head: &Head, max_string: usize) -> bool {
+        self.addr == o as usize && self.head.same_thing(head) && self.max_string == max_string
+    }
+}
+
 /// What must be the same for a memo to be of this record's thing, read the same way.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) struct Head {
@@ -196,8 +204,7 @@ impl Cx<'_> {
         self.cache.memos.ensure();
         let max_string = self.budget.max_string;
         let m = &mut self.cache.memos.slots[Memos::slot(o as usize)];
-        let valid = m.addr == o as usize && m.head.same_thing(head) && m.max_string == max_string;
-        if !valid {
+        if !m.is_of(o, head, max_string) {
             m.addr = o as usize;
             m.head = *head;
             m.max_string = max_string;
@@ -225,7 +232,7 @@ impl Cx<'_> {
         let k = Memos::slot(o as usize);
         let max_string = self.budget.max_string;
         let m = &mut self.cache.memos.slots[k];
-        let valid = m.addr == o as usize && m.head.same_thing(head) && m.max_string == max_string;
+        let valid = m.is_of(o, head, max_string);
         let mut fields = std::mem::take(&mut m.fields);
         if !valid {
             fields.clear();
