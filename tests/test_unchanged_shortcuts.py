@@ -35,11 +35,16 @@ def _shows(q, deref, ns):
     return out
 
 
-def _live():
+def _start_fresh():
+    """A new live recording of flow 0, without the import hook (code is instrumented here)."""
     api.stop_recording()
     api.clear_recordings()
     api.set_flow(0)
     api.start_recording(install_hook=False)
+
+
+def _live():
+    _start_fresh()
     mod = types.ModuleType("ref_unchanged_dicts")
     mod.__file__ = str(PROGRAM)
     sys.modules[mod.__name__] = mod
@@ -125,10 +130,7 @@ INTS += [2**89, 2**90 - 1, -(2**90) + 1, 2**90, 12345678901234567890123]
 def test_ints_of_several_digits_are_read_exactly():
     """Ints of one to four 30-bit digits, at the edges of 64 bits: read from their digits
     (``ints::exact_int_value``), each shown as it is."""
-    api.stop_recording()
-    api.clear_recordings()
-    api.set_flow(0)
-    api.start_recording(install_hook=False)
+    _start_fresh()
     src = "def keep(*xs):\n    return len(xs)\n\nkeep(*INTS)\nkeep([x for x in INTS])\n"
     mod = types.ModuleType("ref_ints")
     mod.INTS = INTS
@@ -152,10 +154,7 @@ def test_ints_of_several_digits_are_read_exactly():
 def _record_keeps(top, steps):
     """``keep(tag, top)`` recorded (full mode, live) after each step of ``steps`` (tag, change),
     the changes made by this module's code, which is not recorded; each record's ``top``."""
-    api.stop_recording()
-    api.clear_recordings()
-    api.set_flow(0)
-    api.start_recording(install_hook=False)
+    _start_fresh()
     src = "def keep(tag, x):\n    return tag\n\nfor tag, change in STEPS:\n    change()\n    keep(tag, TOP)\n"
     mod = types.ModuleType("ref_repeats")
     mod.TOP, mod.STEPS = top, steps
@@ -252,10 +251,7 @@ def test_lists_of_frozensets_recorded_again_reuse_their_nodes():
     keep their fingerprints: more frozensets than the recorder's frozenset slots, so slots are
     taken by others in between, must not make every record a miss that encodes the list again
     (the fingerprint compared as it is walked once did: meteor_contest 26x -> 84x)."""
-    api.stop_recording()
-    api.clear_recordings()
-    api.set_flow(0)
-    api.start_recording(install_hook=False)
+    _start_fresh()
     src = (
         "def keep(xs):\n    return len(xs)\n\n"
         "LISTS = [[frozenset((i, j, i * j)) for j in range(100)] for i in range(80)]\n"
