@@ -269,3 +269,38 @@ def test_lists_of_frozensets_recorded_again_reuse_their_nodes():
         api.clear_recordings()
     # 800 records of unchanged lists: each is its last node again (a few misses allowed).
     assert grown < 800, grown
+
+
+def test_a_class_recorded_again_shows_its_name_as_of_each_record():
+    """A class recorded again reuses its node while its version tag is unchanged; renaming it
+    (`__qualname__`, `__module__`) gives it a new tag, so the next record names it anew."""
+    _start_fresh()
+    src = (
+        "class Shape:\n    pass\n\n"
+        "def keep(cls):\n    return 1\n\n"
+        "def run():\n"
+        "    keep(Shape)\n    keep(Shape)\n"
+        "    Shape.__qualname__ = 'Renamed'\n    keep(Shape)\n"
+        "    Shape.__module__ = 'elsewhere'\n    keep(Shape)\n"
+    )
+    mod = types.ModuleType("ref_class_names")
+    try:
+        exec(rewrite.compile_instrumented(src, "<class names>", mod.__name__, mode="calls"), mod.__dict__)
+        mod.run()
+        q = indexes._live
+        (tid,) = q.all_flows()[0]
+        args = [
+            e["fn_args_ref"]
+            for e in q.get_referenced_maps_timeline(0, tid)
+            if e["type"] == "fn-call" and e["fn_name"] == "keep"
+        ]
+        shown = [str(values.deref_val_id(a)[0]) for a in args]
+    finally:
+        api.stop_recording()
+        api.clear_recordings()
+    assert shown == [
+        "<class 'ref_class_names.Shape'>",
+        "<class 'ref_class_names.Shape'>",
+        "<class 'ref_class_names.Renamed'>",
+        "<class 'elsewhere.Renamed'>",
+    ], shown

@@ -142,6 +142,10 @@ pub struct EncodeCache {
     /// reference, not empty): while it is still the last node there, the object is known
     /// without reading the node table.
     known: AddrMap<(ValRef, ObjId)>,
+    /// Per class recorded as a value, its version tag (`type_key`) and the node made for it
+    /// then: a class's name and module are set through `type_setattro`, which gives it a new
+    /// tag, so an equal tag means the same class, named as then (`class`).
+    classes: AddrMap<(u32, ValRef)>,
     /// Types' qualified names as interned in the store, for static types (which never die).
     static_types: foldhash::HashMap<usize, u32>,
     /// Heap types' names by address and `tp_version_tag`: a tag is never reused, and a change to
@@ -333,6 +337,7 @@ impl Default for EncodeCache {
             last: LastNodes::default(),
             cuts: AddrMap::with_slots(CUT_SLOTS, (ValRef::ABSENT, CutNode { ty: 0, obj: 0, len: 0 })),
             known: AddrMap::with_slots(CUT_SLOTS, (ValRef::ABSENT, 0)),
+            classes: AddrMap::with_slots(CUT_SLOTS, (0, ValRef::ABSENT)),
             types: TypeCache::default(),
             static_types: Default::default(),
             heap_types: Default::default(),
@@ -359,7 +364,7 @@ impl EncodeCache {
     }
 
     pub fn bytes(&self) -> u64 {
-        (self.last.bytes() + self.cuts.bytes() + self.known.bytes() + self.static_types.capacity() * 16 + self.stack.capacity() * 4) as u64
+        (self.last.bytes() + self.cuts.bytes() + self.known.bytes() + self.classes.bytes() + self.static_types.capacity() * 16 + self.stack.capacity() * 4) as u64
             + (self.heap_types.capacity() * 16 + self.attr_names.len() * 24) as u64
             + (self.pairs.capacity() * 8 + self.attrs.capacity() * 8 + self.text.capacity()) as u64
             + self.prints.bytes() as u64
@@ -714,7 +719,7 @@ impl Cx<'_> {
                     None => self.opaque(o, String::new()),
                 },
                 TypeKind::WithBaseValue => self.object(o, info, depth, true),
-                TypeKind::Type => self.opaque(o, qualified_name(o.cast())),
+                TypeKind::Type => self.class(o),
                 TypeKind::Function => self.opaque(o, str_field((*o.cast::<ffi::PyFunctionObject>()).func_qualname)),
                 TypeKind::Method => {
                     let f = (*o.cast::<MethodObject>()).im_func;
@@ -1518,6 +1523,28 @@ impl Cx<'_> {
                 let v = self.enc(p, depth - 1);
                 self.cache.attrs.push((name, v));
             }
+        }
+    }
+
+    /// Class `o` as a value: the node made for it last while its version tag is the same
+    /// (`EncodeCache::classes`), which spares `qualified_name` its allocations and dict lookup.
+    unsafe fn class(&mut self, o: *mut ffi::PyObject) -> ValRef {
+        // SAFETY: this fn's contract (GIL held, `o` a live class).
+        unsafe {
+            let addr = o as usize;
+            let key = type_key(o.cast());
+            if key != 0 {
+                if let Some((k, r)) = self.cache.classes.get(addr) {
+                    if k == key && self.cache.last.get(addr) == Some(r) {
+                        return r;
+                    }
+                }
+            }
+            let r = self.opaque(o, qualified_name(o.cast()));
+            if key != 0 && r != ValRef::ABSENT {
+                self.cache.classes.insert(addr, (key, r));
+            }
+            r
         }
     }
 
