@@ -127,7 +127,8 @@ pub unsafe fn before_enter(eng: &mut Engine, rec: &mut ThreadRec, sent: ValRef, 
         if rec.deleg.waiting.is_empty() {
             return false;
         }
-        let mut chain: Vec<(usize, Waiting)> = Vec::new();
+        let mut chain = std::mem::take(&mut rec.deleg.chain);
+        chain.clear();
         let mut f = ffi::PyFrame_GetBack(frame);
         while !f.is_null() && chain.len() < MAX_CHAIN {
             let at = f as usize;
@@ -146,7 +147,7 @@ pub unsafe fn before_enter(eng: &mut Engine, rec: &mut ThreadRec, sent: ValRef, 
         if !f.is_null() {
             ffi::Py_DECREF(f.cast());
         }
-        for (at, w) in chain.into_iter().rev() {
+        for &(at, w) in chain.iter().rev() {
             let outcome = rec.tl.resume(w.form, sent, &eng.limits);
             eng.note(rec, outcome);
             if outcome != Recorded::Written {
@@ -156,6 +157,7 @@ pub unsafe fn before_enter(eng: &mut Engine, rec: &mut ThreadRec, sent: ValRef, 
             let call_idx = rec.tl.open_call_at(depth).unwrap_or(NONE);
             rec.deleg.reopened.push(Reopened { depth, call_idx, frame: at, form: w.form, site: w.site });
         }
+        rec.deleg.chain = chain;
         false
     }
 }

@@ -10,6 +10,10 @@ use squall_trace::Timeline;
 pub struct Delegation {
     pub(crate) waiting: foldhash::HashMap<usize, Waiting>,
     pub(crate) reopened: Vec<Reopened>,
+    /// Scratch for `before_enter`'s chain of waiting frames, kept so that a resume allocates
+    /// nothing (recursive generators walk a chain at every value: 17 frames in pyperformance's
+    /// generators).
+    pub(crate) chain: Vec<(usize, Waiting)>,
 }
 
 #[derive(Clone, Copy)]
