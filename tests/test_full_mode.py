@@ -506,12 +506,15 @@ def main():
 
 @pytest.mark.parametrize("mode", ["full", "calls"])
 def test_async_for_with_and_comprehension_awaits_are_suspensions(tmp_path, mode):
-    # Each implicit await (`__anext__()`, `__aenter__()`, `__aexit__()`) ends a segment of co's
-    # frame at the statement (suspend: the awaitable's type). A recorded delegate (agen, CM's
-    # methods) runs inside co's re-opened segments (crates/squall_python/src/recorder/delegation.rs):
-    # each of its resumes re-opens co first, and what it awaited passes out through co. The
-    # awaited result (the item, the bound value, the suppress flag; the exception's type when
-    # the await raised: StopAsyncIteration ends a loop) is the expression value at the site.
+    # The implicit awaits (`__anext__()`, `__aenter__()`, `__aexit__()`) of rewritten delegates
+    # (agen, CM's methods) nest them inside co's segment, as `await` of a rewritten coroutine
+    # does (crates/squall_python/src/recorder/delegation.rs): co's segment ends only when what
+    # a delegate awaits (asyncio.sleep's coroutine) passes out through co to the event loop,
+    # and the delegate's resume re-opens co first. The awaited result (the item, the bound
+    # value, the suppress flag; the exception's type when the await raised: StopAsyncIteration
+    # ends a loop) is the expression value at the site. (A delegate squall did not rewrite ends
+    # the segment at the statement with the awaitable's type:
+    # test_async_for_over_code_squall_did_not_rewrite_suspends_at_each_item.)
     res, ent, lines = run(tmp_path, ASYNC_IMPLICIT, mode=mode)
     assert res == ("ok", [0, 1, "res", 0])
     co_form = next(e["form_id"] for e in ent if e.get("fn_name") == "co")
@@ -526,37 +529,22 @@ def test_async_for_with_and_comprehension_awaits_are_suspensions(tmp_path, mode)
             segs.append(("resume", _shown(_engine.live().deref(e["fn_args_ref"])[0])))
         elif e["type"] == "expr" and e["form_id"] == co_form and text(lines, e["coord"]) in sites:
             segs.append(("got", _shown(_engine.live().deref(e["result_ref"]))))
-    asend, coro = _shown(_asend_type()), _shown(_coroutine_type())
     StopAsyncIteration = "<class 'StopAsyncIteration'>"  # noqa: N806 - how the recording shows it
-    item = [
-        ("suspend", "async for x in agen(2)", asend),
-        ("resume", None),
-        ("suspend", "async for x in agen(2)", "<coroutine>"),
-        ("resume", None),
-    ]
+    # agen's `await asyncio.sleep(0)` passes out through co, then agen's resume re-opens co.
+    slept = [("suspend", "async for x in agen(2)", "<coroutine>"), ("resume", None)]
     assert segs == [
-        *item,
+        *slept,
         ("got", 0),
-        *item,
+        *slept,
         ("got", 1),
-        ("suspend", "async for x in agen(2)", asend),
-        ("resume", None),
         ("got", StopAsyncIteration),
-        ("suspend", "async with CM() as r", coro),
-        ("resume", None),
         ("suspend", "async with CM() as r", "<coroutine>"),
         ("resume", None),
         ("got", "res"),
-        ("suspend", "async with CM() as r", coro),
-        ("resume", None),
         ("got", True),
-        ("suspend", "y in agen(1)", asend),
-        ("resume", None),
         ("suspend", "y in agen(1)", "<coroutine>"),
         ("resume", None),
         ("got", 0),
-        ("suspend", "y in agen(1)", asend),
-        ("resume", None),
         ("got", StopAsyncIteration),
         ("suspend", "return out", [0, 1, "res", 0]),
     ]
@@ -566,6 +554,48 @@ def test_async_for_with_and_comprehension_awaits_are_suspensions(tmp_path, mode)
         assert any(t == "agen(2)" and getattr(v, "type_name", None) == "async_generator" for t, v in exprs(ent, lines))
     else:  # only the awaited results
         assert binds(ent) == [] and {t for t, v in exprs(ent, lines)} == sites
+
+
+ASYNC_UNREWRITTEN = """
+import asyncio
+NS = {}
+exec("async def agen(n):\\n    for i in range(n):\\n        yield i\\n", NS)  # not rewritten
+async def co():
+    out = []
+    async for x in NS["agen"](2):
+        out.append(x)
+    return out
+def main():
+    return asyncio.run(co())
+"""
+
+
+@pytest.mark.parametrize("mode", ["full", "calls"])
+def test_async_for_over_code_squall_did_not_rewrite_suspends_at_each_item(tmp_path, mode):
+    # No recorded frame runs inside co: each `__anext__()` ends co's segment at the statement,
+    # shown with the awaitable's type, and the next segment starts with its result (the item;
+    # StopAsyncIteration's type ends the loop).
+    res, ent, lines = run(tmp_path, ASYNC_UNREWRITTEN, mode=mode)
+    assert res == ("ok", [0, 1])
+    co_form = next(e["form_id"] for e in ent if e.get("fn_name") == "co")
+    segs = []
+    for e in ent:
+        if e["type"] == "fn-return" and _engine.live().entry(0, _tid(), e["fn_call_idx"])["form_id"] == co_form:
+            segs.append(("suspend", text(lines, e["coord"]), _shown(_engine.live().deref(e["result_ref"]))))
+        elif e["type"] == "fn-resume" and e["form_id"] == co_form:
+            segs.append(("resume", _shown(_engine.live().deref(e["fn_args_ref"])[0])))
+    site = 'async for x in NS["agen"](2)'
+    asend = ("suspend", site, _shown(_asend_type()))
+    stop = "<class 'StopAsyncIteration'>"
+    assert segs == [
+        asend,
+        ("resume", 0),
+        asend,
+        ("resume", 1),
+        asend,
+        ("resume", stop),
+        ("suspend", "return out", [0, 1]),
+    ]
 
 
 def _asend_type():

@@ -144,6 +144,34 @@ def test_awaited_coroutines_nest_under_their_awaiter(rec):
     assert got == [2, 3]
 
 
+def test_async_for_over_a_rewritten_async_generator_nests_it_once(rec):
+    """`async for` over an async generator of rewritten code runs the generator's frame inside
+    the loop's (its `__anext__()` is a delegate, as `await` of a rewritten coroutine is): each
+    level of a recursive async generator is entered once per value. When each level's
+    `__anext__()` ended the awaiting frame's segment instead, every level re-opened all its
+    ancestors again: depth^2 / 2 resume entries per value (pyperformance's async_generators,
+    depth 17: 148 per value)."""
+    depth = 12
+    ns = rec(
+        "async def chain(n):\n"
+        "    if n == 0:\n"
+        "        yield 0\n"
+        "        return\n"
+        "    async for v in chain(n - 1):\n"
+        "        yield v + 1\n\n"
+        "async def top(n):\n"
+        "    return [v async for v in chain(n)]\n"
+    )
+    assert asyncio.run(ns["top"](depth)) == [depth]
+    tl = timeline()
+    calls = [e for e in tl if e["type"] == "fn-call" and e["fn_name"] == "chain"]
+    assert len(calls) == depth + 1
+    deepest = max(calls, key=lambda e: len(chain(tl, e["idx"])))
+    assert [n.split(" ")[0] for n in chain(tl, deepest["idx"])][: depth + 1] == ["chain"] * (depth + 1)
+    resumes = [e for e in tl if e["type"] == "fn-resume" and e["fn_name"] == "chain"]
+    assert len(resumes) <= 2 * (depth + 1), len(resumes)
+
+
 def test_delegates_nest_at_every_await_and_plain_code_objects_are_left_alone(rec):
     """A rewritten delegate's code is found rewritten once, then known by a mark in its code
     object's extra slot (delegation.rs): every later await takes that path and must nest the

@@ -153,16 +153,24 @@ print(asyncio.run(main()))
 
 
 def test_async_for_suspends(tmp_path):
-    # The implicit awaits of `async for` are suspensions (crates/squall_python/src/recorder/awaiting.rs):
-    # while consumer_for waits in `async for`, the other task's calls are not its children.
+    # While consumer_for waits in `async for`, the other task's calls are not its children
+    # (crates/squall_python/src/recorder/awaiting.rs).
     tree = _record_source(tmp_path, ASYNC_FOR)
     lines = tree.splitlines()
     # other() runs in its own task: each of its segments is a root of the thread's tree
     assert all(ln.startswith("  __main__.other") for ln in lines if "__main__.other" in ln), tree
-    assert "  __main__.consumer_for() -> await <class 'async_generator_asend'>" in lines, tree
+    # ticks' `__anext__()` runs ticks inside consumer_for's segment, which ends when what ticks
+    # awaits (asyncio.sleep's coroutine) passes out through it
+    first = lines.index(next(ln for ln in lines if ln.startswith("  __main__.consumer_for()")))
+    passed = lines[first].split(" -> await ")[1]
+    assert passed.startswith("<coroutine#"), tree
+    assert lines[first + 1] == f"    __main__.ticks(n=2) -> await {passed}", tree
     # ticks runs inside consumer_for's segments (crates/squall_python/src/recorder/delegation.rs)
     end = lines.index("  __main__.consumer_for resumed(None) -> [0, 1]")
-    assert lines[end + 1] == "    __main__.ticks resumed(None) -> None", tree
+    assert lines[end + 1 : end + 3] == [
+        "    __main__.ticks resumed(None) -> yield 1",
+        "    __main__.ticks resumed(None) -> None",
+    ], tree
 
 
 ASYNC_PROTOCOLS = HERE / "async_protocols.py"

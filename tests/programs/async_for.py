@@ -1,7 +1,7 @@
 """`async for` over an async generator and over a class whose `__anext__` is an `async def`,
-with continue, break and else, and an async comprehension, while another task runs: each
-implicit await of `__anext__()` suspends the consumer, so the other task's calls are never its
-children, and the consumer resumes with the item (StopAsyncIteration's type at the end)."""
+with continue, break and else, and an async comprehension, while another task runs: both run
+inside the consumer's segment, which ends when their sleeps pass out through it, so the other
+task's calls are never its children; StopAsyncIteration ends each loop."""
 import asyncio
 
 

@@ -12,7 +12,9 @@
 //! object's method, record the suspension and hand CPython an [`Awaiting`] that drives the
 //! awaitable's iterator unchanged and records the resumption when it finishes. As for `await`,
 //! the frame's segment ends before the awaited code runs and the next one starts with the
-//! result (a code called by the await is a root of its own, not a child of the frame).
+//! result, unless the awaitable runs a rewritten frame inside this one (a rewritten async
+//! generator's `__anext__()`, a rewritten `__aenter__`): then that frame nests in this frame's
+//! segment and no suspension is recorded (`record::await_delegates`, delegation.rs).
 //!
 //! What is recorded: `suspend(SITE, type(awaitable))` and `resume(FORM, result)`, or
 //! `resume(FORM, type(exc))` when the await raised (`StopAsyncIteration` ending a loop, say).
@@ -696,7 +698,12 @@ unsafe fn wrap_awaitable(py: Python<'_>, o: Py<PyAny>, rec: &Rec, for_anext: boo
                     // `throw()`: not wrapped, so that stays exactly so.
                     return Awaiting::new_wrapper(py, it, None);
                 }
-                rec.record(false, ffi::Py_TYPE(p).cast());
+                // An async generator's `__anext__()` of rewritten code runs its frame inside
+                // this one (as `await` of a rewritten coroutine): nested, no suspension.
+                let inside = rec.hooks.is_none() && crate::recorder::record::await_delegates(rec.site.as_ptr(), p);
+                if !inside {
+                    rec.record(false, ffi::Py_TYPE(p).cast());
+                }
                 Awaiting::new_wrapper(py, it, Some(rec.clone_ref(py)))
             }
             AwaitIter::Rejected(res) if !for_anext => {

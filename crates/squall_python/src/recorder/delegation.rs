@@ -8,7 +8,11 @@
 //! delegator. CPython links a running delegate's frame to the frame driving it (`f_back`: the
 //! delegator, executing its `yield from` / `await`), so:
 //! - a frame that suspends at an await site (`yield from`, `await`, the implicit awaits of
-//!   `async for` / `async with`) is noted as *waiting*, by frame address;
+//!   `async for` / `async with`) is noted as *waiting*, by frame address; when what it awaits
+//!   runs a rewritten frame at once (a generator, a coroutine, an async generator's
+//!   `__anext__()` / `asend()`: `delegates_inside`), it stays open instead of suspending, so a
+//!   recursive async generator enters each level once per value (re-opening every ancestor
+//!   at every level's `__anext__()` made depth^2 / 2 resumes per value);
 //! - when a resumable frame is entered (its call or a resume) and its `f_back` is a waiting frame
 //!   not already open, that frame is re-opened first by a resume entry carrying the same sent
 //!   value, and so on up the chain of waiting frames (the outermost opened first);
@@ -225,7 +229,14 @@ unsafe fn is_rewritten_delegate(obj: *mut ffi::PyObject) -> bool {
     // index, with a marker that owns nothing (no free function).
     unsafe {
         let names = names();
-        if ffi::PyGen_CheckExact(obj) == 0 && ffi::PyCoro_CheckExact(obj) == 0 {
+        // `__anext__()` / `asend()` of an async generator: its frame is the generator's.
+        let obj = if ffi::Py_TYPE(obj) == &raw mut _PyAsyncGenASend_Type {
+            (*obj.cast::<AsyncGenASend>()).ags_gen
+        } else {
+            obj
+        };
+        let tp = ffi::Py_TYPE(obj);
+        if tp != &raw mut ffi::PyGen_Type && tp != &raw mut ffi::PyCoro_Type && tp != &raw mut ffi::PyAsyncGen_Type {
             return false;
         }
         let code = delegate_code(obj);
@@ -253,12 +264,13 @@ unsafe fn is_rewritten_delegate(obj: *mut ffi::PyObject) -> bool {
     }
 }
 
-/// The code object of generator or coroutine `obj` (a coroutine's head is a generator's),
+/// The code object of generator, coroutine or async generator `obj` (the heads of the last two
+/// are a generator's),
 /// borrowed: read from the object's own storage, where `gi_code` / `cr_code` would make an
 /// attribute lookup (~225 instructions at every `await` of pyperformance's coroutines).
 ///
 /// # Safety
-/// GIL held; `obj` a live generator or coroutine of an exact builtin type.
+/// GIL held; `obj` a live generator, coroutine or async generator of an exact builtin type.
 unsafe fn delegate_code(obj: *mut ffi::PyObject) -> *mut ffi::PyObject {
     // SAFETY: this fn's contract; before 3.12 the code is the `PyGenObject` field both types
     // share, from 3.12 `PyGen_GetCode` (either type) returns a new reference to the code the
@@ -275,6 +287,18 @@ unsafe fn delegate_code(obj: *mut ffi::PyObject) -> *mut ffi::PyObject {
             code
         }
     }
+}
+
+unsafe extern "C" {
+    // Exported by CPython 3.9-3.13 (genobject.h; internal from 3.13, still exported).
+    static mut _PyAsyncGenASend_Type: ffi::PyTypeObject;
+}
+
+/// The head of an `async_generator_asend` (genobject.c, the same in 3.9-3.13).
+#[repr(C)]
+struct AsyncGenASend {
+    ob_base: ffi::PyObject,
+    ags_gen: *mut ffi::PyObject,
 }
 
 #[cfg(Py_3_12)]

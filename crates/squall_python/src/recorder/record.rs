@@ -177,17 +177,9 @@ pub unsafe extern "C" fn suspend(_m: *mut ffi::PyObject, args: Args, nargs: ffi:
         // A plain `yield` with no delegator re-opened (the usual case) takes no detour.
         let site = small_id(site_obj);
         let at_await = site.and_then(|s| ENGINE.get().forms.site(s)).is_some_and(|s| s.kind == SiteKind::Await);
-        if at_await {
-            let mut inside = false;
-            guarded(|| {
-                let eng = ENGINE.get();
-                let (Some(site), Some(rec)) = (site, current_rec()) else { return };
-                inside = delegation::delegates_inside(eng, rec, site, value);
-            });
-            if inside {
-                ffi::Py_INCREF(value);
-                return value;
-            }
+        if at_await && delegates_at(site, value) {
+            ffi::Py_INCREF(value);
+            return value;
         }
         let out = value_through_site(Kind::Return, args, nargs);
         if at_await || current_rec_cached().is_some_and(|rec| rec.deleg.has_reopened()) {
@@ -198,6 +190,42 @@ pub unsafe extern "C" fn suspend(_m: *mut ffi::PyObject, args: Args, nargs: ffi:
             });
         }
         out
+    }
+}
+
+/// Whether the current frame, suspending at await site `site` to await `target`, delegates to
+/// a rewritten frame that runs inside it (`delegation::delegates_inside`): then no suspension
+/// is recorded.
+///
+/// # Safety
+/// GIL held; `target` live; called while the suspending frame is the current one.
+unsafe fn delegates_at(site: Option<u32>, target: *mut ffi::PyObject) -> bool {
+    let mut inside = false;
+    guarded(|| {
+        // SAFETY: this fn's contract.
+        let eng = unsafe { ENGINE.get() };
+        let (Some(site), Some(rec)) = (site, current_rec()) else { return };
+        // SAFETY: this fn's contract (GIL held, `target` live, the suspending frame current).
+        inside = unsafe { delegation::delegates_inside(eng, rec, site, target) };
+    });
+    inside
+}
+
+/// For the `async for` / `async with` wrappers (`awaiting.rs`), which record their awaits
+/// themselves: whether the await at site `site_obj` of the awaitable `target` delegates (as
+/// `suspend` finds for `await x`), in which case they record no suspension.
+///
+/// # Safety
+/// GIL held; `site_obj` and `target` live; called while the awaiting frame is the current one.
+pub unsafe fn await_delegates(site_obj: *mut ffi::PyObject, target: *mut ffi::PyObject) -> bool {
+    // SAFETY: this fn's contract.
+    unsafe {
+        if !RECORDING.load(Ordering::Relaxed) {
+            return false;
+        }
+        let site = small_id(site_obj);
+        let at_await = site.and_then(|s| ENGINE.get().forms.site(s)).is_some_and(|s| s.kind == SiteKind::Await);
+        at_await && delegates_at(site, target)
     }
 }
 

@@ -26,7 +26,8 @@ with`` (``__aenter__()``, ``__aexit__()``) and of async comprehensions are suspe
 async iterable / context manager is wrapped, ``async for x in _sq_afor(SITE, FORM, it)``,
 ``async with _sq_awith(SITE, FORM, cm)``, by the engine's C wrappers
 (crates/squall_python/src/recorder/awaiting.rs), which record ``suspend`` / ``resume`` around each of
-those awaits and leave every behaviour, error message and traceback as CPython's.
+those awaits (none when the awaitable runs recorded code inside the frame: delegation.rs) and leave
+every behaviour, error message and traceback as CPython's.
 
 Full mode records a single-name binding with the call that makes its value: ``x = _sq_bind(SITE,
 v)`` (bind hands v back) and ``for x in _sq_for(SITE, it)`` (the engine's iterator,
