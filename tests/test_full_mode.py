@@ -875,8 +875,64 @@ def test_fused_binds_statement_shapes():
     else:  # 3.12+: see rewrite._LOOP_ITER
         assert "_sq_for(" not in text_
     assert "_sq_bind_" in text_.split("t += x")[1].splitlines()[1]  # augmented: statement kept
-    assert "if (_sq_bind_" in text_  # a tuple target in a comprehension: an always-true tuple
+    assert "if _sq_binds_" in text_  # a tuple target in a comprehension: binds returns True
+    assert "_sq_binds_" in text_.split("for a, b in")[1].splitlines()[1]  # one call for a and b
     assert "or True" not in text_ and "_sq_bind_" in text_.split("(z := 3)")[0].splitlines()[-1]
+
+
+MULTI = """
+import contextlib
+class P:
+    def __init__(self):
+        self.v = [1.5, 2]
+def pairs():
+    yield 1, ("s", 2.5)
+    yield None, (P(), [3])
+@contextlib.contextmanager
+def cm():
+    yield (7, 8.25)
+def main():
+    out = []
+    a, b = 1, 2.5
+    c, (d, e), *f = [P(), ("x", None), 3, 4]
+    for k, (s, w) in pairs():
+        out.append((k, type(s).__name__))
+    with cm() as (g, h):
+        pass
+    import os, sys as system
+    comp = [m + n for m, n in [(1, 2), (3, 4)] if m]
+    gen = list(q * r for q, r in zip(range(3), range(3)))
+    match (a, b):
+        case (x1, y1):
+            pass
+    return out, a, b, d, e, f, g, h, comp, gen, x1, y1, os.sep, system.maxsize > 0
+"""
+
+
+def test_multi_binds_record_what_a_bind_per_name_did(tmp_path, monkeypatch):
+    # `_sq_binds(S, a, b)` and a `_sq_bind` per name record the same entries, every field.
+    got = {}
+    for multi in (False, True):
+        monkeypatch.setattr(rewrite.full_entries, "_MULTI_BINDS", multi)
+        res, ent, _ = run(tmp_path, MULTI, "main")  # also: same outcome as plain Python
+        norm = [
+            {
+                k: (_addrless(_engine.live().deref(v)) if k.endswith("_ref") and v is not None else v)
+                for k, v in e.items()
+                if k not in ("fn_ns", "form_id", "obj_id")
+            }
+            for e in ent
+        ]
+        got[multi] = (res, norm)
+    assert _addrless(got[True][0]) == _addrless(got[False][0])
+    assert got[True][1] == got[False][1]
+    b = binds(ent)
+    assert [v for s, v in b if s in ("a", "b")] == [1, 2.5]
+    loop = [(s, v) for s, v in b if s in ("k", "s", "w")]
+    assert [s for s, _ in loop] == ["k", "s", "w"] * 2 and [v for _, v in loop][:3] == [1, "s", 2.5]
+    assert loop[3][1] is None and loop[5][1] == [3]
+    assert [v for s, v in b if s in ("g", "h")] == [7, 8.25]
+    assert [v for s, v in b if s in ("m", "n")] == [1, 2, 3, 4]
 
 
 @pytest.mark.parametrize(

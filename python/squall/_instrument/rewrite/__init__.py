@@ -32,7 +32,10 @@ Full mode records a single-name binding with the call that makes its value: ``x 
 v)`` (bind hands v back) and ``for x in _sq_for(SITE, it)`` (the engine's iterator,
 crates/squall_python/src/recorder/loop_iter.rs, records each item as it hands it to the loop; before 3.12
 only, see ``_LOOP_ITER``), one call fewer per assignment or iteration than ``x = v`` followed by
-``_sq_bind(SITE, x)``.
+``_sq_bind(SITE, x)``. The names one statement binds together (``a, b = t``, ``for k, v in it``,
+``with cm() as (a, b)``, a comprehension's ``for k, v in it``) are recorded by one call,
+``_sq_binds(SITE, a, b)``, their sites consecutive (``SITE``, ``SITE + 1``): the entries a
+``_sq_bind`` per name made, one call instead of one per name (nbody binds ten names per pair).
 
 With the real engine (no explicit ``engine``), ``_sq_call(FORM, ...)``, ``_sq_ret(SITE, v)``,
 ``_sq_expr(SITE, v)`` and ``_sq_bind(SITE, v)`` become calls of a constant: the engine's entry

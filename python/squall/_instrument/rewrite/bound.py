@@ -32,6 +32,7 @@ _BOUND_ENTRIES = (
     "waugattr",
     "waugitem",
     "wsetattr",
+    "binds",
 )
 _PLACEHOLDER_TAG = "\x00squall-entry"
 _bound = threading.local()
