@@ -1163,3 +1163,89 @@ def test_code_holding_bound_entry_points_pickles_by_value(tmp_path):
     assert pickle.loads(pickle.dumps(ret))(v) is v
     assert any(k is _engine.unwind for k in bound), bound
     assert ns["f"](3) == 7
+
+
+BOUND_VS_UNBOUND = """
+import asyncio
+class Obj:
+    def __init__(self):
+        self.n = 1
+def inner():
+    got = yield 1
+    got2 = yield got
+    return got2
+def outer():
+    r = yield from inner()
+    x = yield r
+    for _ in range(4):
+        x = yield x
+async def agen():
+    for i in range(2):
+        sent = yield i
+        await asyncio.sleep(0)
+async def drive():
+    out = []
+    g = agen()
+    out.append(await g.__anext__())
+    out.append(await g.asend("s"))
+    return out
+def main():
+    g = outer()
+    seen = [next(g)]
+    for v in (None, 3, "txt", 2.5, Obj(), [1, 2]):
+        try:
+            seen.append(type(g.send(v)).__name__)
+        except StopIteration:
+            break
+    a, b = seen[0], seen[-1]
+    return seen, a, b, asyncio.run(drive())
+"""
+
+
+def test_bound_entry_points_record_what_the_unbound_ones_do(tmp_path):
+    # Code rewritten for the real engine calls entry points bound to their form or site
+    # (`_sq_resume_F(sent)`, `_sq_suspend_S(v)`, `_sq_binds_S(a, b)`); the same engine passed
+    # explicitly gets the unbound ones (`_sq_resume(F, sent)`): the entries must be the same,
+    # every field (sends of simple values take the engine's fast path, the others its full one).
+    src = textwrap.dedent(BOUND_VS_UNBOUND)
+    got = {}
+    for explicit in (False, True):
+        _n[0] += 1
+        path = tmp_path / f"fm_{_n[0]}.py"
+        path.write_text(src, encoding="utf-8")
+        mod = types.ModuleType(f"fm_{_n[0]}")
+        sys.modules[mod.__name__] = mod
+        code = rewrite.compile_instrumented(src, str(path), mod.__name__, _engine if explicit else None, mode="full")
+        text_ = rewrite.instrumented_source_text(src, str(path), mod.__name__, _engine if explicit else None, "full")
+        assert ("_sq_resume(" in text_) == explicit and ("_sq_suspend(" in text_) == explicit
+        was = _engine.is_recording()
+        squall.api.clear_recordings()
+        squall.api.start_recording(install_hook=False)
+        try:
+            exec(code, mod.__dict__)
+            res = mod.main()
+        finally:
+            if not was:
+                squall.api.stop_recording()
+        tid = _tid()
+        ent = [
+            _engine.live().entry(_engine.current_flow(), tid, i)
+            for i in range(_engine.live().timeline_len(_engine.current_flow(), tid))
+        ]
+        norm = [
+            {
+                k: (_addrless(_engine.live().deref(v)) if k.endswith("_ref") and v is not None else v)
+                for k, v in e.items()
+                if k not in ("fn_ns", "form_id", "obj_id", "fn_name")
+            }
+            for e in ent
+            if e.get("fn_ns", mod.__name__) == mod.__name__ or e["type"] not in ("fn-call",)
+        ]
+        got[explicit] = (res, norm, sum(1 for e in ent if e.get("resumed")))
+        sent = [_shown(_engine.live().deref(e["fn_args_ref"])[0]) for e in ent if e["type"] == "fn-resume"]
+        # what each resumption received: fast path (simple values) and full path alike
+        assert sent.count(None) >= 2 and {"s", 3, "txt", 2.5} <= set(v for v in sent if not isinstance(v, list))
+        assert [1, 2] in sent and any("Obj" in repr(v) for v in sent)
+    assert got[False][0] == got[True][0]
+    assert got[False][2] >= 8  # resumptions were recorded
+    assert got[False][1] == got[True][1]

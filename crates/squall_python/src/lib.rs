@@ -38,9 +38,9 @@ fn add_fast(m: &Bound<'_, PyModule>, name: &'static CStr, doc: &'static CStr, f:
 }
 
 /// The method defs of the bound entry points (`bound_entry`), made once and never freed.
-static BOUND_DEFS: std::sync::OnceLock<[usize; 12]> = std::sync::OnceLock::new();
+static BOUND_DEFS: std::sync::OnceLock<[usize; 14]> = std::sync::OnceLock::new();
 
-fn bound_defs() -> &'static [usize; 12] {
+fn bound_defs() -> &'static [usize; 14] {
     BOUND_DEFS.get_or_init(|| {
         let leak = |name: &'static CStr, doc: &'static CStr, meth: ffi::PyMethodDefPointer, flags| {
             Box::leak(Box::new(ffi::PyMethodDef {
@@ -123,12 +123,24 @@ fn bound_defs() -> &'static [usize; 12] {
                 ffi::PyMethodDefPointer { PyCFunctionFast: recorder::record::binds_bound },
                 ffi::METH_FASTCALL,
             ),
+            leak(
+                c"suspend",
+                c"suspend(value) -> value: a resumable frame suspends at the bound site.",
+                ffi::PyMethodDefPointer { PyCFunction: recorder::record::suspend_bound },
+                ffi::METH_O,
+            ),
+            leak(
+                c"resume",
+                c"resume(sent) -> sent: a resumable frame of the bound form resumes.",
+                ffi::PyMethodDefPointer { PyCFunction: recorder::record::resume_bound },
+                ffi::METH_O,
+            ),
         ]
     })
 }
 
 /// `bound_entry(entry, id)`: the entry point `entry` ("call", "ret", "expr", "bind" or a write:
-/// "wattr", "witem", "wdelattr", "wdelitem", "waugattr", "waugitem", "wsetattr", "binds") bound to one
+/// "wattr", "witem", "wdelattr", "wdelitem", "waugattr", "waugitem", "wsetattr", "binds", "suspend", "resume") bound to one
 /// form (call) or site (the others): `bound_entry("expr", S)(v)` records what
 /// `expr(S, v)` records. The rewriter holds these as constants of the code that calls them,
 /// which saves passing the id and, for ret/expr/bind, uses CPython's fastest call (`METH_O`).
@@ -149,6 +161,8 @@ fn bound_entry<'py>(py: Python<'py>, entry: &str, id: &Bound<'py, PyAny>) -> PyR
         "waugitem" => 9,
         "wsetattr" => 10,
         "binds" => 11,
+        "suspend" => 12,
+        "resume" => 13,
         _ => return Err(pyo3::exceptions::PyValueError::new_err(format!("no bound entry point {entry:?}"))),
     };
     // SAFETY: GIL held; a valid object.

@@ -183,7 +183,27 @@ pub unsafe extern "C" fn suspend(_m: *mut ffi::PyObject, args: Args, nargs: ffi:
         if nargs != 2 || !RECORDING.load(Ordering::Relaxed) {
             return value_through_site(Kind::Return, args, nargs);
         }
-        let (site_obj, value) = (*args, *args.add(1));
+        suspend_at(*args, *args.add(1))
+    }
+}
+
+/// `_sq_suspend_S(value) -> value`: `suspend` bound to one site (`METH_O`).
+pub unsafe extern "C" fn suspend_bound(site: *mut ffi::PyObject, value: *mut ffi::PyObject) -> *mut ffi::PyObject {
+    // SAFETY: CPython calls this METH_O bound entry point attached, with `site` its live `self` and
+    // `value` live.
+    unsafe {
+        if !RECORDING.load(Ordering::Relaxed) {
+            return value_at(Kind::Return, site, value);
+        }
+        suspend_at(site, value)
+    }
+}
+
+/// A suspension at the site `site_obj` carrying `value`, recording on; hands `value` back.
+#[inline(always)]
+unsafe fn suspend_at(site_obj: *mut ffi::PyObject, value: *mut ffi::PyObject) -> *mut ffi::PyObject {
+    // SAFETY: GIL held, `site_obj` and `value` live (this fn's callers).
+    unsafe {
         // A plain `yield` with no delegator re-opened (the usual case) takes no detour.
         let site = small_id(site_obj);
         let at_await = site.and_then(|s| ENGINE.get().forms.site(s)).is_some_and(|s| s.kind == SiteKind::Await);
@@ -199,7 +219,7 @@ pub unsafe extern "C" fn suspend(_m: *mut ffi::PyObject, args: Args, nargs: ffi:
                 return value;
             }
         }
-        let out = value_through_site(Kind::Return, args, nargs);
+        let out = value_at(Kind::Return, site_obj, value);
         if at_await || current_rec_cached().is_some_and(|rec| rec.deleg.has_reopened()) {
             guarded(|| {
                 let eng = ENGINE.get();
@@ -306,25 +326,66 @@ pub unsafe extern "C" fn resume(_m: *mut ffi::PyObject, args: Args, nargs: ffi::
             ENGINE.get().dropped += 1;
             return new_none();
         }
-        let sent = *args.add(1);
+        resume_at(*args, *args.add(1))
+    }
+}
+
+/// `_sq_resume_F(sent) -> sent`: `resume` bound to one form (`METH_O`).
+pub unsafe extern "C" fn resume_bound(form: *mut ffi::PyObject, sent: *mut ffi::PyObject) -> *mut ffi::PyObject {
+    // SAFETY: CPython calls this METH_O bound entry point attached, with `form` its live `self` and
+    // `sent` live.
+    unsafe { resume_at(form, sent) }
+}
+
+/// A resumption of a frame of the form `form_obj` (an int) receiving `sent`; hands `sent` back.
+#[inline(always)]
+unsafe fn resume_at(form_obj: *mut ffi::PyObject, sent: *mut ffi::PyObject) -> *mut ffi::PyObject {
+    // SAFETY: GIL held, `form_obj` and `sent` live (this fn's callers); the encoder runs no Python
+    // code.
+    unsafe {
         if RECORDING.load(Ordering::Relaxed) {
-            guarded(|| {
-                let eng = ENGINE.get();
-                let Some(form) = small_id(*args) else {
-                    eng.dropped += 1;
-                    return;
-                };
-                let Some(rec) = current_rec() else { return };
-                let v = capture(eng, rec, sent);
-                if !rec.deleg.is_idle() && delegation::before_enter(eng, rec, v, true) {
-                    return;
-                }
-                let outcome = rec.tl.resume(form, v, &eng.limits);
-                eng.note(rec, outcome);
-            });
+            if !resume_fast(form_obj, sent) {
+                guarded(|| {
+                    let eng = ENGINE.get();
+                    let Some(form) = small_id(form_obj) else {
+                        eng.dropped += 1;
+                        return;
+                    };
+                    let Some(rec) = current_rec() else { return };
+                    let v = capture(eng, rec, sent);
+                    if !rec.deleg.is_idle() && delegation::before_enter(eng, rec, v, true) {
+                        return;
+                    }
+                    let outcome = rec.tl.resume(form, v, &eng.limits);
+                    eng.note(rec, outcome);
+                });
+            }
+        } else {
+            lost_to_ui();
         }
         ffi::Py_INCREF(sent);
         sent
+    }
+}
+
+/// The usual case of a resumption, without the unwinding guard: no delegation pending, a simple
+/// sent value (see `scalar`: most often None), recording going on below the trace limit.
+/// Writes what the guarded path would; `false`: nothing was done, take it.
+#[inline(always)]
+unsafe fn resume_fast(form_obj: *mut ffi::PyObject, sent: *mut ffi::PyObject) -> bool {
+    // SAFETY: GIL held, `form_obj` and `sent` live (this fn's callers); nothing here runs Python
+    // code, so the ENGINE reference is the only one while it lives.
+    unsafe {
+        let eng = ENGINE.get();
+        let Some(form) = small_id(form_obj) else { return false };
+        let Some(rec) = current_rec_cached() else { return false };
+        if !rec.deleg.is_idle() || !rec.tl.resume_is_plain(&eng.limits) {
+            return false;
+        }
+        let Some(v) = scalar(rec, eng.budget.max_string, sent) else { return false };
+        rec.tl.push_resume(form, v);
+        written(rec);
+        true
     }
 }
 

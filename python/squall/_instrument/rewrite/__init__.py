@@ -38,10 +38,11 @@ only, see ``_LOOP_ITER``), one call fewer per assignment or iteration than ``x =
 ``_sq_bind`` per name made, one call instead of one per name (nbody binds ten names per pair).
 
 With the real engine (no explicit ``engine``), ``_sq_call(FORM, ...)``, ``_sq_ret(SITE, v)``,
-``_sq_expr(SITE, v)`` and ``_sq_bind(SITE, v)`` become calls of a constant: the engine's entry
-point bound to that form or site (``_engine.bound_entry``, ``bind_entry_constants``). Same
-entries; one argument and one global load fewer per event, and ret/expr/bind are ``METH_O``
-calls. No namespace changes (``_BOUND_ENTRIES``).
+``_sq_expr(SITE, v)``, ``_sq_bind(SITE, v)``, ``_sq_binds(SITE, ...)``, ``_sq_suspend(SITE, v)``,
+``_sq_resume(FORM, sent)`` and the writes become calls of a constant: the engine's entry point
+bound to that form or site (``_engine.bound_entry``, ``bind_entry_constants``). Same entries;
+one argument and one global load fewer per event, and ret/expr/bind/suspend/resume are
+``METH_O`` calls. No namespace changes (``_BOUND_ENTRIES``).
 
 Every original node keeps its location; inserted nodes take the location of the statement they
 stand next to, so tracebacks keep their files and lines.
