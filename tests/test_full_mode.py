@@ -876,7 +876,8 @@ def test_fused_binds_statement_shapes():
         assert "_sq_for(" not in text_
     assert "_sq_bind_" in text_.split("t += x")[1].splitlines()[1]  # augmented: statement kept
     assert "if _sq_binds_" in text_  # a tuple target in a comprehension: binds returns True
-    assert "_sq_binds_" in text_.split("for a, b in")[1].splitlines()[1]  # one call for a and b
+    loop = re.search(r"for \(?a, b\)? in .*\n(.*)", text_)  # 3.9's unparse writes `for (a, b) in`
+    assert loop and "_sq_binds_" in loop.group(1)  # one call for a and b
     assert "or True" not in text_ and "_sq_bind_" in text_.split("(z := 3)")[0].splitlines()[-1]
 
 
@@ -902,10 +903,14 @@ def main():
     import os, sys as system
     comp = [m + n for m, n in [(1, 2), (3, 4)] if m]
     gen = list(q * r for q, r in zip(range(3), range(3)))
-    match (a, b):
+    return out, a, b, d, e, f, g, h, comp, gen, os.sep, system.maxsize > 0
+"""
+MULTI_MATCH = """
+def main():
+    match (1, 2.5):
         case (x1, y1):
             pass
-    return out, a, b, d, e, f, g, h, comp, gen, x1, y1, os.sep, system.maxsize > 0
+    return x1, y1
 """
 
 
@@ -933,6 +938,9 @@ def test_multi_binds_record_what_a_bind_per_name_did(tmp_path, monkeypatch):
     assert loop[3][1] is None and loop[5][1] == [3]
     assert [v for s, v in b if s in ("g", "h")] == [7, 8.25]
     assert [v for s, v in b if s in ("m", "n")] == [1, 2, 3, 4]
+    if sys.version_info >= (3, 10):  # a match statement's names
+        _, match_ent, _ = run(tmp_path, MULTI_MATCH, "main")
+        assert binds(match_ent) == [("x1", 1), ("y1", 2.5)]
 
 
 @pytest.mark.parametrize(
