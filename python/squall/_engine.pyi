@@ -142,7 +142,7 @@ def wslot(site_id: int, obj: Any, key: Any, item: bool) -> WriteSlot:
 
 def bound_entry(entry: str, id: int) -> Callable[..., Any]:
     """``entry`` ("call", "ret", "expr", "bind" or a write entry: "wattr", "witem", "wdelattr",
-    "wdelitem", "waugattr", "waugitem", "wsetattr"; or "binds", "suspend", "resume") bound to one form (call) or site: the result
+    "wdelitem", "waugattr", "waugitem", "wsetattr", "wslot"; or "binds", "suspend", "resume") bound to one form (call) or site: the result
     called with the remaining arguments records what ``entry(id, ...)`` records and returns what
     it returns. Instrumented code holds these as constants (``rewrite.bind_entry_constants``);
     ``id`` may be an int subclass (``rewrite.BoundSite``, which makes them picklable)."""

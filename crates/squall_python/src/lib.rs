@@ -38,9 +38,9 @@ fn add_fast(m: &Bound<'_, PyModule>, name: &'static CStr, doc: &'static CStr, f:
 }
 
 /// The method defs of the bound entry points (`bound_entry`), made once and never freed.
-static BOUND_DEFS: std::sync::OnceLock<[usize; 14]> = std::sync::OnceLock::new();
+static BOUND_DEFS: std::sync::OnceLock<[usize; 15]> = std::sync::OnceLock::new();
 
-fn bound_defs() -> &'static [usize; 14] {
+fn bound_defs() -> &'static [usize; 15] {
     BOUND_DEFS.get_or_init(|| {
         let leak = |name: &'static CStr, doc: &'static CStr, meth: ffi::PyMethodDefPointer, flags| {
             Box::leak(Box::new(ffi::PyMethodDef {
@@ -135,12 +135,18 @@ fn bound_defs() -> &'static [usize; 14] {
                 ffi::PyMethodDefPointer { PyCFunction: recorder::record::resume_bound },
                 ffi::METH_O,
             ),
+            leak(
+                c"wslot",
+                c"wslot(obj, key, item) -> WriteSlot: the target obj.key or obj[key], stored and recorded at the bound site.",
+                ffi::PyMethodDefPointer { PyCFunctionFast: recorder::write_slot::wslot_bound },
+                ffi::METH_FASTCALL,
+            ),
         ]
     })
 }
 
 /// `bound_entry(entry, id)`: the entry point `entry` ("call", "ret", "expr", "bind" or a write:
-/// "wattr", "witem", "wdelattr", "wdelitem", "waugattr", "waugitem", "wsetattr", "binds", "suspend", "resume") bound to one
+/// "wattr", "witem", "wdelattr", "wdelitem", "waugattr", "waugitem", "wsetattr", "wslot", "binds", "suspend", "resume") bound to one
 /// form (call) or site (the others): `bound_entry("expr", S)(v)` records what
 /// `expr(S, v)` records. The rewriter holds these as constants of the code that calls them,
 /// which saves passing the id and, for ret/expr/bind, uses CPython's fastest call (`METH_O`).
@@ -163,6 +169,7 @@ fn bound_entry<'py>(py: Python<'py>, entry: &str, id: &Bound<'py, PyAny>) -> PyR
         "binds" => 11,
         "suspend" => 12,
         "resume" => 13,
+        "wslot" => 14,
         _ => return Err(pyo3::exceptions::PyValueError::new_err(format!("no bound entry point {entry:?}"))),
     };
     // SAFETY: GIL held; a valid object.

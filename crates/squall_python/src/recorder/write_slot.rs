@@ -144,7 +144,38 @@ unsafe extern "C" fn wslot(
             ffi::PyErr_SetString(ffi::PyExc_TypeError, c"wslot(site_id, obj, key, item)".as_ptr());
             return null_mut();
         }
-        let item = ffi::PyObject_IsTrue(*args.add(3));
+        new_slot(*args, *args.add(1), *args.add(2), *args.add(3))
+    }
+}
+
+/// `_sq_wslot_S(obj, key, item) -> WriteSlot`: `wslot` bound to its site (its `self`).
+pub unsafe extern "C" fn wslot_bound(
+    site: *mut ffi::PyObject,
+    args: *mut *mut ffi::PyObject,
+    nargs: ffi::Py_ssize_t,
+) -> *mut ffi::PyObject {
+    // SAFETY: CPython calls this bound entry point attached (GIL held) with `site` its live `self`
+    // and `nargs` live arguments in `args`; exactly 3 are required before any is read.
+    unsafe {
+        if nargs != 3 {
+            ffi::PyErr_SetString(ffi::PyExc_TypeError, c"wslot(obj, key, item)".as_ptr());
+            return null_mut();
+        }
+        new_slot(site, *args, *args.add(1), *args.add(2))
+    }
+}
+
+/// A slot for the target `obj.key` / `obj[key]` (`item_obj` true) at `site`.
+#[inline(always)]
+unsafe fn new_slot(
+    site: *mut ffi::PyObject,
+    obj: *mut ffi::PyObject,
+    key: *mut ffi::PyObject,
+    item_obj: *mut ffi::PyObject,
+) -> *mut ffi::PyObject {
+    // SAFETY: GIL held, the four objects live (this fn's callers).
+    unsafe {
+        let item = ffi::PyObject_IsTrue(item_obj);
         if item < 0 {
             return null_mut();
         }
@@ -162,8 +193,7 @@ unsafe extern "C" fn wslot(
             return null_mut();
         }
         let s = &mut *o.cast::<WriteSlot>();
-        for (field, i) in [(&mut s.site, 0), (&mut s.obj, 1), (&mut s.key, 2)] {
-            let v = *args.add(i);
+        for (field, v) in [(&mut s.site, site), (&mut s.obj, obj), (&mut s.key, key)] {
             ffi::Py_INCREF(v);
             *field = v;
         }

@@ -32,6 +32,7 @@ _BOUND_ENTRIES = (
     "waugattr",
     "waugitem",
     "wsetattr",
+    "wslot",
     "binds",
     "suspend",
     "resume",
