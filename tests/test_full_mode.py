@@ -905,8 +905,72 @@ def test_fused_binds_statement_shapes():
     else:  # 3.12+: see rewrite._LOOP_ITER
         assert "_sq_for(" not in text_
     assert "_sq_bind_" in text_.split("t += x")[1].splitlines()[1]  # augmented: statement kept
-    assert "if (_sq_bind_" in text_  # a tuple target in a comprehension: an always-true tuple
+    assert "if _sq_binds_" in text_  # a tuple target in a comprehension: binds returns True
+    loop = re.search(r"for \(?a, b\)? in .*\n(.*)", text_)  # 3.9's unparse writes `for (a, b) in`
+    assert loop and "_sq_binds_" in loop.group(1)  # one call for a and b
     assert "or True" not in text_ and "_sq_bind_" in text_.split("(z := 3)")[0].splitlines()[-1]
+
+
+MULTI = """
+import contextlib
+class P:
+    def __init__(self):
+        self.v = [1.5, 2]
+def pairs():
+    yield 1, ("s", 2.5)
+    yield None, (P(), [3])
+@contextlib.contextmanager
+def cm():
+    yield (7, 8.25)
+def main():
+    out = []
+    a, b = 1, 2.5
+    c, (d, e), *f = [P(), ("x", None), 3, 4]
+    for k, (s, w) in pairs():
+        out.append((k, type(s).__name__))
+    with cm() as (g, h):
+        pass
+    import os, sys as system
+    comp = [m + n for m, n in [(1, 2), (3, 4)] if m]
+    gen = list(q * r for q, r in zip(range(3), range(3)))
+    return out, a, b, d, e, f, g, h, comp, gen, os.sep, system.maxsize > 0
+"""
+MULTI_MATCH = """
+def main():
+    match (1, 2.5):
+        case (x1, y1):
+            pass
+    return x1, y1
+"""
+
+
+def test_multi_binds_record_what_a_bind_per_name_did(tmp_path, monkeypatch):
+    # `_sq_binds(S, a, b)` and a `_sq_bind` per name record the same entries, every field.
+    got = {}
+    for multi in (False, True):
+        monkeypatch.setattr(rewrite.full_entries, "_MULTI_BINDS", multi)
+        res, ent, _ = run(tmp_path, MULTI, "main")  # also: same outcome as plain Python
+        norm = [
+            {
+                k: (_addrless(_engine.live().deref(v)) if k.endswith("_ref") and v is not None else v)
+                for k, v in e.items()
+                if k not in ("fn_ns", "form_id", "obj_id")
+            }
+            for e in ent
+        ]
+        got[multi] = (res, norm)
+    assert _addrless(got[True][0]) == _addrless(got[False][0])
+    assert got[True][1] == got[False][1]
+    b = binds(ent)
+    assert [v for s, v in b if s in ("a", "b")] == [1, 2.5]
+    loop = [(s, v) for s, v in b if s in ("k", "s", "w")]
+    assert [s for s, _ in loop] == ["k", "s", "w"] * 2 and [v for _, v in loop][:3] == [1, "s", 2.5]
+    assert loop[3][1] is None and loop[5][1] == [3]
+    assert [v for s, v in b if s in ("g", "h")] == [7, 8.25]
+    assert [v for s, v in b if s in ("m", "n")] == [1, 2, 3, 4]
+    if sys.version_info >= (3, 10):  # a match statement's names
+        _, match_ent, _ = run(tmp_path, MULTI_MATCH, "main")
+        assert binds(match_ent) == [("x1", 1), ("y1", 2.5)]
 
 
 @pytest.mark.parametrize(
@@ -1137,3 +1201,89 @@ def test_code_holding_bound_entry_points_pickles_by_value(tmp_path):
     assert pickle.loads(pickle.dumps(ret))(v) is v
     assert any(k is _engine.unwind for k in bound), bound
     assert ns["f"](3) == 7
+
+
+BOUND_VS_UNBOUND = """
+import asyncio
+class Obj:
+    def __init__(self):
+        self.n = 1
+def inner():
+    got = yield 1
+    got2 = yield got
+    return got2
+def outer():
+    r = yield from inner()
+    x = yield r
+    for _ in range(4):
+        x = yield x
+async def agen():
+    for i in range(2):
+        sent = yield i
+        await asyncio.sleep(0)
+async def drive():
+    out = []
+    g = agen()
+    out.append(await g.__anext__())
+    out.append(await g.asend("s"))
+    return out
+def main():
+    g = outer()
+    seen = [next(g)]
+    for v in (None, 3, "txt", 2.5, Obj(), [1, 2]):
+        try:
+            seen.append(type(g.send(v)).__name__)
+        except StopIteration:
+            break
+    a, b = seen[0], seen[-1]
+    return seen, a, b, asyncio.run(drive())
+"""
+
+
+def test_bound_entry_points_record_what_the_unbound_ones_do(tmp_path):
+    # Code rewritten for the real engine calls entry points bound to their form or site
+    # (`_sq_resume_F(sent)`, `_sq_suspend_S(v)`, `_sq_binds_S(a, b)`); the same engine passed
+    # explicitly gets the unbound ones (`_sq_resume(F, sent)`): the entries must be the same,
+    # every field (sends of simple values take the engine's fast path, the others its full one).
+    src = textwrap.dedent(BOUND_VS_UNBOUND)
+    got = {}
+    for explicit in (False, True):
+        _n[0] += 1
+        path = tmp_path / f"fm_{_n[0]}.py"
+        path.write_text(src, encoding="utf-8")
+        mod = types.ModuleType(f"fm_{_n[0]}")
+        sys.modules[mod.__name__] = mod
+        code = rewrite.compile_instrumented(src, str(path), mod.__name__, _engine if explicit else None, mode="full")
+        text_ = rewrite.instrumented_source_text(src, str(path), mod.__name__, _engine if explicit else None, "full")
+        assert ("_sq_resume(" in text_) == explicit and ("_sq_suspend(" in text_) == explicit
+        was = _engine.is_recording()
+        squall.api.clear_recordings()
+        squall.api.start_recording(install_hook=False)
+        try:
+            exec(code, mod.__dict__)
+            res = mod.main()
+        finally:
+            if not was:
+                squall.api.stop_recording()
+        tid = _tid()
+        ent = [
+            _engine.live().entry(_engine.current_flow(), tid, i)
+            for i in range(_engine.live().timeline_len(_engine.current_flow(), tid))
+        ]
+        norm = [
+            {
+                k: (_addrless(_engine.live().deref(v)) if k.endswith("_ref") and v is not None else v)
+                for k, v in e.items()
+                if k not in ("fn_ns", "form_id", "obj_id", "fn_name")
+            }
+            for e in ent
+            if e.get("fn_ns", mod.__name__) == mod.__name__ or e["type"] not in ("fn-call",)
+        ]
+        got[explicit] = (res, norm, sum(1 for e in ent if e.get("resumed")))
+        sent = [_shown(_engine.live().deref(e["fn_args_ref"])[0]) for e in ent if e["type"] == "fn-resume"]
+        # what each resumption received: fast path (simple values) and full path alike
+        assert sent.count(None) >= 2 and {"s", 3, "txt", 2.5} <= set(v for v in sent if not isinstance(v, list))
+        assert [1, 2] in sent and any("Obj" in repr(v) for v in sent)
+    assert got[False][0] == got[True][0]
+    assert got[False][2] >= 8  # resumptions were recorded
+    assert got[False][1] == got[True][1]

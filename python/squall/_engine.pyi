@@ -93,6 +93,11 @@ def bind(site_id: int, value: Any) -> Any:
     """The symbol of binding site ``site_id`` is bound to ``value``: pushes a bind entry;
     returns ``value`` (``x = bind(SITE, v)``)."""
 
+def binds(first_site_id: int, *values: Any) -> bool:
+    """The bindings of the names one statement stores (``a, b = t``, ``for k, v in it``), the
+    i-th value at site ``first_site_id + i``: records what a ``bind`` per name records. Returns
+    True (a comprehension's ``if binds(S, k, v)`` keeps every item)."""
+
 # Writes (full mode): each does the program's store itself (CPython's own PyObject_SetAttr /
 # SetItem / DelAttr / DelItem, exceptions propagate unchanged), then pushes a write entry.
 def wattr(site_id: int, value: Any, obj: Any, name: str) -> Any:
@@ -137,7 +142,7 @@ def wslot(site_id: int, obj: Any, key: Any, item: bool) -> WriteSlot:
 
 def bound_entry(entry: str, id: int) -> Callable[..., Any]:
     """``entry`` ("call", "ret", "expr", "bind" or a write entry: "wattr", "witem", "wdelattr",
-    "wdelitem", "waugattr", "waugitem", "wsetattr") bound to one form (call) or site: the result
+    "wdelitem", "waugattr", "waugitem", "wsetattr", "wslot"; or "binds", "suspend", "resume") bound to one form (call) or site: the result
     called with the remaining arguments records what ``entry(id, ...)`` records and returns what
     it returns. Instrumented code holds these as constants (``rewrite.bind_entry_constants``);
     ``id`` may be an int subclass (``rewrite.BoundSite``, which makes them picklable)."""

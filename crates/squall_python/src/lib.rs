@@ -38,9 +38,9 @@ fn add_fast(m: &Bound<'_, PyModule>, name: &'static CStr, doc: &'static CStr, f:
 }
 
 /// The method defs of the bound entry points (`bound_entry`), made once and never freed.
-static BOUND_DEFS: std::sync::OnceLock<[usize; 11]> = std::sync::OnceLock::new();
+static BOUND_DEFS: std::sync::OnceLock<[usize; 15]> = std::sync::OnceLock::new();
 
-fn bound_defs() -> &'static [usize; 11] {
+fn bound_defs() -> &'static [usize; 15] {
     BOUND_DEFS.get_or_init(|| {
         let leak = |name: &'static CStr, doc: &'static CStr, meth: ffi::PyMethodDefPointer, flags| {
             Box::leak(Box::new(ffi::PyMethodDef {
@@ -117,12 +117,36 @@ fn bound_defs() -> &'static [usize; 11] {
                 ffi::PyMethodDefPointer { PyCFunctionFast: recorder::write_entry::set_attr_bound },
                 ffi::METH_FASTCALL,
             ),
+            leak(
+                c"binds",
+                c"binds(*values) -> True: the bindings of one statement's names, at the bound site and the ones after it.",
+                ffi::PyMethodDefPointer { PyCFunctionFast: recorder::record::binds_bound },
+                ffi::METH_FASTCALL,
+            ),
+            leak(
+                c"suspend",
+                c"suspend(value) -> value: a resumable frame suspends at the bound site.",
+                ffi::PyMethodDefPointer { PyCFunction: recorder::record::suspend_bound },
+                ffi::METH_O,
+            ),
+            leak(
+                c"resume",
+                c"resume(sent) -> sent: a resumable frame of the bound form resumes.",
+                ffi::PyMethodDefPointer { PyCFunction: recorder::record::resume_bound },
+                ffi::METH_O,
+            ),
+            leak(
+                c"wslot",
+                c"wslot(obj, key, item) -> WriteSlot: the target obj.key or obj[key], stored and recorded at the bound site.",
+                ffi::PyMethodDefPointer { PyCFunctionFast: recorder::write_slot::wslot_bound },
+                ffi::METH_FASTCALL,
+            ),
         ]
     })
 }
 
 /// `bound_entry(entry, id)`: the entry point `entry` ("call", "ret", "expr", "bind" or a write:
-/// "wattr", "witem", "wdelattr", "wdelitem", "waugattr", "waugitem", "wsetattr") bound to one
+/// "wattr", "witem", "wdelattr", "wdelitem", "waugattr", "waugitem", "wsetattr", "wslot", "binds", "suspend", "resume") bound to one
 /// form (call) or site (the others): `bound_entry("expr", S)(v)` records what
 /// `expr(S, v)` records. The rewriter holds these as constants of the code that calls them,
 /// which saves passing the id and, for ret/expr/bind, uses CPython's fastest call (`METH_O`).
@@ -142,6 +166,10 @@ fn bound_entry<'py>(py: Python<'py>, entry: &str, id: &Bound<'py, PyAny>) -> PyR
         "waugattr" => 8,
         "waugitem" => 9,
         "wsetattr" => 10,
+        "binds" => 11,
+        "suspend" => 12,
+        "resume" => 13,
+        "wslot" => 14,
         _ => return Err(pyo3::exceptions::PyValueError::new_err(format!("no bound entry point {entry:?}"))),
     };
     // SAFETY: GIL held; a valid object.
@@ -175,6 +203,12 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     add_fast(m, c"resume", c"resume(form_id, sent) -> sent: a resumable frame resumes.", recorder::record::resume)?;
     add_fast(m, c"expr", c"expr(site_id, value) -> value: a sub-expression's value.", recorder::record::expr)?;
     add_fast(m, c"bind", c"bind(site_id, value) -> value: a local binding.", recorder::record::bind)?;
+    add_fast(
+        m,
+        c"binds",
+        c"binds(first_site_id, *values) -> True: local bindings at consecutive sites.",
+        recorder::record::binds,
+    )?;
     add_fast(
         m,
         c"wattr",

@@ -349,6 +349,20 @@ impl Timeline {
         Recorded::Written
     }
 
+    /// The usual case of a resumption: recording goes on, the trace limit is not reached. Then
+    /// `push_resume` writes it exactly as `resume` would. `false`: take `resume`.
+    #[inline(always)]
+    pub fn resume_is_plain(&self, limits: &Limits) -> bool {
+        self.stopped.is_none() && (self.len() as u64) < trace_cap(limits)
+    }
+
+    /// Writes a resumption of `form` receiving `sent`, after `resume_is_plain`.
+    #[inline(always)]
+    pub fn push_resume(&mut self, form: u32, sent: ValRef) {
+        let idx = self.len() as u32;
+        self.push_open(Kind::Resume, form, idx, sent.0);
+    }
+
     pub fn resume(&mut self, form: u32, sent: ValRef, limits: &Limits) -> Recorded {
         match self.next_idx(limits) {
             Ok(idx) => {

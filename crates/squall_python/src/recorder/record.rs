@@ -32,6 +32,16 @@ unsafe fn new_none() -> *mut ffi::PyObject {
     }
 }
 
+unsafe fn new_true() -> *mut ffi::PyObject {
+    // SAFETY: the entry points run with the GIL held; `True` is immortal or kept alive by the
+    // reference added.
+    unsafe {
+        let t = ffi::Py_True();
+        ffi::Py_INCREF(t);
+        t
+    }
+}
+
 /// An event that came while recording was paused for the live UI: counted, not recorded.
 #[cold]
 fn lost_to_ui() {
@@ -173,7 +183,27 @@ pub unsafe extern "C" fn suspend(_m: *mut ffi::PyObject, args: Args, nargs: ffi:
         if nargs != 2 || !RECORDING.load(Ordering::Relaxed) {
             return value_through_site(Kind::Return, args, nargs);
         }
-        let (site_obj, value) = (*args, *args.add(1));
+        suspend_at(*args, *args.add(1))
+    }
+}
+
+/// `_sq_suspend_S(value) -> value`: `suspend` bound to one site (`METH_O`).
+pub unsafe extern "C" fn suspend_bound(site: *mut ffi::PyObject, value: *mut ffi::PyObject) -> *mut ffi::PyObject {
+    // SAFETY: CPython calls this METH_O bound entry point attached, with `site` its live `self` and
+    // `value` live.
+    unsafe {
+        if !RECORDING.load(Ordering::Relaxed) {
+            return value_at(Kind::Return, site, value);
+        }
+        suspend_at(site, value)
+    }
+}
+
+/// A suspension at the site `site_obj` carrying `value`, recording on; hands `value` back.
+#[inline(always)]
+unsafe fn suspend_at(site_obj: *mut ffi::PyObject, value: *mut ffi::PyObject) -> *mut ffi::PyObject {
+    // SAFETY: GIL held, `site_obj` and `value` live (this fn's callers).
+    unsafe {
         // A plain `yield` with no delegator re-opened (the usual case) takes no detour.
         let site = small_id(site_obj);
         let at_await = site.and_then(|s| ENGINE.get().forms.site(s)).is_some_and(|s| s.kind == SiteKind::Await);
@@ -181,7 +211,7 @@ pub unsafe extern "C" fn suspend(_m: *mut ffi::PyObject, args: Args, nargs: ffi:
             ffi::Py_INCREF(value);
             return value;
         }
-        let out = value_through_site(Kind::Return, args, nargs);
+        let out = value_at(Kind::Return, site_obj, value);
         if at_await || current_rec_cached().is_some_and(|rec| rec.deleg.has_reopened()) {
             guarded(|| {
                 let eng = ENGINE.get();
@@ -324,25 +354,66 @@ pub unsafe extern "C" fn resume(_m: *mut ffi::PyObject, args: Args, nargs: ffi::
             ENGINE.get().dropped += 1;
             return new_none();
         }
-        let sent = *args.add(1);
+        resume_at(*args, *args.add(1))
+    }
+}
+
+/// `_sq_resume_F(sent) -> sent`: `resume` bound to one form (`METH_O`).
+pub unsafe extern "C" fn resume_bound(form: *mut ffi::PyObject, sent: *mut ffi::PyObject) -> *mut ffi::PyObject {
+    // SAFETY: CPython calls this METH_O bound entry point attached, with `form` its live `self` and
+    // `sent` live.
+    unsafe { resume_at(form, sent) }
+}
+
+/// A resumption of a frame of the form `form_obj` (an int) receiving `sent`; hands `sent` back.
+#[inline(always)]
+unsafe fn resume_at(form_obj: *mut ffi::PyObject, sent: *mut ffi::PyObject) -> *mut ffi::PyObject {
+    // SAFETY: GIL held, `form_obj` and `sent` live (this fn's callers); the encoder runs no Python
+    // code.
+    unsafe {
         if RECORDING.load(Ordering::Relaxed) {
-            guarded(|| {
-                let eng = ENGINE.get();
-                let Some(form) = small_id(*args) else {
-                    eng.dropped += 1;
-                    return;
-                };
-                let Some(rec) = current_rec() else { return };
-                let v = capture(eng, rec, sent);
-                if !rec.deleg.is_idle() && delegation::before_enter(eng, rec, v, true) {
-                    return;
-                }
-                let outcome = rec.tl.resume(form, v, &eng.limits);
-                eng.note(rec, outcome);
-            });
+            if !resume_fast(form_obj, sent) {
+                guarded(|| {
+                    let eng = ENGINE.get();
+                    let Some(form) = small_id(form_obj) else {
+                        eng.dropped += 1;
+                        return;
+                    };
+                    let Some(rec) = current_rec() else { return };
+                    let v = capture(eng, rec, sent);
+                    if !rec.deleg.is_idle() && delegation::before_enter(eng, rec, v, true) {
+                        return;
+                    }
+                    let outcome = rec.tl.resume(form, v, &eng.limits);
+                    eng.note(rec, outcome);
+                });
+            }
+        } else {
+            lost_to_ui();
         }
         ffi::Py_INCREF(sent);
         sent
+    }
+}
+
+/// The usual case of a resumption, without the unwinding guard: no delegation pending, a simple
+/// sent value (see `scalar`: most often None), recording going on below the trace limit.
+/// Writes what the guarded path would; `false`: nothing was done, take it.
+#[inline(always)]
+unsafe fn resume_fast(form_obj: *mut ffi::PyObject, sent: *mut ffi::PyObject) -> bool {
+    // SAFETY: GIL held, `form_obj` and `sent` live (this fn's callers); nothing here runs Python
+    // code, so the ENGINE reference is the only one while it lives.
+    unsafe {
+        let eng = ENGINE.get();
+        let Some(form) = small_id(form_obj) else { return false };
+        let Some(rec) = current_rec_cached() else { return false };
+        if !rec.deleg.is_idle() || !rec.tl.resume_is_plain(&eng.limits) {
+            return false;
+        }
+        let Some(v) = scalar(rec, eng.budget.max_string, sent) else { return false };
+        rec.tl.push_resume(form, v);
+        written(rec);
+        true
     }
 }
 
@@ -385,6 +456,63 @@ pub unsafe fn record_bind(site_obj: *mut ffi::PyObject, value: *mut ffi::PyObjec
     }
 }
 
+/// `binds(first_site, *values) -> True`: the bindings of the names one statement stores (`a, b =
+/// t`, `for k, v in it`), their sites consecutive from `first_site`: what a `bind` per name
+/// records, in one call. `True`, so that a comprehension's `if _sq_binds(S, k, v)` keeps every
+/// item.
+pub unsafe extern "C" fn binds(_m: *mut ffi::PyObject, args: Args, nargs: ffi::Py_ssize_t) -> *mut ffi::PyObject {
+    // SAFETY: CPython calls this METH_FASTCALL entry point attached (GIL held) with `nargs` live
+    // arguments; one is required before any is read.
+    unsafe {
+        if nargs >= 1 {
+            record_binds(*args, args.add(1), nargs as usize - 1);
+        } else {
+            ENGINE.get().dropped += 1;
+        }
+        new_true()
+    }
+}
+
+/// `_sq_binds_S(*values) -> True`: `binds` bound to its first site.
+pub unsafe extern "C" fn binds_bound(
+    first: *mut ffi::PyObject,
+    args: Args,
+    nargs: ffi::Py_ssize_t,
+) -> *mut ffi::PyObject {
+    // SAFETY: CPython calls this bound entry point attached, with `first` its live `self` and
+    // `nargs` live arguments.
+    unsafe {
+        record_binds(first, args, nargs as usize);
+        new_true()
+    }
+}
+
+/// Records the bindings of the `n` values at `values`, the i-th at site `first_obj + i`.
+#[inline(always)]
+unsafe fn record_binds(first_obj: *mut ffi::PyObject, values: Args, n: usize) {
+    // SAFETY: GIL held and `n` live values at `values` (this fn's callers).
+    unsafe {
+        let Some(first) = small_id(first_obj) else {
+            ENGINE.get().dropped += n as u64;
+            return;
+        };
+        for i in 0..n {
+            let value = *values.add(i);
+            let Some(site_id) = first.checked_add(i as u32) else {
+                ENGINE.get().dropped += 1;
+                continue;
+            };
+            if RECORDING.load(Ordering::Relaxed) {
+                if !site_fast_id(Kind::Bind, site_id, value) {
+                    guarded(|| record_at_site_id(Kind::Bind, site_id, value));
+                }
+            } else {
+                lost_to_ui();
+            }
+        }
+    }
+}
+
 /// The usual case of `record_at_site`, without the unwinding guard: a simple value (see
 /// `scalar`) in the innermost open frame, which is the site's form's. Nothing below runs
 /// Python code or can panic. Writes what `record_at_site` would; `false`: nothing was done, take
@@ -394,8 +522,18 @@ unsafe fn site_fast(kind: Kind, site_obj: *mut ffi::PyObject, value: *mut ffi::P
     // SAFETY: GIL held, `site_obj` and `value` live (this fn's callers); nothing here runs Python
     // code, so the ENGINE reference is the only one while it lives.
     unsafe {
-        let eng = ENGINE.get();
         let Some(site_id) = small_id(site_obj) else { return false };
+        site_fast_id(kind, site_id, value)
+    }
+}
+
+/// `site_fast` at the site `site_id`.
+#[inline(always)]
+unsafe fn site_fast_id(kind: Kind, site_id: u32, value: *mut ffi::PyObject) -> bool {
+    // SAFETY: GIL held, `value` live (this fn's callers); nothing here runs Python code, so the
+    // ENGINE reference is the only one while it lives.
+    unsafe {
+        let eng = ENGINE.get();
         let Some((form, _)) = eng.forms.site_owner(site_id) else { return false };
         let Some(rec) = current_rec_cached() else { return false };
         let Some(frame) = rec.tl.innermost_frame_of(form, &eng.limits) else { return false };
@@ -418,16 +556,26 @@ unsafe fn site_fast(kind: Kind, site_obj: *mut ffi::PyObject, value: *mut ffi::P
 
 /// An event at a site (a return or suspension, an expression, a binding): the site names its
 /// form, whose innermost open frame the event belongs to.
-#[inline(never)]
+#[inline(always)]
 unsafe fn record_at_site(kind: Kind, site_obj: *mut ffi::PyObject, value: *mut ffi::PyObject) {
     // SAFETY: GIL held, `site_obj` and `value` live (this fn's callers); the encoder runs no Python
     // code, so the ENGINE reference is the only one while it lives.
     unsafe {
-        let eng = ENGINE.get();
         let Some(site_id) = small_id(site_obj) else {
-            eng.dropped += 1;
+            ENGINE.get().dropped += 1;
             return;
         };
+        record_at_site_id(kind, site_id, value);
+    }
+}
+
+/// `record_at_site` at the site `site_id`.
+#[inline(never)]
+unsafe fn record_at_site_id(kind: Kind, site_id: u32, value: *mut ffi::PyObject) {
+    // SAFETY: GIL held, `value` live (this fn's callers); the encoder runs no Python code, so the
+    // ENGINE reference is the only one while it lives.
+    unsafe {
+        let eng = ENGINE.get();
         let Some((form, resumable)) = eng.forms.site_owner(site_id) else {
             eng.dropped += 1;
             return;

@@ -34,6 +34,39 @@ struct WriteSlot {
 }
 
 static TYPE: GilCell<*mut ffi::PyTypeObject> = GilCell::new(null_mut());
+/// The interned `"v"`: the name the rewritten code loads and stores (code objects' names are
+/// interned), compared by address before CPython's generic lookup of the getset.
+static V_NAME: GilCell<*mut ffi::PyObject> = GilCell::new(null_mut());
+
+/// Freed slots kept for the next ones (their memory, nothing else: fields cleared, the type's
+/// reference released): a slot is made and freed per write through it, and the object
+/// allocator's round trip was a fifth of the slot's cost in nbody.
+const FREE_SLOTS: usize = 8;
+static FREE: GilCell<([*mut ffi::PyObject; FREE_SLOTS], usize)> = GilCell::new(([null_mut(); FREE_SLOTS], 0));
+
+/// `tp_getattro`: `slot.v` without the generic lookup of its getset (same answer); any other
+/// name as CPython looks it up.
+unsafe extern "C" fn getattro(slf: *mut ffi::PyObject, name: *mut ffi::PyObject) -> *mut ffi::PyObject {
+    // SAFETY: CPython calls `tp_getattro` with the GIL held and both objects live.
+    unsafe {
+        if name == *V_NAME.get() {
+            return get_v(slf, null_mut());
+        }
+        ffi::PyObject_GenericGetAttr(slf, name)
+    }
+}
+
+/// `tp_setattro`: `slot.v = value` without the generic lookup of its getset (same effect).
+unsafe extern "C" fn setattro(slf: *mut ffi::PyObject, name: *mut ffi::PyObject, value: *mut ffi::PyObject) -> c_int {
+    // SAFETY: CPython calls `tp_setattro` with the GIL held, `slf` and `name` live, `value` live
+    // or NULL (a delete).
+    unsafe {
+        if name == *V_NAME.get() {
+            return set_v(slf, value, null_mut());
+        }
+        ffi::PyObject_GenericSetAttr(slf, name, value)
+    }
+}
 
 /// `slot.v`: loads the target.
 unsafe extern "C" fn get_v(slf: *mut ffi::PyObject, _closure: *mut c_void) -> *mut ffi::PyObject {
@@ -85,8 +118,14 @@ unsafe extern "C" fn dealloc(slf: *mut ffi::PyObject) {
             let o = std::mem::replace(field, null_mut());
             ffi::Py_XDECREF(o);
         }
-        let free = (*tp).tp_free.expect("heap types have tp_free");
-        free(slf.cast());
+        let (list, n) = FREE.get();
+        if *n < FREE_SLOTS {
+            list[*n] = slf;
+            *n += 1;
+        } else {
+            let free = (*tp).tp_free.expect("heap types have tp_free");
+            free(slf.cast());
+        }
         ffi::Py_DECREF(tp.cast());
     }
 }
@@ -105,18 +144,56 @@ unsafe extern "C" fn wslot(
             ffi::PyErr_SetString(ffi::PyExc_TypeError, c"wslot(site_id, obj, key, item)".as_ptr());
             return null_mut();
         }
-        let item = ffi::PyObject_IsTrue(*args.add(3));
+        new_slot(*args, *args.add(1), *args.add(2), *args.add(3))
+    }
+}
+
+/// `_sq_wslot_S(obj, key, item) -> WriteSlot`: `wslot` bound to its site (its `self`).
+pub unsafe extern "C" fn wslot_bound(
+    site: *mut ffi::PyObject,
+    args: *mut *mut ffi::PyObject,
+    nargs: ffi::Py_ssize_t,
+) -> *mut ffi::PyObject {
+    // SAFETY: CPython calls this bound entry point attached (GIL held) with `site` its live `self`
+    // and `nargs` live arguments in `args`; exactly 3 are required before any is read.
+    unsafe {
+        if nargs != 3 {
+            ffi::PyErr_SetString(ffi::PyExc_TypeError, c"wslot(obj, key, item)".as_ptr());
+            return null_mut();
+        }
+        new_slot(site, *args, *args.add(1), *args.add(2))
+    }
+}
+
+/// A slot for the target `obj.key` / `obj[key]` (`item_obj` true) at `site`.
+#[inline(always)]
+unsafe fn new_slot(
+    site: *mut ffi::PyObject,
+    obj: *mut ffi::PyObject,
+    key: *mut ffi::PyObject,
+    item_obj: *mut ffi::PyObject,
+) -> *mut ffi::PyObject {
+    // SAFETY: GIL held, the four objects live (this fn's callers).
+    unsafe {
+        let item = ffi::PyObject_IsTrue(item_obj);
         if item < 0 {
             return null_mut();
         }
-        // Not a GC type: PyType_GenericAlloc takes it from the object allocator, untracked.
-        let o = ffi::PyType_GenericAlloc(*TYPE.get(), 0);
+        // Not a GC type: PyType_GenericAlloc takes it from the object allocator, untracked. A
+        // freed slot's memory is taken first; `PyObject_Init` makes it a new object of the type
+        // (a reference to the type, as the allocation takes).
+        let (list, n) = FREE.get();
+        let o = if *n > 0 {
+            *n -= 1;
+            ffi::PyObject_Init(list[*n], *TYPE.get())
+        } else {
+            ffi::PyType_GenericAlloc(*TYPE.get(), 0)
+        };
         if o.is_null() {
             return null_mut();
         }
         let s = &mut *o.cast::<WriteSlot>();
-        for (field, i) in [(&mut s.site, 0), (&mut s.obj, 1), (&mut s.key, 2)] {
-            let v = *args.add(i);
+        for (field, v) in [(&mut s.site, site), (&mut s.obj, obj), (&mut s.key, key)] {
             ffi::Py_INCREF(v);
             *field = v;
         }
@@ -149,6 +226,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
             let mut slots = [
                 ffi::PyType_Slot { slot: ffi::Py_tp_getset, pfunc: getset.as_mut_ptr().cast() },
                 ffi::PyType_Slot { slot: ffi::Py_tp_dealloc, pfunc: dealloc as *mut c_void },
+                ffi::PyType_Slot { slot: ffi::Py_tp_getattro, pfunc: getattro as *mut c_void },
+                ffi::PyType_Slot { slot: ffi::Py_tp_setattro, pfunc: setattro as *mut c_void },
                 ffi::PyType_Slot { slot: 0, pfunc: null_mut() },
             ];
             let mut spec = ffi::PyType_Spec {
@@ -163,6 +242,11 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
                 return Err(PyErr::fetch(m.py()));
             }
             *TYPE.get() = tp.cast();
+            let v = ffi::PyUnicode_InternFromString(c"v".as_ptr());
+            if v.is_null() {
+                return Err(PyErr::fetch(m.py()));
+            }
+            *V_NAME.get() = v;
             m.add("WriteSlot", Bound::from_borrowed_ptr(m.py(), tp))?;
         }
     }

@@ -33,13 +33,17 @@ Full mode records a single-name binding with the call that makes its value: ``x 
 v)`` (bind hands v back) and ``for x in _sq_for(SITE, it)`` (the engine's iterator,
 crates/squall_python/src/recorder/loop_iter.rs, records each item as it hands it to the loop; before 3.12
 only, see ``_LOOP_ITER``), one call fewer per assignment or iteration than ``x = v`` followed by
-``_sq_bind(SITE, x)``.
+``_sq_bind(SITE, x)``. The names one statement binds together (``a, b = t``, ``for k, v in it``,
+``with cm() as (a, b)``, a comprehension's ``for k, v in it``) are recorded by one call,
+``_sq_binds(SITE, a, b)``, their sites consecutive (``SITE``, ``SITE + 1``): the entries a
+``_sq_bind`` per name made, one call instead of one per name (nbody binds ten names per pair).
 
 With the real engine (no explicit ``engine``), ``_sq_call(FORM, ...)``, ``_sq_ret(SITE, v)``,
-``_sq_expr(SITE, v)`` and ``_sq_bind(SITE, v)`` become calls of a constant: the engine's entry
-point bound to that form or site (``_engine.bound_entry``, ``bind_entry_constants``). Same
-entries; one argument and one global load fewer per event, and ret/expr/bind are ``METH_O``
-calls. No namespace changes (``_BOUND_ENTRIES``).
+``_sq_expr(SITE, v)``, ``_sq_bind(SITE, v)``, ``_sq_binds(SITE, ...)``, ``_sq_suspend(SITE, v)``,
+``_sq_resume(FORM, sent)`` and the writes become calls of a constant: the engine's entry point
+bound to that form or site (``_engine.bound_entry``, ``bind_entry_constants``). Same entries;
+one argument and one global load fewer per event, and ret/expr/bind/suspend/resume are
+``METH_O`` calls. No namespace changes (``_BOUND_ENTRIES``).
 
 Every original node keeps its location; inserted nodes take the location of the statement they
 stand next to, so tracebacks keep their files and lines.

@@ -32,6 +32,10 @@ _BOUND_ENTRIES = (
     "waugattr",
     "waugitem",
     "wsetattr",
+    "wslot",
+    "binds",
+    "suspend",
+    "resume",
 )
 _PLACEHOLDER_TAG = "\x00squall-entry"
 _bound = threading.local()
@@ -68,9 +72,8 @@ def _placeholder_entry(k: Any) -> Optional[Tuple[str, int]]:
     return None
 
 
-# The id of a placeholder for an entry point that is not bound to a site (``unwind``,
-# ``suspend``, ``resume``, loops, ``async with``...): the constant is the engine's own entry
-# point, called with all its arguments. Held as a constant rather than loaded as the ``_sq_*``
+# The id of a placeholder for an entry point that is not bound to a site (``unwind``, loops,
+# ``async with``...): the constant is the engine's own entry point, called with all its arguments. Held as a constant rather than loaded as the ``_sq_*``
 # builtin: at interpreter shutdown CPython restores the builtins it started with before it
 # closes the generators still suspended in modules, and the unwind handler of such a generator
 # must still find its entry point (a builtin would be gone: NameError printed into stderr).

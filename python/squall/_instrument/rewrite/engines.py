@@ -117,6 +117,18 @@ _WRITE_FALLBACKS = {
 }
 
 
+def _binds_through(bind: Any) -> Any:
+    """``binds`` for an engine without its own: its ``bind`` per value, at the sites after the
+    first; True, as the engine's (the values' truth is never asked)."""
+
+    def binds(first: int, *values: Any) -> bool:
+        for i, v in enumerate(values):
+            bind(first + i, v)
+        return True
+
+    return binds
+
+
 def _real_engine_fn(k: str) -> Any:
     try:
         return getattr(_default_engine(), k)
@@ -150,6 +162,9 @@ def _entry_point(eng: Any, k: str) -> Any:
         if suspend is None or resume is None:
             return _unwrapped
         return lambda site, form, obj: real(site, form, obj, suspend, resume)
+    if k == "binds":
+        # one `bind` per name, at the sites after the first
+        return _binds_through(_entry_point(eng, "bind"))
     if k in _WRITE_FALLBACKS:
         return _WRITE_FALLBACKS[k]
     if k == "wslot":

@@ -13,6 +13,10 @@ from .nodes import _const, _name
 # `for x in _sq_for(S, it)`) rather than by a `_sq_bind(S, x)` statement after the store: the same
 # entries, in the same order, with the same sites. False: the statement form (tests compare them).
 _FUSE_BINDS = True
+# The names one statement binds recorded by one call, `_sq_binds(S, a, b)` (sites S, S+1),
+# rather than by a `_sq_bind` per name: the same entries, in the same order, with the same sites.
+# False: a `_sq_bind` per name (tests compare them).
+_MULTI_BINDS = True
 # `for x in _sq_for(S, it)` only before 3.12. From 3.12 on, CPython runs a `for` over a generator
 # without a C call (FOR_ITER_GEN pushes the generator's frame), while any iterator wrapper calls
 # the generator's __next__ from C, which counts against the C recursion limit: generators
@@ -61,18 +65,42 @@ class _FullEntries:
         return _entry_call("loop_iter", [_const(site, at), it], at)
 
     def _binds(self, nodes: List[Any], src: Optional[ast.AST] = None) -> List[ast.stmt]:
-        """``_sq_bind(SITE, name)`` statements for target nodes (Names, match patterns); ``src``:
-        the expression their values come from."""
+        """The bindings of target nodes (Names, match patterns) as statements: ``_sq_bind(SITE,
+        name)`` for one name, ``_sq_binds(SITE, a, b, ...)`` for several; ``src``: the
+        expression their values come from."""
         if not self._on():
             return []
-        out: List[ast.stmt] = []
+        names = []
         for n in nodes:
             name = n.id if isinstance(n, ast.Name) else (n.rest if isinstance(n, ast.MatchMapping) else n.name)
-            if name.startswith("_sq_"):
-                continue
-            call = self._bind_call(n, name, _name(name, n), src=src)
-            out.append(ast.copy_location(ast.Expr(value=call), n))
-        return out
+            if not name.startswith("_sq_"):
+                names.append((n, name))
+        if len(names) == 1:
+            n, name = names[0]
+            return [ast.copy_location(ast.Expr(value=self._bind_call(n, name, _name(name, n), src=src)), n)]
+        call = self._binds_call(names, src=src)
+        return [ast.copy_location(ast.Expr(value=call), names[0][0])] if call is not None else []
+
+    def _binds_call(self, names: List[Any], src: Optional[ast.AST] = None) -> Optional[ast.Call]:
+        """``_sq_binds(SITE, a, b, ...)`` for ``(node, name)`` pairs, each name's site registered
+        in order: one call records what a ``_sq_bind`` per name records (their sites are
+        consecutive, which the engine relies on: if another registration came between two,
+        a ``_sq_bind`` per name, as a tuple). None for no names."""
+        if not names:
+            return None
+        reads = _reads(src)
+        sites = [
+            self.ctx.register_site(self.form, self.ctx.SITE_BIND, n, symbol=name, reads=reads)  # type: ignore
+            for n, name in names
+        ]
+        at = names[0][0]
+        if _MULTI_BINDS and all(s == sites[0] + i for i, s in enumerate(sites)):
+            args: List[ast.expr] = [_const(sites[0], at)] + [_name(name, n) for n, name in names]
+            return _entry_call("binds", args, at)
+        calls: List[ast.expr] = [
+            _entry_call("bind", [_const(s, n), _name(name, n)], n) for s, (n, name) in zip(sites, names)
+        ]
+        return ast.copy_location(ast.Tuple(elts=calls, ctx=ast.Load()), at)
 
     # -- writes (`obj.a = v`, `obj[k] = v`, `del`, augmented, `setattr(o, n, v)`): the store
     # happens inside the write entry point, which gets the operands as arguments in the order

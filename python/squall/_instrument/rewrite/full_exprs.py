@@ -6,7 +6,7 @@ from typing import Any, List
 
 from .bound import _entry_call
 from .full_entries import _LOOP_ITER, _FullEntries
-from .nodes import _const, _name
+from .nodes import _const
 from .scopes import _locals_of, _target_names
 
 _NO_WRAP_UNARY = (ast.USub, ast.UAdd)
@@ -199,16 +199,11 @@ class _FullExprs(_FullEntries):
                 # `for i in _sq_for(S, it)`: the iterator records each binding
                 g.iter = self._loop_iter(g.target, g.iter, node)
             elif self._on():
-                calls = [
-                    self._bind_call(n, n.id, _name(n.id, n))
-                    for n in _target_names(g.target, [])
-                    if not n.id.startswith("_sq_")
-                ]
-                if calls:
-                    # `if (_sq_bind(S1, k), _sq_bind(S2, v))`: a non-empty tuple is true
-                    # whatever the values are (their truth is never asked)
-                    at = calls[0]
-                    binds = [ast.copy_location(ast.Tuple(elts=calls, ctx=ast.Load()), at)]
+                call = self._binds_call([(n, n.id) for n in _target_names(g.target, []) if not n.id.startswith("_sq_")])
+                if call is not None:
+                    # `if _sq_binds(S, k, v)`: True whatever the values are (their truth is never
+                    # asked), as is the non-empty tuple `if (_sq_bind(S1, k), _sq_bind(S2, v))`
+                    binds = [call]
             g.ifs = binds + [self.e(c) for c in g.ifs]
         for f in ("elt", "key", "value"):
             if hasattr(node, f):

@@ -10,6 +10,7 @@ ENTRY_NAMES = {
     "resume": "_sq_resume",
     "expr": "_sq_expr",
     "bind": "_sq_bind",
+    "binds": "_sq_binds",
     "loop_iter": "_sq_for",
     "async_for": "_sq_afor",
     "async_with": "_sq_awith",
