@@ -322,6 +322,7 @@ unsafe fn stop_value(v: *mut ffi::PyObject) -> *mut ffi::PyObject {
 }
 
 /// Raises `StopIteration(value)` as a sub-iterator's return (`_PyGen_SetStopIterationValue`).
+#[cfg(Py_3_10)]
 unsafe fn set_stop_iteration(value: *mut ffi::PyObject) {
     // SAFETY: this fn's contract (GIL held, `value` live); the exception made is released after it
     // is set.
