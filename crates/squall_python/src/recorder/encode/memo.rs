@@ -3,8 +3,10 @@
 //! reuses a field's value when the field provably encodes the same, without encoding it
 //! (DESIGN.md, "Where recorded time goes"). The test is made while the fields are read, by
 //! the encoding pass itself: a miss costs a compare, and the field is encoded as it would be.
-//! Attributes kept in inline values (3.11, 3.12) take no memo: without a version to replay by,
-//! the compares cost richards more than they saved (docs/benchmarks.md, fifth session).
+//! Attributes kept in inline values (3.11, 3.12) have no version to replay by: a plain
+//! instance's are compared field by field (`SHAPE_INLINE`). That lost to plain encoding while a
+//! field hit cost ~200 instructions (docs/benchmarks.md, fifth session); a hit now leaves the
+//! memo unwritten and checks a reference by one identity slot (`Identities::find`).
 //!
 //! A field is reused when it holds the same object as then (by address) and:
 //! - `None`, a bool, an int of 31 bits: re-read (inline values cost nothing);
@@ -39,6 +41,9 @@ const SLOTS: usize = 1 << 12;
 
 /// What a memo was made of.
 pub(super) const SHAPE_DICT: u8 = 1;
+/// Attributes in inline values (3.11, 3.12).
+#[cfg_attr(not(all(Py_3_11, not(Py_3_13))), expect(dead_code, reason = "inline values are 3.11 and 3.12 only"))]
+pub(super) const SHAPE_INLINE: u8 = 2;
 /// Plus the `SeqKind` as a number.
 pub(super) const SHAPE_SEQ: u8 = 8;
 
@@ -118,6 +123,15 @@ enum Replay {
     Cut { tp: usize, key: u32, obj: ObjId },
     /// Encoded again.
     Again,
+}
+
+impl Replay {
+    /// A later record can reuse it without encoding it (a float, an int past 31 bits, a
+    /// reference at the depth limit).
+    #[inline(always)]
+    fn reusable(self) -> bool {
+        matches!(self, Replay::Float(_) | Replay::Int(_) | Replay::Cut { .. })
+    }
 }
 
 /// The memo of one thing being read: its slot, the last record's fields (empty when that was
@@ -254,7 +268,7 @@ impl Cx<'_> {
     ///
     /// # Safety
     /// GIL held; `p` a valid borrowed reference.
-    #[inline]
+    #[inline(always)]
     pub(super) unsafe fn memo_field(
         &mut self,
         open: &mut Open,
@@ -264,20 +278,35 @@ impl Cx<'_> {
     ) -> ValRef {
         // SAFETY: this fn's contract.
         unsafe {
-            let prev = open.fields.get(open.n).copied().filter(|f| f.value == p as usize);
+            let n = open.n;
+            open.n = n + 1;
+            // The same object as the last record's field here: its own check, and the memo
+            // stays as it is (nothing written back but an inline value's ref).
+            let mut was = None;
+            if let Some(f) = open.fields.get_mut(n) {
+                if f.value == p as usize && f.name == name {
+                    if let Some(v) = self.reuse(p, f, false) {
+                        open.same &= v == f.v;
+                        f.v = v;
+                        open.reusable += u32::from(f.how.reusable());
+                        return v;
+                    }
+                    was = Some(f.v);
+                }
+            }
             let (v, how) = match inline_value(p) {
                 // What `enc` would do, without the memo's dispatch.
                 Some(v) => (v, Replay::Inline),
-                None => self.memo_enc(p, depth, prev, false),
+                None => self.memo_enc(p, depth, None, false),
             };
-            open.same &= prev.is_some_and(|f| f.v == v && f.name == name);
-            open.reusable += u32::from(matches!(how, Replay::Float(_) | Replay::Int(_) | Replay::Cut { .. }));
+            // A field encoded again (a container, a str) to the node it had is the same too.
+            open.same &= was == Some(v);
+            open.reusable += u32::from(how.reusable());
             let f = FieldMemo { name, value: p as usize, v, how };
-            match open.fields.get_mut(open.n) {
+            match open.fields.get_mut(n) {
                 Some(slot) => *slot = f,
                 None => open.fields.push(f),
             }
-            open.n += 1;
             v
         }
     }
