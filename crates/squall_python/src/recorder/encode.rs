@@ -1101,7 +1101,8 @@ impl Cx<'_> {
                 Items::Array(p, n) if self.registered.is_empty() && self.memo_wanted(o, &head) => {
                     let mut open = self.memo_begin(o, &head);
                     let mut complete = true;
-                    for i in 0..n.min(max) {
+                    let start = self.memo_items_prefix(&mut open, p, n.min(max));
+                    for i in start..n.min(max) {
                         if *self.left == 0 {
                             complete = false;
                             break;

@@ -311,6 +311,81 @@ impl Cx<'_> {
         }
     }
 
+    /// The items of a list or tuple from `open.n` on (`items`, `n` of them read) that are the
+    /// memo's objects and replay without encoding (see `reuse`: an inline value, a float or
+    /// 64-bit int by value, a reference at the depth limit by type, identity and the newest
+    /// state at its address), pushed onto the stack by a loop that keeps its state in
+    /// registers: an unchanged list of references costs a few compares per item. Stops at
+    /// the first item that does not (`memo_field` reads it) or when the item budget is out;
+    /// returns the index it stopped at.
+    ///
+    /// # Safety
+    /// GIL held; `items` the live sequence's `n` item pointers.
+    #[inline(never)]
+    pub(super) unsafe fn memo_items_prefix(
+        &mut self,
+        open: &mut Open,
+        items: *mut *mut ffi::PyObject,
+        n: usize,
+    ) -> usize {
+        // SAFETY: this fn's contract: each item is live, read by the layout its type gives.
+        unsafe {
+            let cache = &mut *self.cache;
+            let (stack, last, written) = (&mut cache.stack, &cache.last, &cache.written);
+            let ids = IDS.get();
+            let fields = &open.fields;
+            let end = n.min(fields.len());
+            let (mut i, mut left, mut dep, mut reusable) = (open.n, *self.left, self.newest_dep, 0);
+            while i < end && left > 0 {
+                let p = *items.add(i);
+                let f = &fields[i];
+                if f.value != p as usize || f.name != 0 {
+                    break;
+                }
+                let tp = ffi::Py_TYPE(p);
+                match f.how {
+                    Replay::Cut { tp: t, key, obj } => {
+                        if tp as usize != t || type_key(tp) != key || ids.find(p) != Some(obj) {
+                            break;
+                        }
+                        // What `known_at_limit` takes for it: the reference's dependencies.
+                        let Some(state) = last.get(p as usize) else { break };
+                        let w = written.get(p as usize).map_or(0, |w| w.0);
+                        dep = dep.max(state.0 + 1).max(w);
+                    }
+                    Replay::Float(bits) => {
+                        if tp != &raw mut ffi::PyFloat_Type || ffi::PyFloat_AS_DOUBLE(p).to_bits() != bits {
+                            break;
+                        }
+                    }
+                    Replay::Int(x) => {
+                        if tp != &raw mut ffi::PyLong_Type || crate::recorder::ints::exact_int_value(p) != Some(x) {
+                            break;
+                        }
+                    }
+                    Replay::Inline => {
+                        if inline_value(p) != Some(f.v) {
+                            break;
+                        }
+                        stack.push(f.v);
+                        i += 1;
+                        continue;
+                    }
+                    Replay::Held | Replay::Again => break,
+                }
+                left -= 1;
+                reusable += 1;
+                stack.push(f.v);
+                i += 1;
+            }
+            *self.left = left;
+            self.newest_dep = dep;
+            open.reusable += reusable;
+            open.n = i;
+            i
+        }
+    }
+
     /// Closes the memo of the thing at `o`: `Some(node)` when this record is the last one
     /// (every field the same, as many, as long) and its node is still the last at `o`.
     pub(super) fn memo_end(
