@@ -1313,7 +1313,15 @@ impl Cx<'_> {
                 let mut open = head.map(|h| self.memo_begin(o, &h));
                 let mut complete = false;
                 let mut i = 0;
-                while self.cache.attrs.len() - base < self.budget.max_length && *self.left > 0 {
+                loop {
+                    // The run of fields from `i` that replay without encoding; the field it
+                    // stopped at (a container, a change) is read below.
+                    if let Some(open) = &mut open {
+                        i = self.memo_inline_prefix(open, at.0, at.1, ks, base, i);
+                    }
+                    if self.cache.attrs.len() - base >= self.budget.max_length || *self.left == 0 {
+                        break;
+                    }
                     // A registered encoder (the user's code) may have changed the object.
                     if !self.registered.is_empty() {
                         let Some(now) = inline_values(o, tp) else { break };

@@ -32,9 +32,9 @@
 //! stand for this entry).
 
 use pyo3::ffi;
-use squall_trace::{ObjId, ValRef};
+use squall_trace::{Node, ObjId, ValRef, ValueStore};
 
-use super::{inline_value, type_key, Cx};
+use super::{inline_value, type_key, Cx, LastNodes};
 use crate::recorder::identity::IDS;
 
 const SLOTS: usize = 1 << 12;
@@ -312,12 +312,10 @@ impl Cx<'_> {
     }
 
     /// The items of a list or tuple from `open.n` on (`items`, `n` of them read) that are the
-    /// memo's objects and replay without encoding (see `reuse`: an inline value, a float or
-    /// 64-bit int by value, a reference at the depth limit by type, identity and the newest
-    /// state at its address), pushed onto the stack by a loop that keeps its state in
-    /// registers: an unchanged list of references costs a few compares per item. Stops at
-    /// the first item that does not (`memo_field` reads it) or when the item budget is out;
-    /// returns the index it stopped at.
+    /// memo's objects and replay without encoding (`replays`), pushed onto the stack by a loop
+    /// that keeps its state in registers: an unchanged list of references costs a few compares
+    /// per item. Stops at the first item that does not (`memo_field` reads it) or when the item
+    /// budget is out; returns the index it stopped at.
     ///
     /// # Safety
     /// GIL held; `items` the live sequence's `n` item pointers.
@@ -331,50 +329,20 @@ impl Cx<'_> {
         // SAFETY: this fn's contract: each item is live, read by the layout its type gives.
         unsafe {
             let cache = &mut *self.cache;
-            let (stack, last, written) = (&mut cache.stack, &cache.last, &cache.written);
-            let ids = IDS.get();
+            let (stack, last, written, store) = (&mut cache.stack, &cache.last, &cache.written, &*self.store);
             let fields = &open.fields;
             let end = n.min(fields.len());
             let (mut i, mut left, mut dep, mut reusable) = (open.n, *self.left, self.newest_dep, 0);
             while i < end && left > 0 {
                 let p = *items.add(i);
                 let f = &fields[i];
-                if f.value != p as usize || f.name != 0 {
+                if f.value != p as usize || f.name != 0 || !replays(p, f, store, last, written, &mut dep) {
                     break;
                 }
-                let tp = ffi::Py_TYPE(p);
-                match f.how {
-                    Replay::Cut { tp: t, key, obj } => {
-                        if tp as usize != t || type_key(tp) != key || ids.find(p) != Some(obj) {
-                            break;
-                        }
-                        // What `known_at_limit` takes for it: the reference's dependencies.
-                        let Some(state) = last.get(p as usize) else { break };
-                        let w = written.get(p as usize).map_or(0, |w| w.0);
-                        dep = dep.max(state.0 + 1).max(w);
-                    }
-                    Replay::Float(bits) => {
-                        if tp != &raw mut ffi::PyFloat_Type || ffi::PyFloat_AS_DOUBLE(p).to_bits() != bits {
-                            break;
-                        }
-                    }
-                    Replay::Int(x) => {
-                        if tp != &raw mut ffi::PyLong_Type || crate::recorder::ints::exact_int_value(p) != Some(x) {
-                            break;
-                        }
-                    }
-                    Replay::Inline => {
-                        if inline_value(p) != Some(f.v) {
-                            break;
-                        }
-                        stack.push(f.v);
-                        i += 1;
-                        continue;
-                    }
-                    Replay::Held | Replay::Again => break,
+                if f.how != Replay::Inline {
+                    left -= 1;
                 }
-                left -= 1;
-                reusable += 1;
+                reusable += u32::from(f.how.reusable());
                 stack.push(f.v);
                 i += 1;
             }
@@ -382,6 +350,64 @@ impl Cx<'_> {
             self.newest_dep = dep;
             open.reusable += reusable;
             open.n = i;
+            i
+        }
+    }
+
+    /// `memo_items_prefix` for the attributes of an instance in inline values (3.11, 3.12):
+    /// from slot `from` of their order (`values`, `keys` as `inline_values` gave them, `ks` their
+    /// `KeyNames` slot), the attributes that are the memo's objects under the memo's names and
+    /// replay without encoding, pushed onto `attrs` (`base` where the instance's start). Returns
+    /// the order slot it stopped at.
+    ///
+    /// # Safety
+    /// GIL held; `values` and `keys` what `inline_values` gave for the live instance.
+    #[cfg(all(Py_3_11, not(Py_3_13)))]
+    #[inline(never)]
+    pub(super) unsafe fn memo_inline_prefix(
+        &mut self,
+        open: &mut Open,
+        values: *mut *mut ffi::PyObject,
+        keys: *const super::DictKeys,
+        ks: usize,
+        base: usize,
+        from: usize,
+    ) -> usize {
+        // SAFETY: this fn's contract; `inline_attr` reads the order and the entries within
+        // their counts.
+        unsafe {
+            let max_length = self.budget.max_length;
+            let cache = &mut *self.cache;
+            let (attrs, last, written, store) = (&mut cache.attrs, &cache.last, &cache.written, &*self.store);
+            let names = &cache.key_names.slots[ks].1;
+            let fields = &open.fields;
+            let (mut i, mut n, mut left, mut dep, mut reusable) = (from, open.n, *self.left, self.newest_dep, 0);
+            while attrs.len() - base < max_length && left > 0 {
+                let Some(slot) = super::inline_attr(values, keys, i) else { break };
+                let Some((ix, k, v)) = slot else {
+                    i += 1;
+                    continue;
+                };
+                let Some(f) = fields.get(n) else { break };
+                // The name `key_name` gives, read from its cache without writing it.
+                let hash = (*k.cast::<ffi::PyASCIIObject>()).hash;
+                let named =
+                    names.get(ix).is_some_and(|&(a, h, id)| a == k as usize && h == hash && hash != -1 && id == f.name);
+                if f.value != v as usize || !named || !replays(v, f, store, last, written, &mut dep) {
+                    break;
+                }
+                if f.how != Replay::Inline {
+                    left -= 1;
+                }
+                reusable += u32::from(f.how.reusable());
+                attrs.push((f.name, f.v));
+                i += 1;
+                n += 1;
+            }
+            *self.left = left;
+            self.newest_dep = dep;
+            open.reusable += reusable;
+            open.n = n;
             i
         }
     }
@@ -573,6 +599,54 @@ impl Cx<'_> {
                 return Replay::Held;
             }
             Replay::Again
+        }
+    }
+}
+
+/// Whether `p`, the object field `f` recorded, still encodes to `f.v` by `f`'s own check (as
+/// `Cx::reuse` without a held dict): an inline value re-read, a float or 64-bit int by value, a
+/// reference at the depth limit by type, identity and a newest state at its address (its
+/// dependencies raise `dep`, as `known_at_limit` takes them), a str by its last node's text.
+///
+/// # Safety
+/// GIL held; `p` a valid borrowed reference.
+#[inline(always)]
+unsafe fn replays(
+    p: *mut ffi::PyObject,
+    f: &FieldMemo,
+    store: &ValueStore,
+    last: &LastNodes,
+    written: &LastNodes,
+    dep: &mut u32,
+) -> bool {
+    // SAFETY: this fn's contract: `p` is live, read by the layout its type gives.
+    unsafe {
+        let tp = ffi::Py_TYPE(p);
+        match f.how {
+            Replay::Cut { tp: t, key, obj } => {
+                if tp as usize != t || type_key(tp) != key || IDS.get().find(p) != Some(obj) {
+                    return false;
+                }
+                let Some(state) = last.get(p as usize) else { return false };
+                let w = written.get(p as usize).map_or(0, |w| w.0);
+                *dep = (*dep).max(state.0 + 1).max(w);
+                true
+            }
+            Replay::Float(bits) => tp == &raw mut ffi::PyFloat_Type && ffi::PyFloat_AS_DOUBLE(p).to_bits() == bits,
+            Replay::Int(x) => tp == &raw mut ffi::PyLong_Type && crate::recorder::ints::exact_int_value(p) == Some(x),
+            Replay::Inline => inline_value(p) == Some(f.v),
+            // A compact ASCII str (within the budget: `f.v` is then a `Str` node) that is still
+            // the last node's text at its address: `ascii_str` gives that node.
+            Replay::Held => {
+                tp == &raw mut ffi::PyUnicode_Type
+                    && ffi::PyUnicode_IS_COMPACT_ASCII(p) != 0
+                    && last.get(p as usize) == Some(f.v)
+                    && matches!(store.node(f.v.0), Some(Node::Str(s)) if s.as_bytes() == std::slice::from_raw_parts(
+                        ffi::PyUnicode_DATA(p).cast::<u8>(),
+                        ffi::PyUnicode_GET_LENGTH(p).max(0) as usize,
+                    ))
+            }
+            Replay::Again => false,
         }
     }
 }
