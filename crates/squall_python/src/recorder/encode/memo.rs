@@ -27,6 +27,11 @@
 //! so its fields are replayed without reading the dict and without the value checks (a str or
 //! bytes too), containers still encoded again.
 //!
+//! A run of fields that replay by these checks (no encoding) is read by a loop of its own that
+//! writes nothing back (`memo_items_prefix` for a list's items, `memo_inline_prefix` for inline
+//! values, where a compact ASCII str is the same when its last node still has its text): an
+//! unchanged list of references costs a few compares per item.
+//!
 //! When every field is reused, the record is the last one and its node, still the last made
 //! at the address, is the value (`Cx::fresh_enough` still decides whether an older node may
 //! stand for this entry).
