@@ -42,6 +42,13 @@ def set_items(xs, x):
     xs[1] = x + 0.5
     xs[3] = None
     xs[3] = "s%d" % x
+# The same objects under other names, and an attribute moved to the end of the order.
+def swap(o):
+    o.n, o.s = o.s, o.n
+def readd(o):
+    n = o.n
+    del o.n
+    o.n = n
 def new_leaf_in(xs, name):
     xs[0] = None
     xs[0] = Leaf(name)
@@ -77,6 +84,7 @@ set_attr, set_f, append, replace_leaf, rename, set_item = (
     _ns["set_item"],
 )
 set_big, set_float, set_items, new_leaf_in = _ns["set_big"], _ns["set_float"], _ns["set_items"], _ns["new_leaf_in"]
+swap, readd = _ns["swap"], _ns["readd"]
 Leaf, state, note = _ns["Leaf"], _ns["state"], _ns["note"]
 
 
@@ -171,6 +179,11 @@ def inline_values():
     rename(leaf, "inline renamed")
     show("leaf itself", leaf)
     record("inline after leaf", h)
+    for i in range(4):
+        # Each record reads the fields in their order now: a memo of the last order must not
+        # put a value under another field's name.
+        swap(h) if i % 2 else readd(h)
+        record("inline swapped or moved", h)
 
 
 def lists():

@@ -1101,7 +1101,8 @@ impl Cx<'_> {
                 Items::Array(p, n) if self.registered.is_empty() && self.memo_wanted(o, &head) => {
                     let mut open = self.memo_begin(o, &head);
                     let mut complete = true;
-                    for i in 0..n.min(max) {
+                    let start = self.memo_items_prefix(&mut open, p, n.min(max));
+                    for i in start..n.min(max) {
                         if *self.left == 0 {
                             complete = false;
                             break;
@@ -1292,26 +1293,56 @@ impl Cx<'_> {
             let inline = inline_at.is_some();
             #[cfg(not(all(Py_3_11, not(Py_3_13))))]
             let inline = false;
-            // Attributes in inline values (3.11, 3.12) are read without a memo: they have no
-            // version to replay by, and comparing them field by field cost richards more than
-            // it saved (docs/benchmarks.md, fifth session).
+            // Attributes in inline values (3.11, 3.12) have no version to replay by: a plain
+            // instance's are compared field by field with what its last record read (`memo`).
+            #[cfg(all(Py_3_11, not(Py_3_13)))]
+            let mut inline_replayed = None;
             #[cfg(all(Py_3_11, not(Py_3_13)))]
             if let Some(mut at) = inline_at {
                 let mut ks = self.key_names_of(at.1 as usize);
+                let head =
+                    (obj != 0 && self.cache.attrs.len() == base && self.registered.is_empty()).then_some(memo::Head {
+                        obj,
+                        ty,
+                        depth,
+                        obj_left: outer,
+                        shape: memo::SHAPE_INLINE,
+                        dict: 0,
+                        version: 0,
+                    });
+                let mut open = head.map(|h| self.memo_begin(o, &h));
+                let mut complete = false;
                 let mut i = 0;
-                while self.cache.attrs.len() - base < self.budget.max_length && *self.left > 0 {
+                loop {
+                    // The run of fields from `i` that replay without encoding; the field it
+                    // stopped at (a container, a change) is read below.
+                    if let Some(open) = &mut open {
+                        i = self.memo_inline_prefix(open, at.0, at.1, ks, base, i);
+                    }
+                    if self.cache.attrs.len() - base >= self.budget.max_length || *self.left == 0 {
+                        break;
+                    }
                     // A registered encoder (the user's code) may have changed the object.
                     if !self.registered.is_empty() {
                         let Some(now) = inline_values(o, tp) else { break };
                         at = now;
                         ks = self.key_names_of(at.1 as usize);
                     }
-                    let Some(slot) = inline_attr(at.0, at.1, i) else { break };
+                    let Some(slot) = inline_attr(at.0, at.1, i) else {
+                        complete = true;
+                        break;
+                    };
                     i += 1;
                     let Some((ix, k, v)) = slot else { continue };
-                    let ve = self.enc(v, depth - 1);
                     let ke = self.key_name(ks, ix, k);
+                    let ve = match &mut open {
+                        Some(open) => self.memo_field(open, v, ke, depth - 1),
+                        None => self.enc(v, depth - 1),
+                    };
                     self.cache.attrs.push((ke, ve));
+                }
+                if let (Some(head), Some(open)) = (head, open) {
+                    inline_replayed = self.memo_end(o, head, open, complete, 0);
                 }
             }
             let dict_ptr = if inline {
@@ -1349,6 +1380,10 @@ impl Cx<'_> {
                     Some(r) => r,
                     None => self.read_dict(o, d, depth, base, plain.then_some(head)),
                 };
+            }
+            #[cfg(all(Py_3_11, not(Py_3_13)))]
+            if inline_replayed.is_some() {
+                replayed = inline_replayed;
             }
             self.ascend(obj, outer);
             if let Some(node) = replayed {

@@ -148,15 +148,26 @@ impl Identities {
     }
 
     /// The identity the live object `o` has, if it was given one (without giving it one): the
-    /// caches, then the map.
+    /// direct-mapped slot first (a memo's check of a reference met again: one slot read), then
+    /// the last ones and the map.
     ///
     /// # Safety
     /// GIL held; `o` a valid object.
-    #[inline]
+    #[inline(always)]
     pub unsafe fn find(&mut self, o: *mut ffi::PyObject) -> Option<ObjId> {
         // SAFETY: this fn's contract: `o` is a live object, so its type is readable.
         let tp = unsafe { ffi::Py_TYPE(o) } as usize;
         let addr = o as usize;
+        if let Some(&(a, t, id)) = self.near.get(near_slot(addr)) {
+            if a == addr && t == tp {
+                return Some(id);
+            }
+        }
+        self.find_slow(addr, tp)
+    }
+
+    #[inline(never)]
+    fn find_slow(&mut self, addr: usize, tp: usize) -> Option<ObjId> {
         self.remembered(addr, tp).or_else(|| self.mapped(addr, tp))
     }
 

@@ -3,8 +3,10 @@
 //! reuses a field's value when the field provably encodes the same, without encoding it
 //! (DESIGN.md, "Where recorded time goes"). The test is made while the fields are read, by
 //! the encoding pass itself: a miss costs a compare, and the field is encoded as it would be.
-//! Attributes kept in inline values (3.11, 3.12) take no memo: without a version to replay by,
-//! the compares cost richards more than they saved (docs/benchmarks.md, fifth session).
+//! Attributes kept in inline values (3.11, 3.12) have no version to replay by: a plain
+//! instance's are compared field by field (`SHAPE_INLINE`). That lost to plain encoding while a
+//! field hit cost ~200 instructions (docs/benchmarks.md, fifth session); a hit now leaves the
+//! memo unwritten and checks a reference by one identity slot (`Identities::find`).
 //!
 //! A field is reused when it holds the same object as then (by address) and:
 //! - `None`, a bool, an int of 31 bits: re-read (inline values cost nothing);
@@ -25,20 +27,28 @@
 //! so its fields are replayed without reading the dict and without the value checks (a str or
 //! bytes too), containers still encoded again.
 //!
+//! A run of fields that replay by these checks (no encoding) is read by a loop of its own that
+//! writes nothing back (`memo_items_prefix` for a list's items, `memo_inline_prefix` for inline
+//! values, where a compact ASCII str is the same when its last node still has its text): an
+//! unchanged list of references costs a few compares per item.
+//!
 //! When every field is reused, the record is the last one and its node, still the last made
 //! at the address, is the value (`Cx::fresh_enough` still decides whether an older node may
 //! stand for this entry).
 
 use pyo3::ffi;
-use squall_trace::{ObjId, ValRef};
+use squall_trace::{Node, ObjId, ValRef, ValueStore};
 
-use super::{inline_value, type_key, Cx};
+use super::{inline_value, type_key, Cx, LastNodes};
 use crate::recorder::identity::IDS;
 
 const SLOTS: usize = 1 << 12;
 
 /// What a memo was made of.
 pub(super) const SHAPE_DICT: u8 = 1;
+/// Attributes in inline values (3.11, 3.12).
+#[cfg_attr(not(all(Py_3_11, not(Py_3_13))), expect(dead_code, reason = "inline values are 3.11 and 3.12 only"))]
+pub(super) const SHAPE_INLINE: u8 = 2;
 /// Plus the `SeqKind` as a number.
 pub(super) const SHAPE_SEQ: u8 = 8;
 
@@ -118,6 +128,15 @@ enum Replay {
     Cut { tp: usize, key: u32, obj: ObjId },
     /// Encoded again.
     Again,
+}
+
+impl Replay {
+    /// A later record can reuse it without encoding it (a float, an int past 31 bits, a
+    /// reference at the depth limit).
+    #[inline(always)]
+    fn reusable(self) -> bool {
+        matches!(self, Replay::Float(_) | Replay::Int(_) | Replay::Cut { .. })
+    }
 }
 
 /// The memo of one thing being read: its slot, the last record's fields (empty when that was
@@ -254,7 +273,7 @@ impl Cx<'_> {
     ///
     /// # Safety
     /// GIL held; `p` a valid borrowed reference.
-    #[inline]
+    #[inline(always)]
     pub(super) unsafe fn memo_field(
         &mut self,
         open: &mut Open,
@@ -264,21 +283,137 @@ impl Cx<'_> {
     ) -> ValRef {
         // SAFETY: this fn's contract.
         unsafe {
-            let prev = open.fields.get(open.n).copied().filter(|f| f.value == p as usize);
+            let n = open.n;
+            open.n = n + 1;
+            // The same object as the last record's field here: its own check, and the memo
+            // stays as it is (nothing written back but an inline value's ref).
+            let mut was = None;
+            if let Some(f) = open.fields.get_mut(n) {
+                if f.value == p as usize && f.name == name {
+                    if let Some(v) = self.reuse(p, f, false) {
+                        open.same &= v == f.v;
+                        f.v = v;
+                        open.reusable += u32::from(f.how.reusable());
+                        return v;
+                    }
+                    was = Some(f.v);
+                }
+            }
             let (v, how) = match inline_value(p) {
                 // What `enc` would do, without the memo's dispatch.
                 Some(v) => (v, Replay::Inline),
-                None => self.memo_enc(p, depth, prev, false),
+                None => self.memo_enc(p, depth, None, false),
             };
-            open.same &= prev.is_some_and(|f| f.v == v && f.name == name);
-            open.reusable += u32::from(matches!(how, Replay::Float(_) | Replay::Int(_) | Replay::Cut { .. }));
+            // A field encoded again (a container, a str) to the node it had is the same too.
+            open.same &= was == Some(v);
+            open.reusable += u32::from(how.reusable());
             let f = FieldMemo { name, value: p as usize, v, how };
-            match open.fields.get_mut(open.n) {
+            match open.fields.get_mut(n) {
                 Some(slot) => *slot = f,
                 None => open.fields.push(f),
             }
-            open.n += 1;
             v
+        }
+    }
+
+    /// The items of a list or tuple from `open.n` on (`items`, `n` of them read) that are the
+    /// memo's objects and replay without encoding (`replays`), pushed onto the stack by a loop
+    /// that keeps its state in registers: an unchanged list of references costs a few compares
+    /// per item. Stops at the first item that does not (`memo_field` reads it) or when the item
+    /// budget is out; returns the index it stopped at.
+    ///
+    /// # Safety
+    /// GIL held; `items` the live sequence's `n` item pointers.
+    #[inline(never)]
+    pub(super) unsafe fn memo_items_prefix(
+        &mut self,
+        open: &mut Open,
+        items: *mut *mut ffi::PyObject,
+        n: usize,
+    ) -> usize {
+        // SAFETY: this fn's contract: each item is live, read by the layout its type gives.
+        unsafe {
+            let cache = &mut *self.cache;
+            let (stack, last, written, store) = (&mut cache.stack, &cache.last, &cache.written, &*self.store);
+            let fields = &open.fields;
+            let end = n.min(fields.len());
+            let (mut i, mut left, mut dep, mut reusable) = (open.n, *self.left, self.newest_dep, 0);
+            while i < end && left > 0 {
+                let p = *items.add(i);
+                let f = &fields[i];
+                if f.value != p as usize || f.name != 0 || !replays(p, f, store, last, written, &mut dep) {
+                    break;
+                }
+                if f.how != Replay::Inline {
+                    left -= 1;
+                }
+                reusable += u32::from(f.how.reusable());
+                stack.push(f.v);
+                i += 1;
+            }
+            *self.left = left;
+            self.newest_dep = dep;
+            open.reusable += reusable;
+            open.n = i;
+            i
+        }
+    }
+
+    /// `memo_items_prefix` for the attributes of an instance in inline values (3.11, 3.12):
+    /// from slot `from` of their order (`values`, `keys` as `inline_values` gave them, `ks` their
+    /// `KeyNames` slot), the attributes that are the memo's objects under the memo's names and
+    /// replay without encoding, pushed onto `attrs` (`base` where the instance's start). Returns
+    /// the order slot it stopped at.
+    ///
+    /// # Safety
+    /// GIL held; `values` and `keys` what `inline_values` gave for the live instance.
+    #[cfg(all(Py_3_11, not(Py_3_13)))]
+    #[inline(never)]
+    pub(super) unsafe fn memo_inline_prefix(
+        &mut self,
+        open: &mut Open,
+        values: *mut *mut ffi::PyObject,
+        keys: *const super::DictKeys,
+        ks: usize,
+        base: usize,
+        from: usize,
+    ) -> usize {
+        // SAFETY: this fn's contract; `inline_attr` reads the order and the entries within
+        // their counts.
+        unsafe {
+            let max_length = self.budget.max_length;
+            let cache = &mut *self.cache;
+            let (attrs, last, written, store) = (&mut cache.attrs, &cache.last, &cache.written, &*self.store);
+            let names = &cache.key_names.slots[ks].1;
+            let fields = &open.fields;
+            let (mut i, mut n, mut left, mut dep, mut reusable) = (from, open.n, *self.left, self.newest_dep, 0);
+            while attrs.len() - base < max_length && left > 0 {
+                let Some(slot) = super::inline_attr(values, keys, i) else { break };
+                let Some((ix, k, v)) = slot else {
+                    i += 1;
+                    continue;
+                };
+                let Some(f) = fields.get(n) else { break };
+                // The name `key_name` gives, read from its cache without writing it.
+                let hash = (*k.cast::<ffi::PyASCIIObject>()).hash;
+                let named =
+                    names.get(ix).is_some_and(|&(a, h, id)| a == k as usize && h == hash && hash != -1 && id == f.name);
+                if f.value != v as usize || !named || !replays(v, f, store, last, written, &mut dep) {
+                    break;
+                }
+                if f.how != Replay::Inline {
+                    left -= 1;
+                }
+                reusable += u32::from(f.how.reusable());
+                attrs.push((f.name, f.v));
+                i += 1;
+                n += 1;
+            }
+            *self.left = left;
+            self.newest_dep = dep;
+            open.reusable += reusable;
+            open.n = n;
+            i
         }
     }
 
@@ -469,6 +604,54 @@ impl Cx<'_> {
                 return Replay::Held;
             }
             Replay::Again
+        }
+    }
+}
+
+/// Whether `p`, the object field `f` recorded, still encodes to `f.v` by `f`'s own check (as
+/// `Cx::reuse` without a held dict): an inline value re-read, a float or 64-bit int by value, a
+/// reference at the depth limit by type, identity and a newest state at its address (its
+/// dependencies raise `dep`, as `known_at_limit` takes them), a str by its last node's text.
+///
+/// # Safety
+/// GIL held; `p` a valid borrowed reference.
+#[inline(always)]
+unsafe fn replays(
+    p: *mut ffi::PyObject,
+    f: &FieldMemo,
+    store: &ValueStore,
+    last: &LastNodes,
+    written: &LastNodes,
+    dep: &mut u32,
+) -> bool {
+    // SAFETY: this fn's contract: `p` is live, read by the layout its type gives.
+    unsafe {
+        let tp = ffi::Py_TYPE(p);
+        match f.how {
+            Replay::Cut { tp: t, key, obj } => {
+                if tp as usize != t || type_key(tp) != key || IDS.get().find(p) != Some(obj) {
+                    return false;
+                }
+                let Some(state) = last.get(p as usize) else { return false };
+                let w = written.get(p as usize).map_or(0, |w| w.0);
+                *dep = (*dep).max(state.0 + 1).max(w);
+                true
+            }
+            Replay::Float(bits) => tp == &raw mut ffi::PyFloat_Type && ffi::PyFloat_AS_DOUBLE(p).to_bits() == bits,
+            Replay::Int(x) => tp == &raw mut ffi::PyLong_Type && crate::recorder::ints::exact_int_value(p) == Some(x),
+            Replay::Inline => inline_value(p) == Some(f.v),
+            // A compact ASCII str (within the budget: `f.v` is then a `Str` node) that is still
+            // the last node's text at its address: `ascii_str` gives that node.
+            Replay::Held => {
+                tp == &raw mut ffi::PyUnicode_Type
+                    && ffi::PyUnicode_IS_COMPACT_ASCII(p) != 0
+                    && last.get(p as usize) == Some(f.v)
+                    && matches!(store.node(f.v.0), Some(Node::Str(s)) if s.as_bytes() == std::slice::from_raw_parts(
+                        ffi::PyUnicode_DATA(p).cast::<u8>(),
+                        ffi::PyUnicode_GET_LENGTH(p).max(0) as usize,
+                    ))
+            }
+            Replay::Again => false,
         }
     }
 }
