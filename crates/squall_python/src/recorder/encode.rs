@@ -186,8 +186,10 @@ struct KeyNames {
 /// A key str's address and hash, and its interned name.
 type KeyName = (usize, ffi::Py_hash_t, u32);
 
+#[cfg_attr(not(all(Py_3_11, not(Py_3_13))), allow(dead_code))] // inline values: 3.11, 3.12
 const KEY_NAME_SLOTS: usize = 1 << 8;
 
+#[cfg_attr(not(all(Py_3_11, not(Py_3_13))), allow(dead_code))] // inline values: 3.11, 3.12
 impl KeyNames {
     fn slot(keys: usize) -> usize {
         ((keys >> 4) ^ (keys >> 12)) & (KEY_NAME_SLOTS - 1)
@@ -979,6 +981,7 @@ impl Cx<'_> {
     }
 
     /// The `KeyNames` slot of split keys `keys`, emptied if it held other keys' names.
+    #[cfg_attr(not(all(Py_3_11, not(Py_3_13))), allow(dead_code))] // inline values: 3.11, 3.12
     fn key_names_of(&mut self, keys: usize) -> usize {
         let slots = &mut self.cache.key_names.slots;
         if slots.is_empty() {
@@ -999,6 +1002,7 @@ impl Cx<'_> {
     /// # Safety
     /// GIL held; `k` a live str, the key at `i` in those live split keys.
     #[inline(always)]
+    #[cfg_attr(not(all(Py_3_11, not(Py_3_13))), allow(dead_code))] // inline values: 3.11, 3.12
     unsafe fn key_name(&mut self, ks: usize, i: usize, k: *mut ffi::PyObject) -> u32 {
         // SAFETY: this fn's contract: `k` is a live str.
         unsafe {
