@@ -517,18 +517,8 @@ def test_async_for_with_and_comprehension_awaits_are_suspensions(tmp_path, mode)
     # test_async_for_over_code_squall_did_not_rewrite_suspends_at_each_item.)
     res, ent, lines = run(tmp_path, ASYNC_IMPLICIT, mode=mode)
     assert res == ("ok", [0, 1, "res", 0])
-    co_form = next(e["form_id"] for e in ent if e.get("fn_name") == "co")
     sites = {"async for x in agen(2)", "async with CM() as r", "y in agen(1)"}
-    segs = []
-    for e in ent:
-        if e["type"] == "fn-return" and _engine.live().entry(0, _tid(), e["fn_call_idx"])["form_id"] == co_form:
-            shown = _shown(_engine.live().deref(e["result_ref"]))
-            shown = "<coroutine>" if str(shown).startswith("<coroutine#") else shown
-            segs.append(("suspend", text(lines, e["coord"]), shown))
-        elif e["type"] == "fn-resume" and e["form_id"] == co_form:
-            segs.append(("resume", _shown(_engine.live().deref(e["fn_args_ref"])[0])))
-        elif e["type"] == "expr" and e["form_id"] == co_form and text(lines, e["coord"]) in sites:
-            segs.append(("got", _shown(_engine.live().deref(e["result_ref"]))))
+    segs = _co_segments(ent, lines, sites)
     StopAsyncIteration = "<class 'StopAsyncIteration'>"  # noqa: N806 - how the recording shows it
     # agen's `await asyncio.sleep(0)` passes out through co, then agen's resume re-opens co.
     slept = [("suspend", "async for x in agen(2)", "<coroutine>"), ("resume", None)]
@@ -577,13 +567,7 @@ def test_async_for_over_code_squall_did_not_rewrite_suspends_at_each_item(tmp_pa
     # StopAsyncIteration's type ends the loop).
     res, ent, lines = run(tmp_path, ASYNC_UNREWRITTEN, mode=mode)
     assert res == ("ok", [0, 1])
-    co_form = next(e["form_id"] for e in ent if e.get("fn_name") == "co")
-    segs = []
-    for e in ent:
-        if e["type"] == "fn-return" and _engine.live().entry(0, _tid(), e["fn_call_idx"])["form_id"] == co_form:
-            segs.append(("suspend", text(lines, e["coord"]), _shown(_engine.live().deref(e["result_ref"]))))
-        elif e["type"] == "fn-resume" and e["form_id"] == co_form:
-            segs.append(("resume", _shown(_engine.live().deref(e["fn_args_ref"])[0])))
+    segs = _co_segments(ent, lines, sites=set())
     site = 'async for x in NS["agen"](2)'
     asend = ("suspend", site, _shown(_asend_type()))
     stop = "<class 'StopAsyncIteration'>"
@@ -596,6 +580,23 @@ def test_async_for_over_code_squall_did_not_rewrite_suspends_at_each_item(tmp_pa
         ("resume", stop),
         ("suspend", "return out", [0, 1]),
     ]
+
+
+def _co_segments(ent, lines, sites):
+    """co's segments in order: ("suspend", statement, value shown; a coroutine as
+    "<coroutine>"), ("resume", sent value) and ("got", value) of an expression at `sites`."""
+    co_form = next(e["form_id"] for e in ent if e.get("fn_name") == "co")
+    segs = []
+    for e in ent:
+        if e["type"] == "fn-return" and _engine.live().entry(0, _tid(), e["fn_call_idx"])["form_id"] == co_form:
+            shown = _shown(_engine.live().deref(e["result_ref"]))
+            shown = "<coroutine>" if str(shown).startswith("<coroutine#") else shown
+            segs.append(("suspend", text(lines, e["coord"]), shown))
+        elif e["type"] == "fn-resume" and e["form_id"] == co_form:
+            segs.append(("resume", _shown(_engine.live().deref(e["fn_args_ref"])[0])))
+        elif e["type"] == "expr" and e["form_id"] == co_form and text(lines, e["coord"]) in sites:
+            segs.append(("got", _shown(_engine.live().deref(e["result_ref"]))))
+    return segs
 
 
 def _asend_type():

@@ -246,6 +246,13 @@ def test_repeated_nested_lists_changed_in_place_show_each_state():
         assert _normal(v) == expected, tag
 
 
+def _calls_module(src, name):
+    """Module `name` made of `src` instrumented in calls mode (recorded while recording is on)."""
+    mod = types.ModuleType(name)
+    exec(rewrite.compile_instrumented(src, f"<{name}>", name, mode="calls"), mod.__dict__)
+    return mod
+
+
 def test_lists_of_frozensets_recorded_again_reuse_their_nodes():
     """Lists of frozensets of scalars recorded over and over (pyperformance's meteor_contest)
     keep their fingerprints: more frozensets than the recorder's frozenset slots, so slots are
@@ -257,9 +264,8 @@ def test_lists_of_frozensets_recorded_again_reuse_their_nodes():
         "LISTS = [[frozenset((i, j, i * j)) for j in range(100)] for i in range(80)]\n"
         "def rounds(n):\n    for _ in range(n):\n        for xs in LISTS:\n            keep(xs)\n"
     )
-    mod = types.ModuleType("ref_frozen_lists")
     try:
-        exec(rewrite.compile_instrumented(src, "<frozen lists>", mod.__name__, mode="calls"), mod.__dict__)
+        mod = _calls_module(src, "ref_frozen_lists")
         mod.rounds(3)
         before = squall._engine.engine_stats()["values"]
         mod.rounds(10)
@@ -283,9 +289,8 @@ def test_a_class_recorded_again_shows_its_name_as_of_each_record():
         "    Shape.__qualname__ = 'Renamed'\n    keep(Shape)\n"
         "    Shape.__module__ = 'elsewhere'\n    keep(Shape)\n"
     )
-    mod = types.ModuleType("ref_class_names")
     try:
-        exec(rewrite.compile_instrumented(src, "<class names>", mod.__name__, mode="calls"), mod.__dict__)
+        mod = _calls_module(src, "ref_class_names")
         mod.run()
         q = indexes._live
         (tid,) = q.all_flows()[0]
