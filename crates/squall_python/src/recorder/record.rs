@@ -206,7 +206,7 @@ unsafe fn suspend_at(site_obj: *mut ffi::PyObject, value: *mut ffi::PyObject) ->
     unsafe {
         // A plain `yield` with no delegator re-opened (the usual case) takes no detour.
         let site = small_id(site_obj);
-        let at_await = site.and_then(|s| ENGINE.get().forms.site(s)).is_some_and(|s| s.kind == SiteKind::Await);
+        let at_await = is_await_site(site);
         if at_await && delegates_at(site, value) {
             ffi::Py_INCREF(value);
             return value;
@@ -221,6 +221,16 @@ unsafe fn suspend_at(site_obj: *mut ffi::PyObject, value: *mut ffi::PyObject) ->
         }
         out
     }
+}
+
+/// Whether `site` is a registered await site (`yield from`, `await`, an implicit await).
+///
+/// # Safety
+/// GIL held.
+#[inline(always)]
+unsafe fn is_await_site(site: Option<u32>) -> bool {
+    // SAFETY: this fn's contract.
+    unsafe { site.and_then(|s| ENGINE.get().forms.site(s)).is_some_and(|s| s.kind == SiteKind::Await) }
 }
 
 /// Whether the current frame, suspending at await site `site` to await `target`, delegates to
@@ -254,8 +264,7 @@ pub unsafe fn await_delegates(site_obj: *mut ffi::PyObject, target: *mut ffi::Py
             return false;
         }
         let site = small_id(site_obj);
-        let at_await = site.and_then(|s| ENGINE.get().forms.site(s)).is_some_and(|s| s.kind == SiteKind::Await);
-        at_await && delegates_at(site, target)
+        is_await_site(site) && delegates_at(site, target)
     }
 }
 
