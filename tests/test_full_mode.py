@@ -885,6 +885,42 @@ def test_fused_binds_record_what_the_statements_did(tmp_path, monkeypatch):
     assert [v for s, v in b if s == "lv"] == [0, 3, 6]
 
 
+BINDS_OF_ONE_STATEMENT = """
+def main():
+    a, b, c, d, e, f = 1, [2], 3.5, "s", 2**70, None
+    g, h, i = e, b, -7
+    return a
+"""
+
+
+def test_one_statement_binds_every_kind_of_value_in_order(tmp_path):
+    # The scalar run of one statement's bindings is written in one pass; a container in the
+    # middle sends it and the rest one by one: the entries are the same either way.
+    res, ent, _ = run(tmp_path, BINDS_OF_ONE_STATEMENT)
+    assert res == ("ok", 1)
+    assert binds(ent) == [
+        ("a", 1), ("b", [2]), ("c", 3.5), ("d", "s"), ("e", 2**70), ("f", None),
+        ("g", 2**70), ("h", [2]), ("i", -7),
+    ]  # fmt: skip
+    sites = [e["coord"] for e in ent if e["type"] == "bind"]
+    assert len(set(sites)) == len(sites)
+
+
+@pytest.mark.parametrize("room", [1, 3, 6])
+def test_trace_limit_inside_one_statements_binds_stops_at_the_limit(tmp_path, room):
+    _, whole, _ = run(tmp_path, BINDS_OF_ONE_STATEMENT)
+    first_bind = next(i for i, e in enumerate(whole) if e["type"] == "bind")
+    whole_binds = binds(whole)  # its refs name this recording, which the next run clears
+    limit = first_bind + room
+    squall.api.set_limits(thread_trace_limit=limit)
+    try:
+        res, ent, _ = run(tmp_path, BINDS_OF_ONE_STATEMENT)
+    finally:
+        squall.api.set_limits(thread_trace_limit=None)
+    assert res == ("ok", 1) and len(ent) == limit
+    assert binds(ent) == whole_binds[:room]
+
+
 def test_fused_binds_statement_shapes():
     src = textwrap.dedent("""
     def f(xs):

@@ -246,6 +246,12 @@ impl Timeline {
         Some(top.call_idx)
     }
 
+    /// Whether `n` more entries fit under the trace limit (`innermost_frame_of` checks one).
+    #[inline(always)]
+    pub fn has_room_for(&self, n: usize, limits: &Limits) -> bool {
+        self.len() as u64 + n as u64 <= trace_cap(limits)
+    }
+
     /// Writes an `Expr` or `Bind` in `frame`, which `innermost_frame_of` just gave.
     #[inline(always)]
     pub fn push_event(&mut self, kind: Kind, site: u32, frame: u32, value: impl Into<Value>) {

@@ -505,7 +505,8 @@ unsafe fn record_binds(first_obj: *mut ffi::PyObject, values: Args, n: usize) {
             ENGINE.get().dropped += n as u64;
             return;
         };
-        for i in 0..n {
+        let done = binds_fast(first, values, n);
+        for i in done..n {
             let value = *values.add(i);
             let Some(site_id) = first.checked_add(i as u32) else {
                 ENGINE.get().dropped += 1;
@@ -519,6 +520,56 @@ unsafe fn record_binds(first_obj: *mut ffi::PyObject, values: Args, n: usize) {
                 lost_to_ui();
             }
         }
+    }
+}
+
+/// The usual case of `record_binds`: recording on, the statement's frame the innermost open
+/// one, room for every binding under the trace limit. Writes the leading run of simple values
+/// (see `scalar`) as `site_fast_id` writes each, looking up the form, thread and frame once:
+/// the sites `first..first + n` were registered together for one statement, so one form owns
+/// them all (its first and last are checked). Returns how many were written; the caller
+/// records the rest one by one.
+#[inline(always)]
+unsafe fn binds_fast(first: u32, values: Args, n: usize) -> usize {
+    // SAFETY: GIL held and `n` live values at `values` (this fn's callers); nothing here runs
+    // Python code, so the ENGINE reference is the only one while it lives.
+    unsafe {
+        if n < 2 || !RECORDING.load(Ordering::Relaxed) {
+            return 0;
+        }
+        let Some(last) = first.checked_add(n as u32 - 1) else { return 0 };
+        let eng = ENGINE.get();
+        let Some((form, _)) = eng.forms.site_owner(first) else { return 0 };
+        if eng.forms.site_owner(last).map(|(f, _)| f) != Some(form) {
+            return 0;
+        }
+        let Some(rec) = current_rec_cached() else { return 0 };
+        let Some(frame) = rec.tl.innermost_frame_of(form, &eng.limits) else { return 0 };
+        if !rec.tl.has_room_for(n, &eng.limits) {
+            return 0;
+        }
+        let max_string = eng.budget.max_string;
+        let mut done = 0;
+        while done < n {
+            let value = *values.add(done);
+            let v: Value = match exact_float(value) {
+                Some(f) => Value::Float(f),
+                None => match scalar(rec, max_string, value) {
+                    Some(v) => v.into(),
+                    None => break,
+                },
+            };
+            rec.tl.push_event(Kind::Bind, first + done as u32, frame, v);
+            done += 1;
+            if memory_check_due(rec) {
+                written(rec);
+                // The limit may have stopped recording: the rest take the general path.
+                if rec.tl.innermost_frame_of(form, &eng.limits).is_none() {
+                    break;
+                }
+            }
+        }
+        done
     }
 }
 
