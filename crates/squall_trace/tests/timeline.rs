@@ -375,3 +375,14 @@ fn floats_are_held_by_their_entries_as_the_same_kinds() {
     assert_eq!(Value::Float(f64::NAN), Value::Float(f64::NAN));
     assert_ne!(Value::Float(-0.0), Value::Float(0.0));
 }
+
+#[test]
+fn call_stats_count_sparse_form_ids_too() {
+    // Ids are dense in squall's own recordings; a foreign file's huge id is counted apart.
+    let mut tl = Timeline::from_parts(Vec::new(), Vec::new());
+    for form in [3, 1 << 21, 3, 1 << 21, 1 << 21, 0] {
+        tl.call(form, &[], &NO_LIMITS);
+    }
+    let stats: Vec<(u32, u64)> = tl.fn_call_stats().iter().map(|s| (s.form, s.count)).collect();
+    assert_eq!(stats, vec![(1 << 21, 3), (3, 2), (0, 1)]);
+}
