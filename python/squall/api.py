@@ -110,8 +110,9 @@ def set_limits(
 
     - ``thread_trace_limit``: entries per thread timeline; the thread stops recording there;
     - ``fn_call_limit``: recorded calls per function per thread; later calls are skipped;
-    - ``memory_limit``: bytes of recording (entries, args, value slots) plus the estimated size
-      of the objects it keeps alive (snapshots, references); recording stops.
+    - ``memory_limit``: bytes the recording holds, counted by the engine (entries, args, value
+      nodes, the indexes and caches over them, the file writer's buffers while saving; it
+      keeps no object of the program); recording stops everywhere.
 
     Each limit reached is reported once on stderr and listed by :func:`limits_hit`.
     """
