@@ -309,3 +309,76 @@ def test_a_class_recorded_again_shows_its_name_as_of_each_record():
         "<class 'ref_class_names.Renamed'>",
         "<class 'elsewhere.Renamed'>",
     ], shown
+
+
+def _plain(v):
+    """A recorded list / set / frozenset of ints as lists (sets sorted)."""
+    if isinstance(v, values.Earlier):
+        v = v.value
+    if isinstance(v, list):
+        return [_plain(x) for x in v]
+    if isinstance(v, (set, frozenset)):
+        return sorted(v)
+    return v
+
+
+def test_fingerprints_with_kept_identities_see_each_change():
+    """A big container's fingerprint compared again trusts the identities it holds while none
+    of them ended (``Identities::kept_since``): a frozenset or list at the same address as
+    then is that object. Each way of putting another object there, or changing one in place,
+    shows at the next record: a frozenset freed and another made at its address (``id``
+    equal), a nested list the same, a nested list sorted and a set added to by C code, a
+    nested list grown."""
+    sets = [frozenset(range(i, i + 5)) for i in range(20)]
+    rows = [[i, i + 1] for i in range(20)]
+    bag = set(range(20))
+    top = [sets, rows, bag]
+    seen, same_address = [], []
+
+    def step(change):
+        def run():
+            change()
+            seen.append([[sorted(f) for f in sets], [list(r) for r in rows], sorted(bag)])
+
+        return run
+
+    def new_frozenset():
+        old = id(sets[3])
+        sets[3] = None
+        for k in range(1000):
+            fs = frozenset(range(100 + k, 105 + k))
+            if id(fs) == old:
+                break
+        same_address.append(id(fs) == old)
+        sets[3] = fs
+
+    def new_row():
+        old = id(rows[4])
+        rows[4] = None
+        for k in range(1000):
+            row = [40 + k, 41, 42]
+            if id(row) == old:
+                break
+        same_address.append(id(row) == old)
+        rows[4] = row
+
+    changes = [
+        ("start", lambda: None),
+        ("again", lambda: None),
+        ("again", lambda: None),
+        ("frozenset at its address", new_frozenset),
+        ("again", lambda: None),
+        ("row at its address", new_row),
+        ("again", lambda: None),
+        ("row sorted", lambda: rows[2].sort(reverse=True)),
+        ("again", lambda: None),
+        ("set added to", lambda: bag.add(99)),
+        ("again", lambda: None),
+        ("row grown", lambda: rows[7].append(70)),
+        ("again", lambda: None),
+    ]
+    got = _record_keeps(top, [(tag, step(c)) for tag, c in changes])
+    assert same_address == [True, True]
+    assert [tag for tag, _ in got] == [tag for tag, _ in changes]
+    for (tag, v), expected in zip(got, seen):
+        assert _plain(v) == expected, tag
