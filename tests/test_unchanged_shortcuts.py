@@ -382,3 +382,24 @@ def test_fingerprints_with_kept_identities_see_each_change():
     assert [tag for tag, _ in got] == [tag for tag, _ in changes]
     for (tag, v), expected in zip(got, seen):
         assert _plain(v) == expected, tag
+
+
+class _Frozen(frozenset):
+    pass
+
+
+def test_a_frozenset_subclass_renamed_shows_its_new_name_in_a_big_list():
+    """A frozenset of scalars known by its identity in a fingerprint carries its type's name:
+    renaming the class between records shows at the next one (it showed the old name)."""
+    sets = [_Frozen(range(i, i + 5)) for i in range(20)]
+    old = _Frozen.__qualname__
+
+    def rename():
+        _Frozen.__qualname__ = "Renamed"
+
+    try:
+        got = _record_keeps([sets], [("start", lambda: None), ("again", lambda: None), ("renamed", rename)])
+    finally:
+        _Frozen.__qualname__ = old
+    names = [v[0][0].type_name.rsplit(".", 1)[-1] for _, v in got]
+    assert names == ["_Frozen", "_Frozen", "Renamed"], names
