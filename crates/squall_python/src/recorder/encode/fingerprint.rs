@@ -560,18 +560,37 @@ impl Cx<'_> {
                     // Where the item budget runs out, `seq_encode` stops taking items: so does this.
                     let n = n.min(max);
                     let mut i = 0;
-                    let frozen_kept = words.kept && depth > 1 && self.registered.is_empty();
+                    let plain = self.registered.is_empty();
+                    let frozen_kept = words.kept && depth > 1 && plain;
                     while i < n && *left > 0 {
                         let item = *p.add(i);
-                        // `walk`'s own first test, here without a call per item (a list of
-                        // thousands of frozensets: meteor_contest's), for an item not repeated
-                        // next (a run is counted below).
-                        if frozen_kept && (i + 1 == n || *p.add(i + 1) != item) && words.kept_frozen(item, left) {
+                        let item_tp = ffi::Py_TYPE(item);
+                        let before = *left;
+                        // `walk` of an inline scalar, a float or an exact list, without the call
+                        // and its tests of other kinds; `walk`'s own first test for a frozenset
+                        // not repeated next (a run is counted below), here without a call per
+                        // item (a list of thousands of them: meteor_contest's).
+                        let walked = if let Some(v) = inline_value(item) {
+                            words.push(TAG_INLINE | u64::from(v.0));
+                            !words.differs
+                        } else if item_tp == &raw mut ffi::PyFloat_Type {
+                            *left -= 1;
+                            words.extend([TAG_FLOAT, ffi::PyFloat_AS_DOUBLE(item).to_bits()]);
+                            !words.differs
+                        } else if item_tp == &raw mut ffi::PyList_Type && plain {
+                            *left -= 1;
+                            !words.differs && self.walk_container(item, depth - 1, words, left)
+                        } else if frozen_kept
+                            && item_tp == &raw mut ffi::PyFrozenSet_Type
+                            && (i + 1 == n || *p.add(i + 1) != item)
+                            && words.kept_frozen(item, left)
+                        {
                             i += 1;
                             continue;
-                        }
-                        let before = *left;
-                        if !self.walk(item, depth - 1, words, left) {
+                        } else {
+                            self.walk(item, depth - 1, words, left)
+                        };
+                        if !walked {
                             return false;
                         }
                         i += 1;
