@@ -18,6 +18,10 @@
 //! A fingerprint is compared with the one taken then as the walk reads it (`Words`): a
 //! changed container costs the walk up to its first difference, and nothing is stored.
 //!
+//! A run of a list's or tuple's items that live as long as the interpreter (`None`, bools, the
+//! cached small ints -5..=256) is their addresses, compared as one slice (go's 81-square lists of
+//! positions, hexiom's cells: a word compare per item instead of a walk).
+//!
 //! Items of a list or tuple that are the same object as the item before (`[row] * n`, the
 //! nested lists of pyperformance's gc_traversal) are walked once: while the budget left is
 //! more than the first one's walk took, each would read the same, and the run is one word.
@@ -63,6 +67,53 @@ const TAG_CUT: u64 = 9 << 40;
 /// Plus a count: that many more items, each the same object as the item before, whose walks
 /// would each have read what that item's walk read.
 const TAG_REPEAT: u64 = 10 << 40;
+/// Plus a count: that many items of a list or tuple, each an object that lives as long as the
+/// interpreter (`None`, `True`, `False`, a cached small int), whose address is its value; the
+/// addresses follow, one word each. A run is as long as such items go (`immortal`).
+const TAG_IMMORTALS: u64 = 11 << 40;
+/// The cached small ints, -5 ..= 256: CPython makes every exact int of those values this one
+/// object, never freed while the interpreter lives.
+const SMALL_INT_MIN: i64 = -5;
+const SMALL_INT_MAX: i64 = 256;
+static SMALL_INTS: crate::gil_cell::GilCell<[usize; (SMALL_INT_MAX - SMALL_INT_MIN + 1) as usize]> =
+    crate::gil_cell::GilCell::new([0; (SMALL_INT_MAX - SMALL_INT_MIN + 1) as usize]);
+
+/// Whether `o` is `None`, `True`, `False` or a cached small int: an object that lives as long
+/// as the interpreter, so that an item at its address is that value.
+///
+/// # Safety
+/// GIL held; `o` live.
+#[inline(always)]
+unsafe fn immortal(o: *mut ffi::PyObject) -> bool {
+    // SAFETY: this fn's contract (GIL held, `o` live); the table holds addresses only, read once
+    // from CPython's own cache (`PyLong_FromLong` of a small value returns its cached object).
+    unsafe {
+        if o == ffi::Py_None() || o == ffi::Py_True() || o == ffi::Py_False() {
+            return true;
+        }
+        if ffi::Py_TYPE(o) != &raw mut ffi::PyLong_Type {
+            return false;
+        }
+        let Some(v) = crate::recorder::ints::exact_int_value(o) else { return false };
+        if !(SMALL_INT_MIN..=SMALL_INT_MAX).contains(&v) {
+            return false;
+        }
+        let table = SMALL_INTS.get();
+        if table[0] == 0 {
+            for (i, slot) in table.iter_mut().enumerate() {
+                let x = ffi::PyLong_FromLongLong(SMALL_INT_MIN + i as i64);
+                if x.is_null() {
+                    ffi::PyErr_Clear();
+                    *slot = 1;
+                    continue;
+                }
+                *slot = x as usize;
+                ffi::Py_DecRef(x);
+            }
+        }
+        table[(v - SMALL_INT_MIN) as usize] == o as usize
+    }
+}
 const FROZEN_SLOTS: usize = 1 << 12;
 /// A tag word's payload (`TAG_FROZEN`'s: what its walk took of the item budget).
 const PAYLOAD: u64 = (1 << 40) - 1;
@@ -564,6 +615,35 @@ impl Cx<'_> {
                     let frozen_kept = words.kept && depth > 1 && plain;
                     while i < n && *left > 0 {
                         let item = *p.add(i);
+                        if immortal(item) {
+                            // A run of items whose addresses are their values: compared with
+                            // the addresses then in one slice compare (equal addresses of such
+                            // objects are such items). The run then was as long as such items
+                            // went: if one follows it now, the next group expected is not a run
+                            // and the next item's compare fails there.
+                            let mut k = 1;
+                            if words.check {
+                                let tag = words.buf.get(words.pos).copied().unwrap_or(0);
+                                k = (tag & PAYLOAD) as usize;
+                                let same = tag & !PAYLOAD == TAG_IMMORTALS
+                                    && i + k <= n
+                                    && words.buf.get(words.pos + 1..words.pos + 1 + k)
+                                        == Some(std::slice::from_raw_parts(p.add(i).cast::<u64>(), k));
+                                if !same {
+                                    words.differs = true;
+                                    return false;
+                                }
+                                words.pos += 1 + k;
+                            } else {
+                                while i + k < n && immortal(*p.add(i + k)) {
+                                    k += 1;
+                                }
+                                words.buf.push(TAG_IMMORTALS | k as u64);
+                                words.buf.extend_from_slice(std::slice::from_raw_parts(p.add(i).cast::<u64>(), k));
+                            }
+                            i += k;
+                            continue;
+                        }
                         let item_tp = ffi::Py_TYPE(item);
                         let before = *left;
                         // `walk` of an inline scalar, a float or an exact list, without the call
