@@ -7,6 +7,11 @@
 //! gives identities to and forgets the address there (`addr_filter.rs` tells it which addresses
 //! may hold one); objects of types it cannot hook get no identity. This map knows nothing of
 //! the hooks (`deaths.rs` is above it). An address found with another type than before is a new object too.
+//!
+//! Every identity that ends (forgotten at a death, or replaced at an address found with another
+//! type) is logged by address, the last few thousand of them: a holder of identities found
+//! earlier (a fingerprint, `encode/fingerprint.rs`) knows they all still hold when none of their
+//! addresses is in the log since then (`kept_since`), without looking any up.
 
 use pyo3::ffi;
 use squall_trace::ObjId;
