@@ -309,3 +309,149 @@ def test_a_class_recorded_again_shows_its_name_as_of_each_record():
         "<class 'ref_class_names.Renamed'>",
         "<class 'elsewhere.Renamed'>",
     ], shown
+
+
+def _plain(v):
+    """A recorded list / set / frozenset of ints as lists (sets sorted)."""
+    if isinstance(v, values.Earlier):
+        v = v.value
+    if isinstance(v, list):
+        return [_plain(x) for x in v]
+    if isinstance(v, (set, frozenset)):
+        return sorted(v)
+    return v
+
+
+def test_fingerprints_with_kept_identities_see_each_change():
+    """A big container's fingerprint compared again trusts the identities it holds while none
+    of them ended (``Identities::kept_since``): a frozenset or list at the same address as
+    then is that object. Each way of putting another object there, or changing one in place,
+    shows at the next record: a frozenset freed and another made at its address (``id``
+    equal), a nested list the same, a nested list sorted and a set added to by C code, a
+    nested list grown."""
+    sets = [frozenset(range(i, i + 5)) for i in range(20)]
+    rows = [[i, i + 1] for i in range(20)]
+    bag = set(range(20))
+    top = [sets, rows, bag]
+    seen, same_address = [], []
+
+    def step(change):
+        def run():
+            change()
+            seen.append([[sorted(f) for f in sets], [list(r) for r in rows], sorted(bag)])
+
+        return run
+
+    def at_freed_address(holder, i, make):
+        # Each one made is kept until one takes the freed object's address.
+        made = []
+        old = id(holder[i])
+        holder[i] = None
+        x = make(0)
+        while id(x) != old and len(made) < 100_000:
+            made.append(x)
+            x = make(len(made))
+        same_address.append(id(x) == old)
+        holder[i] = x
+
+    def new_frozenset():
+        at_freed_address(sets, 3, lambda k: frozenset(range(100 + k, 105 + k)))
+
+    def new_row():
+        at_freed_address(rows, 4, lambda k: [40 + k, 41, 42])
+
+    changes = [
+        ("start", lambda: None),
+        ("again", lambda: None),
+        ("again", lambda: None),
+        ("frozenset at its address", new_frozenset),
+        ("again", lambda: None),
+        ("row at its address", new_row),
+        ("again", lambda: None),
+        ("row sorted", lambda: rows[2].sort(reverse=True)),
+        ("again", lambda: None),
+        ("set added to", lambda: bag.add(99)),
+        ("again", lambda: None),
+        ("row grown", lambda: rows[7].append(70)),
+        ("again", lambda: None),
+    ]
+    got = _record_keeps(top, [(tag, step(c)) for tag, c in changes])
+    assert same_address == [True, True]
+    assert [tag for tag, _ in got] == [tag for tag, _ in changes]
+    for (tag, v), expected in zip(got, seen):
+        assert _plain(v) == expected, tag
+
+
+class _Frozen(frozenset):
+    pass
+
+
+def test_a_frozenset_subclass_renamed_shows_its_new_name_in_a_big_list():
+    """A frozenset of scalars known by its identity in a fingerprint carries its type's name:
+    renaming the class between records shows at the next one (it showed the old name)."""
+    sets = [_Frozen(range(i, i + 5)) for i in range(20)]
+    old = _Frozen.__qualname__
+
+    def rename():
+        _Frozen.__qualname__ = "Renamed"
+
+    try:
+        got = _record_keeps([sets], [("start", lambda: None), ("again", lambda: None), ("renamed", rename)])
+    finally:
+        _Frozen.__qualname__ = old
+    names = [v[0][0].type_name.rsplit(".", 1)[-1] for _, v in got]
+    assert names == ["_Frozen", "_Frozen", "Renamed"], names
+
+
+def test_runs_of_small_ints_none_and_bools_in_a_big_list_show_each_change():
+    """Items that live as long as the interpreter (``None``, bools, the cached small ints
+    -5..256) are compared by address, a run of them in one slice compare: an item changed to
+    another such value, a run's neighbour turned into one (the runs join), a value past the
+    cache (257, an int made anew each time), a list reversed by C code: each shows."""
+    nums = [*range(10), 1000, *range(10)]
+    seen = []
+
+    def step(change):
+        def run():
+            change()
+            seen.append([repr(x) for x in nums])  # no reference to the items kept
+
+        return run
+
+    def set_item(i, v):
+        return lambda: nums.__setitem__(i, v)
+
+    def other_int_at_its_address():
+        # An int past the cache freed and another made, kept until one takes its address.
+        old, made = id(nums[10]), []
+        nums[10] = None
+        x = int("2000")
+        while id(x) != old and len(made) < 100_000:
+            made.append(x)
+            x = int(str(2000 + len(made)))
+        assert id(x) == old
+        nums[10] = x
+
+    changes = [
+        ("start", lambda: None),
+        ("again", lambda: None),
+        ("small int changed", set_item(3, 4)),
+        ("again", lambda: None),
+        ("runs joined", set_item(10, 10)),
+        ("again", lambda: None),
+        ("runs split", lambda: nums.__setitem__(10, int("1000"))),  # held by the list only
+        ("again", lambda: None),
+        ("another int at its address", other_int_at_its_address),
+        ("again", lambda: None),
+        ("none and bools", lambda: nums.__setitem__(slice(0, 3), [None, True, False])),
+        ("again", lambda: None),
+        ("past the cache", set_item(5, int("257"))),
+        ("cache's edge", set_item(5, 256)),
+        ("negative", set_item(6, -5)),
+        ("reversed", nums.reverse),
+        ("again", lambda: None),
+    ]
+    got = _record_keeps([nums], [(tag, step(c)) for tag, c in changes])
+    assert [tag for tag, _ in got] == [tag for tag, _ in changes]
+    for (tag, v), expected in zip(got, seen):
+        assert [repr(x) for x in _plain(v)[0]] == expected, tag

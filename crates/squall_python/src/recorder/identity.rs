@@ -7,6 +7,11 @@
 //! gives identities to and forgets the address there (`addr_filter.rs` tells it which addresses
 //! may hold one); objects of types it cannot hook get no identity. This map knows nothing of
 //! the hooks (`deaths.rs` is above it). An address found with another type than before is a new object too.
+//!
+//! Every identity that ends (forgotten at a death, or replaced at an address found with another
+//! type) is logged by address, the last few thousand of them: a holder of identities found
+//! earlier (a fingerprint, `encode/fingerprint.rs`) knows they all still hold when none of their
+//! addresses is in the log since then (`kept_since`), without looking any up.
 
 use pyo3::ffi;
 use squall_trace::ObjId;
@@ -31,10 +36,16 @@ pub struct Identities {
     /// a hash map probe per object missed the cache (7% of go's recorded time). Same invariant
     /// as `last`: `forget` clears an address's slot, so a slot never outlives the map's entry.
     near: Vec<(usize, usize, ObjId)>,
+    /// The addresses whose identity ended (`forget`, or a new identity given at an address
+    /// found with another type), the last `LOST_LOG` of them by `lost` modulo `LOST_LOG`.
+    lost_log: Vec<usize>,
+    /// Identities ended so far (more after `clear`, so that no count taken before reaches past it).
+    lost: u64,
 }
 
 const LAST: usize = 4;
 const NEAR_SLOTS: usize = 1 << 12;
+const LOST_LOG: usize = 1 << 12;
 
 #[inline(always)]
 fn near_slot(addr: usize) -> usize {
@@ -47,6 +58,8 @@ pub static IDS: GilCell<Identities> = GilCell::new(Identities {
     last: [(0, 0, 0); LAST],
     victim: 0,
     near: Vec::new(),
+    lost_log: Vec::new(),
+    lost: 0,
 });
 
 impl Identities {
@@ -105,7 +118,9 @@ impl Identities {
                 let found = self.by_addr.contains_key(&addr);
                 let id = self.next;
                 self.next += 1;
-                if !found {
+                if found {
+                    self.log_lost(addr);
+                } else {
                     // Counted before the identity exists (the filter may be high, never low).
                     crate::recorder::addr_filter::watch(addr);
                 }
@@ -188,6 +203,7 @@ impl Identities {
     pub fn forget(&mut self, addr: usize) {
         if self.by_addr.remove(&addr).is_some() {
             crate::recorder::addr_filter::unwatch(addr);
+            self.log_lost(addr);
         }
         if let Some(e) = self.near.get_mut(near_slot(addr)) {
             if e.0 == addr {
@@ -201,9 +217,35 @@ impl Identities {
         }
     }
 
+    fn log_lost(&mut self, addr: usize) {
+        if self.lost_log.is_empty() {
+            self.lost_log = vec![0; LOST_LOG];
+        }
+        self.lost_log[self.lost as usize % LOST_LOG] = addr;
+        self.lost += 1;
+    }
+
+    /// A count to give [`Identities::kept_since`]: identities ended so far.
+    pub fn lost_count(&self) -> u64 {
+        self.lost
+    }
+
+    /// Whether every address for which `held` is true still has the identity it had when
+    /// [`Identities::lost_count`] gave `since`: no identity ended at one of them since (`false`
+    /// when the log no longer reaches back that far, or more than `max_checks` ended since).
+    pub fn kept_since(&self, since: u64, max_checks: u64, held: impl Fn(usize) -> bool) -> bool {
+        let n = self.lost.wrapping_sub(since);
+        if since > self.lost || n > LOST_LOG as u64 || n > max_checks {
+            return false;
+        }
+        (since..self.lost).all(|i| !held(self.lost_log[i as usize % LOST_LOG]))
+    }
+
     /// Bytes the map holds.
     pub fn bytes(&self) -> u64 {
-        (self.by_addr.capacity() * 32 + self.near.capacity() * std::mem::size_of::<(usize, usize, ObjId)>()) as u64
+        (self.by_addr.capacity() * 32
+            + self.near.capacity() * std::mem::size_of::<(usize, usize, ObjId)>()
+            + self.lost_log.capacity() * 8) as u64
     }
 
     /// Forgets every address, and numbers objects from 1 again: a cleared recording's values
@@ -214,6 +256,8 @@ impl Identities {
         self.last = [(0, 0, 0); LAST];
         self.near = Vec::new();
         self.by_addr = AddrMap::with_hasher(foldhash::fast::FixedState::with_seed(0x5ca11));
+        // Every identity ended: no count taken before reaches past this one.
+        self.lost += LOST_LOG as u64 + 1;
         crate::recorder::addr_filter::unwatch_all();
     }
 }

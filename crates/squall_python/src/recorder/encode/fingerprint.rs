@@ -18,6 +18,10 @@
 //! A fingerprint is compared with the one taken then as the walk reads it (`Words`): a
 //! changed container costs the walk up to its first difference, and nothing is stored.
 //!
+//! A run of a list's or tuple's items that live as long as the interpreter (`None`, bools, the
+//! cached small ints -5..=256) is their addresses, compared as one slice (go's 81-square lists of
+//! positions, hexiom's cells: a word compare per item instead of a walk).
+//!
 //! Items of a list or tuple that are the same object as the item before (`[row] * n`, the
 //! nested lists of pyperformance's gc_traversal) are walked once: while the budget left is
 //! more than the first one's walk took, each would read the same, and the run is one word.
@@ -30,6 +34,16 @@
 //! once one walk found it whole and scalar: `Frozen` remembers per address what the walk took of
 //! the item budget, and later walks take that without reading the set (meteor_contest passes
 //! lists of thousands of such sets at every call).
+//!
+//! Identities kept: a group that holds an identity holds the object's address too, and a print
+//! the sorted addresses of all it holds and the count of identities ended when each was last
+//! found as it is there (`Identities::lost_count`). An identity ends only where the identity
+//! map logs it (a death, or a new identity given at an address found with another type), so
+//! when none of those addresses is in the log since then, an object at an address the print
+//! holds is the object it was then: its identity is the one the print holds (no lookup), and an
+//! exact frozenset whose `TAG_FROZEN` group is expected there is passed as a whole for its
+//! address (`Words::kept_frozen`: a compare per set). The log is read only as far as its length
+//! and a bound per print go; past that a compare looks every identity up.
 
 use pyo3::ffi;
 use squall_trace::{Node, ObjId, ValRef};
@@ -53,7 +67,58 @@ const TAG_CUT: u64 = 9 << 40;
 /// Plus a count: that many more items, each the same object as the item before, whose walks
 /// would each have read what that item's walk read.
 const TAG_REPEAT: u64 = 10 << 40;
+/// Plus a count: that many items of a list or tuple, each an object that lives as long as the
+/// interpreter (`None`, `True`, `False`, a cached small int), whose address is its value; the
+/// addresses follow, one word each. A run is as long as such items go (`immortal`).
+const TAG_IMMORTALS: u64 = 11 << 40;
+/// The cached small ints, -5 ..= 256: CPython makes every exact int of those values this one
+/// object, never freed while the interpreter lives.
+const SMALL_INT_MIN: i64 = -5;
+const SMALL_INT_MAX: i64 = 256;
+static SMALL_INTS: crate::gil_cell::GilCell<[usize; (SMALL_INT_MAX - SMALL_INT_MIN + 1) as usize]> =
+    crate::gil_cell::GilCell::new([0; (SMALL_INT_MAX - SMALL_INT_MIN + 1) as usize]);
+
+/// Whether `o` is `None`, `True`, `False` or a cached small int: an object that lives as long
+/// as the interpreter, so that an item at its address is that value.
+///
+/// # Safety
+/// GIL held; `o` live.
+#[inline(always)]
+unsafe fn immortal(o: *mut ffi::PyObject) -> bool {
+    // SAFETY: this fn's contract (GIL held, `o` live); the table holds addresses only, read once
+    // from CPython's own cache (`PyLong_FromLong` of a small value returns its cached object).
+    unsafe {
+        if o == ffi::Py_None() || o == ffi::Py_True() || o == ffi::Py_False() {
+            return true;
+        }
+        if ffi::Py_TYPE(o) != &raw mut ffi::PyLong_Type {
+            return false;
+        }
+        let Some(v) = crate::recorder::ints::exact_int_value(o) else { return false };
+        if !(SMALL_INT_MIN..=SMALL_INT_MAX).contains(&v) {
+            return false;
+        }
+        let table = SMALL_INTS.get();
+        if table[0] == 0 {
+            for (i, slot) in table.iter_mut().enumerate() {
+                let x = ffi::PyLong_FromLongLong(SMALL_INT_MIN + i as i64);
+                if x.is_null() {
+                    ffi::PyErr_Clear();
+                    *slot = 1;
+                    continue;
+                }
+                *slot = x as usize;
+                ffi::Py_DecRef(x);
+            }
+        }
+        table[(v - SMALL_INT_MIN) as usize] == o as usize
+    }
+}
 const FROZEN_SLOTS: usize = 1 << 12;
+/// A tag word's payload (`TAG_FROZEN`'s: what its walk took of the item budget).
+const PAYLOAD: u64 = (1 << 40) - 1;
+/// A `TAG_FROZEN` group: tag and budget taken, type, type name, identity, address.
+const FROZEN_WORDS: usize = 5;
 
 /// One container's fingerprint: taken when `node` was made for it.
 struct Print {
@@ -63,6 +128,10 @@ struct Print {
     /// What its encoding took of the value's item budget (`Budget::max_items`).
     used: usize,
     words: Vec<u64>,
+    /// The addresses of the objects whose identities `words` hold, sorted.
+    held: Vec<usize>,
+    /// `Identities::lost_count` when every identity in `words` was last found as it is there.
+    kept_at: u64,
 }
 
 /// A frozenset of scalars read whole once: its identity and what its walk took of the item
@@ -92,15 +161,47 @@ struct Words {
     /// Words walked so far (compare mode).
     pos: usize,
     differs: bool,
+    /// Compare mode: every object whose identity `buf` holds still has it (no identity ended
+    /// at its address since): an object at an address `buf` holds is the object it was then.
+    kept: bool,
+    /// Keep mode: the addresses of the objects whose identities `buf` holds.
+    held: Vec<usize>,
 }
 
 impl Words {
     fn keep() -> Self {
-        Words { buf: Vec::new(), check: false, pos: 0, differs: false }
+        Words { buf: Vec::new(), check: false, pos: 0, differs: false, kept: false, held: Vec::new() }
     }
 
-    fn check(expected: Vec<u64>) -> Self {
-        Words { buf: expected, check: true, pos: 0, differs: false }
+    fn check(expected: Vec<u64>, kept: bool) -> Self {
+        Words { buf: expected, check: true, pos: 0, differs: false, kept, held: Vec::new() }
+    }
+
+    /// The address word of a group for object `o` of identity `obj` (0 without one); keep mode
+    /// notes it held.
+    #[inline(always)]
+    fn addr_word(&mut self, o: *mut ffi::PyObject, obj: ObjId) -> u64 {
+        if obj == 0 {
+            return 0;
+        }
+        if !self.check {
+            self.held.push(o as usize);
+        }
+        o as u64
+    }
+
+    /// Compare mode, identities kept: the identity object `o` has, when the expected words hold
+    /// at this point a group with tag word `tag` whose address word (at `addr_at`; the identity
+    /// at `obj_at`) is `o`'s. Every word before this one was the same, so the two walks are at
+    /// the same group (a group's length follows from its tag word), which was taken of the same
+    /// object, still alive with that identity.
+    #[inline(always)]
+    fn kept_identity(&self, tag: u64, o: *mut ffi::PyObject, obj_at: usize, addr_at: usize) -> Option<ObjId> {
+        if !self.kept || self.differs {
+            return None;
+        }
+        let g = self.buf.get(self.pos..=self.pos + addr_at)?;
+        (g[0] == tag && g[addr_at] == o as u64).then(|| g[obj_at])
     }
 
     #[inline(always)]
@@ -139,6 +240,31 @@ impl Words {
         self.buf.get(at).copied().unwrap_or(0)
     }
 
+    /// Compare mode, identities kept: `true` when `o` is an exact frozenset whose group the
+    /// expected words hold at this point (`TAG_FROZEN`: a frozenset of scalars walked whole),
+    /// and the budget left is more than that walk took: it is the same object (an exact
+    /// frozenset never changes, nor its type), whose walk would read it whole again. The group
+    /// is passed and its budget taken, as `walk` would. The caller checks that the walk is
+    /// below the depth limit and no encoder is registered.
+    ///
+    /// # Safety
+    /// GIL held; `o` live.
+    #[inline(always)]
+    unsafe fn kept_frozen(&mut self, o: *mut ffi::PyObject, left: &mut usize) -> bool {
+        // SAFETY: this fn's contract: `o` is live, so its type is readable.
+        if !self.kept || self.differs || unsafe { ffi::Py_TYPE(o) } != &raw mut ffi::PyFrozenSet_Type {
+            return false;
+        }
+        let Some(g) = self.buf.get(self.pos..self.pos + FROZEN_WORDS) else { return false };
+        let used = g[0] & PAYLOAD;
+        if g[0] & !PAYLOAD != TAG_FROZEN || g[FROZEN_WORDS - 1] != o as u64 || *left as u64 <= used + 1 {
+            return false;
+        }
+        *left -= used as usize + 1;
+        self.pos += FROZEN_WORDS;
+        true
+    }
+
     /// Compare mode: every word the same, as many.
     fn same(&self) -> bool {
         !self.differs && self.pos == self.buf.len()
@@ -151,7 +277,7 @@ impl Prints {
     }
 
     pub(super) fn bytes(&self) -> usize {
-        self.slots.iter().map(|p| p.words.capacity() * 8).sum::<usize>()
+        self.slots.iter().map(|p| (p.words.capacity() + p.held.capacity()) * 8).sum::<usize>()
             + self.slots.capacity() * std::mem::size_of::<Print>()
             + self.frozen.capacity() * std::mem::size_of::<Frozen>()
             + self.scratch.capacity() * 8
@@ -173,16 +299,24 @@ impl Cx<'_> {
             if p.addr != addr || p.obj != obj || *self.left < p.used || self.cache.last.get(addr) != Some(p.node) {
                 return None;
             }
+            let ids = crate::recorder::identity::IDS.get();
+            // Checking an ended identity costs a binary search; past that many, a walk that
+            // looks identities up costs less.
+            let max_checks = p.held.len() as u64 / 4 + 16;
+            let kept = ids.kept_since(p.kept_at, max_checks, |a| p.held.binary_search(&a).is_ok());
             let k = Prints::slot(addr);
-            let mut words = Words::check(std::mem::take(&mut self.cache.prints.slots[k].words));
+            let mut words = Words::check(std::mem::take(&mut self.cache.prints.slots[k].words), kept);
             let mut left = *self.left;
             let same = self.walk_container(o, depth, &mut words, &mut left) && words.same();
-            self.cache.prints.slots[k].words = words.buf;
+            let p = &mut self.cache.prints.slots[k];
+            p.words = words.buf;
             if !same {
                 return None;
             }
+            // Every identity the words hold was found as it is there (looked up, or kept).
+            p.kept_at = crate::recorder::identity::IDS.get().lost_count();
             *self.left = left;
-            Some(self.cache.prints.slots[Prints::slot(addr)].node)
+            Some(p.node)
         }
     }
 
@@ -211,6 +345,10 @@ impl Cx<'_> {
                 return;
             }
             let used = left_before - left;
+            let kept_at = crate::recorder::identity::IDS.get().lost_count();
+            let mut held = words.held;
+            held.sort_unstable();
+            held.dedup();
             let prints = &mut self.cache.prints;
             if prints.slots.is_empty() {
                 prints.slots.resize_with(SLOTS, || Print {
@@ -219,9 +357,12 @@ impl Cx<'_> {
                     node: ValRef::ABSENT,
                     used: 0,
                     words: Vec::new(),
+                    held: Vec::new(),
+                    kept_at: 0,
                 });
             }
-            prints.slots[Prints::slot(o as usize)] = Print { addr: o as usize, obj, node, used, words: words.buf };
+            prints.slots[Prints::slot(o as usize)] =
+                Print { addr: o as usize, obj, node, used, words: words.buf, held, kept_at };
         }
     }
 
@@ -233,6 +374,9 @@ impl Cx<'_> {
         unsafe {
             if words.differs {
                 return false;
+            }
+            if depth > 0 && self.registered.is_empty() && words.kept_frozen(o, left) {
+                return true;
             }
             if let Some(v) = inline_value(o) {
                 words.push(TAG_INLINE | u64::from(v.0));
@@ -285,11 +429,16 @@ impl Cx<'_> {
                         // Py_TPFLAGS_MANAGED_DICT (3.11+): `object` reads such a dict.
                         && flags & (1 << 4) == 0;
                     if plain {
-                        let obj = if info.watched { crate::recorder::identity::IDS.get().of(o) } else { 0 };
+                        let obj = match words.kept_identity(TAG_OPAQUE, o, 3, 4) {
+                            Some(obj) => obj,
+                            None if info.watched => crate::recorder::identity::IDS.get().of(o),
+                            None => 0,
+                        };
                         if obj != 0 && self.cache.path.contains(&(o as usize)) {
                             return false;
                         }
-                        words.extend([TAG_OPAQUE, tp as u64, u64::from(info.name), obj]);
+                        let addr = words.addr_word(o, obj);
+                        words.extend([TAG_OPAQUE, tp as u64, u64::from(info.name), obj, addr]);
                     }
                     plain
                 }
@@ -304,13 +453,14 @@ impl Cx<'_> {
         // SAFETY: the caller's contract (GIL held, `o` a live dict); the dict is read without
         // running Python code, so it cannot change meanwhile.
         unsafe {
-            let obj = self.identity(o);
+            let obj = self.identity_in(o, words, TAG_MAP);
             if obj != 0 && self.cache.path.contains(&(o as usize)) {
                 return false;
             }
             let tp = ffi::Py_TYPE(o);
             let name = self.type_info(tp).name;
-            words.extend([TAG_MAP, tp as u64, u64::from(name), obj, ffi::PyDict_Size(o).max(0) as u64]);
+            let addr = words.addr_word(o, obj);
+            words.extend([TAG_MAP, tp as u64, u64::from(name), obj, ffi::PyDict_Size(o).max(0) as u64, addr]);
             let (mut pos, mut k, mut v, mut n) = (0, std::ptr::null_mut(), std::ptr::null_mut(), 0);
             while n < self.budget.max_length && *left > 0 && ffi::PyDict_Next(o, &mut pos, &mut k, &mut v) != 0 {
                 n += 1;
@@ -331,11 +481,14 @@ impl Cx<'_> {
             let addr = o as usize;
             let slot = ((addr >> 4) ^ (addr >> 16)) & (FROZEN_SLOTS - 1);
             let obj = crate::recorder::identity::IDS.get().of(o);
+            let tp = ffi::Py_TYPE(o);
+            let name = u64::from(self.type_info(tp).name);
             if let Some(f) = self.cache.prints.frozen.get(slot) {
                 // More budget left than the whole walk took: the walk would read it all again.
                 if f.addr == addr && f.obj == obj && *left > f.used {
                     *left -= f.used;
-                    words.extend([TAG_FROZEN, obj]);
+                    let addr = words.addr_word(o, obj);
+                    words.extend([TAG_FROZEN | f.used as u64, tp as u64, name, obj, addr]);
                     return true;
                 }
             }
@@ -347,9 +500,8 @@ impl Cx<'_> {
             own.buf = std::mem::take(&mut self.cache.prints.scratch);
             own.buf.clear();
             let left_before = *left;
-            let tp = ffi::Py_TYPE(o);
             let size = (*o.cast::<ffi::PySetObject>()).used.max(0) as u64;
-            own.extend([TAG_SEQ, tp as u64, u64::from(self.type_info(tp).name), 0, size]);
+            own.extend([TAG_SEQ, tp as u64, name, 0, size, 0]);
             let (mut i, mut n, mut scalars) = (0, 0, true);
             while i < slots && n < self.budget.max_length && *left > 0 {
                 if let Some(key) = set_key(table, i) {
@@ -359,6 +511,8 @@ impl Cx<'_> {
                         self.cache.prints.scratch = own.buf;
                         return false;
                     }
+                    // A scalar's group holds no identity: `own.held` gets addresses only when
+                    // the set is not scalars, and its words are then these.
                     // An item's first word is its tag (a scalar's: TAG_INLINE ..= TAG_STR).
                     scalars &= (TAG_INLINE >> 40..=TAG_STR >> 40).contains(&(own.get(at) >> 40));
                 }
@@ -370,15 +524,31 @@ impl Cx<'_> {
                 if frozen.is_empty() {
                     frozen.resize(FROZEN_SLOTS, Frozen::default());
                 }
-                frozen[slot] = Frozen { addr, obj, used: left_before - *left };
-                words.extend([TAG_FROZEN, obj]);
+                let used = left_before - *left;
+                frozen[slot] = Frozen { addr, obj, used };
+                let addr = words.addr_word(o, obj);
+                words.extend([TAG_FROZEN | used as u64, tp as u64, name, obj, addr]);
             } else {
                 for &w in &own.buf {
                     words.push(w);
                 }
+                if !words.check {
+                    words.held.append(&mut own.held);
+                }
             }
             self.cache.prints.scratch = own.buf;
             true
+        }
+    }
+
+    /// `o`'s identity (`Cx::identity`), for a group with tag word `tag` about to be walked:
+    /// the one the expected words hold for it while identities are kept (`Words::kept_identity`).
+    #[inline(always)]
+    unsafe fn identity_in(&mut self, o: *mut ffi::PyObject, words: &Words, tag: u64) -> ObjId {
+        match words.kept_identity(tag, o, 3, 5) {
+            Some(obj) => obj,
+            // SAFETY: the caller's contract (GIL held, `o` live).
+            None => unsafe { self.identity(o) },
         }
     }
 
@@ -400,19 +570,20 @@ impl Cx<'_> {
                 // What `seq_encode` and `map_encode` make at the depth limit: a reference by
                 // type, identity (none for tuples and frozensets) and length.
                 let (obj, len) = match info.kind {
-                    TypeKind::List => (self.identity(o), ffi::PyList_GET_SIZE(o).max(0) as u64),
+                    TypeKind::List => (self.identity_in(o, words, TAG_CUT), ffi::PyList_GET_SIZE(o).max(0) as u64),
                     TypeKind::Tuple => (0, ffi::PyTuple_GET_SIZE(o).max(0) as u64),
-                    TypeKind::Set => (self.identity(o), obj_len(o)),
+                    TypeKind::Set => (self.identity_in(o, words, TAG_CUT), obj_len(o)),
                     TypeKind::FrozenSet => (0, obj_len(o)),
-                    TypeKind::Dict => (self.identity(o), ffi::PyDict_Size(o).max(0) as u64),
+                    TypeKind::Dict => (self.identity_in(o, words, TAG_CUT), ffi::PyDict_Size(o).max(0) as u64),
                     _ => return false,
                 };
-                words.extend([TAG_CUT, tp as u64, u64::from(info.name), obj, len]);
+                let addr = words.addr_word(o, obj);
+                words.extend([TAG_CUT, tp as u64, u64::from(info.name), obj, len, addr]);
                 return true;
             }
             let (obj, items) = match info.kind {
                 TypeKind::List => (
-                    self.identity(o),
+                    self.identity_in(o, words, TAG_SEQ),
                     Items::Array((*o.cast::<ffi::PyListObject>()).ob_item, ffi::PyList_GET_SIZE(o) as usize),
                 ),
                 TypeKind::Tuple => (
@@ -422,7 +593,7 @@ impl Cx<'_> {
                         ffi::PyTuple_GET_SIZE(o) as usize,
                     ),
                 ),
-                TypeKind::Set => (self.identity(o), set_table(o)),
+                TypeKind::Set => (self.identity_in(o, words, TAG_SEQ), set_table(o)),
                 TypeKind::FrozenSet if info.watched => return self.walk_frozen(o, depth, words, left),
                 TypeKind::FrozenSet => (0, set_table(o)),
                 TypeKind::Dict => return self.walk_map(o, depth, words, left),
@@ -435,14 +606,71 @@ impl Cx<'_> {
             let max = self.budget.max_length;
             match items {
                 Items::Array(p, n) => {
-                    words.extend([TAG_SEQ, tp as u64, u64::from(info.name), obj, n as u64]);
+                    let addr = words.addr_word(o, obj);
+                    words.extend([TAG_SEQ, tp as u64, u64::from(info.name), obj, n as u64, addr]);
                     // Where the item budget runs out, `seq_encode` stops taking items: so does this.
                     let n = n.min(max);
                     let mut i = 0;
+                    let plain = self.registered.is_empty();
+                    let frozen_kept = words.kept && depth > 1 && plain;
                     while i < n && *left > 0 {
                         let item = *p.add(i);
+                        if immortal(item) {
+                            // A run of items whose addresses are their values: compared with
+                            // the addresses then in one slice compare (equal addresses of such
+                            // objects are such items). The run then was as long as such items
+                            // went: if one follows it now, the next group expected is not a run
+                            // and the next item's compare fails there.
+                            let mut k = 1;
+                            if words.check {
+                                let tag = words.buf.get(words.pos).copied().unwrap_or(0);
+                                k = (tag & PAYLOAD) as usize;
+                                let same = tag & !PAYLOAD == TAG_IMMORTALS
+                                    && i + k <= n
+                                    && words.buf.get(words.pos + 1..words.pos + 1 + k)
+                                        == Some(std::slice::from_raw_parts(p.add(i).cast::<u64>(), k));
+                                if !same {
+                                    words.differs = true;
+                                    return false;
+                                }
+                                words.pos += 1 + k;
+                            } else {
+                                while i + k < n && immortal(*p.add(i + k)) {
+                                    k += 1;
+                                }
+                                words.buf.push(TAG_IMMORTALS | k as u64);
+                                words.buf.extend_from_slice(std::slice::from_raw_parts(p.add(i).cast::<u64>(), k));
+                            }
+                            i += k;
+                            continue;
+                        }
+                        let item_tp = ffi::Py_TYPE(item);
                         let before = *left;
-                        if !self.walk(item, depth - 1, words, left) {
+                        // `walk` of an inline scalar, a float or an exact list, without the call
+                        // and its tests of other kinds; `walk`'s own first test for a frozenset
+                        // not repeated next (a run is counted below), here without a call per
+                        // item (a list of thousands of them: meteor_contest's).
+                        let walked = if let Some(v) = inline_value(item) {
+                            words.push(TAG_INLINE | u64::from(v.0));
+                            !words.differs
+                        } else if item_tp == &raw mut ffi::PyFloat_Type {
+                            *left -= 1;
+                            words.extend([TAG_FLOAT, ffi::PyFloat_AS_DOUBLE(item).to_bits()]);
+                            !words.differs
+                        } else if item_tp == &raw mut ffi::PyList_Type && plain {
+                            *left -= 1;
+                            !words.differs && self.walk_container(item, depth - 1, words, left)
+                        } else if frozen_kept
+                            && item_tp == &raw mut ffi::PyFrozenSet_Type
+                            && (i + 1 == n || *p.add(i + 1) != item)
+                            && words.kept_frozen(item, left)
+                        {
+                            i += 1;
+                            continue;
+                        } else {
+                            self.walk(item, depth - 1, words, left)
+                        };
+                        if !walked {
                             return false;
                         }
                         i += 1;
@@ -464,12 +692,14 @@ impl Cx<'_> {
                     true
                 }
                 Items::Set(table, slots) => {
+                    let addr = words.addr_word(o, obj);
                     words.extend([
                         TAG_SEQ,
                         tp as u64,
                         u64::from(info.name),
                         obj,
                         (*o.cast::<ffi::PySetObject>()).used.max(0) as u64,
+                        addr,
                     ]);
                     let (mut i, mut n) = (0, 0);
                     while i < slots && n < max && *left > 0 {
