@@ -73,6 +73,7 @@ struct Memo {
 impl Memo {
     /// This memo is of the thing at `o` described by `head`, read with strings cut at
     /// `max_string`.
+    #[inline(always)]
     fn is_of(&self, o: *mut ffi::PyObject, head: &Head, max_string: usize) -> bool {
         self.addr == o as usize && self.head.same_thing(head) && self.max_string == max_string
     }
@@ -94,6 +95,7 @@ pub(super) struct Head {
 }
 
 impl Head {
+    #[inline(always)]
     fn same_thing(&self, other: &Head) -> bool {
         self.obj == other.obj
             && self.ty == other.ty
@@ -171,6 +173,7 @@ pub(super) enum Whole {
 
 impl Open {
     /// The last record read a field past those read so far.
+    #[cfg_attr(not(all(Py_3_11, not(Py_3_13))), expect(dead_code, reason = "inline values are 3.11 and 3.12 only"))]
     #[inline(always)]
     pub(super) fn has_next(&self) -> bool {
         self.n < self.fields.len()
@@ -470,6 +473,8 @@ impl Cx<'_> {
             let max_string = self.budget.max_string;
             let max_length = self.budget.max_length;
             let (mut i, mut n) = (0, 0);
+            // A field was encoded since the memo was last found in its slot.
+            let mut encoded = false;
             {
                 let cache = &*self.cache;
                 let Some(m) = cache.memos.slots.get(k) else { return Whole::No };
@@ -487,8 +492,8 @@ impl Cx<'_> {
                 let again = {
                     let cache = &*self.cache;
                     let m = &cache.memos.slots[k];
-                    // An encoding below may have taken the memo's or the names' slot.
-                    if !m.is_of(o, head, max_string) {
+                    // An encoding may have taken the memo's or the names' slot.
+                    if encoded && !m.is_of(o, head, max_string) {
                         return Whole::Lost;
                     }
                     let Some((_, names)) = cache.key_names.slots.get(ks).filter(|(at, _)| *at == keys as usize) else {
@@ -540,6 +545,7 @@ impl Cx<'_> {
                     Ok(None) => break,
                     Ok(Some((v, was))) => {
                         self.last_known = None;
+                        encoded = true;
                         let now = self.enc(v, depth);
                         if now != was {
                             let how = self.replay_kind(v);
@@ -553,7 +559,7 @@ impl Cx<'_> {
                 }
             }
             let m = &self.cache.memos.slots[k];
-            if !m.is_of(o, head, max_string) {
+            if encoded && !m.is_of(o, head, max_string) {
                 return Whole::Lost;
             }
             if n != m.fields.len() {
