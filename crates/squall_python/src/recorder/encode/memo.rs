@@ -35,6 +35,11 @@
 //! When every field is reused, the record is the last one and its node, still the last made
 //! at the address, is the value (`Cx::fresh_enough` still decides whether an older node may
 //! stand for this entry).
+//!
+//! An inline-values instance is first compared with its memo where the memo lies
+//! (`memo_inline_whole`), by the same checks, a container encoded and compared with the node
+//! it had: the same record costs no copy of the memo out of its slot and back. The first
+//! difference hands the fields compared so far to the usual reading (`memo_take_prefix`).
 
 use pyo3::ffi;
 use squall_trace::{Node, ObjId, ValRef, ValueStore};
