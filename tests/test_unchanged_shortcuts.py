@@ -455,3 +455,102 @@ def test_runs_of_small_ints_none_and_bools_in_a_big_list_show_each_change():
     assert [tag for tag, _ in got] == [tag for tag, _ in changes]
     for (tag, v), expected in zip(got, seen):
         assert [repr(x) for x in _plain(v)[0]] == expected, tag
+
+
+class _Leaf:
+    def __init__(self, name):
+        self.name = name
+
+
+class _Holder:
+    def __init__(self):
+        self.items = [3, 1, 2]
+        self.f = 0.5
+        self.n = 2**40
+        self.leaf = _Leaf("first")
+        self.k = 7
+
+
+def _snapshot_as_seen(o):
+    """(type name, fields) as a record of ``o`` at depth 1 shows them; its leaf, a reference
+    past the depth limit, by the name in its state (shown with that state's class name). Scalars
+    by their text: keeping them would keep their addresses from the next ones."""
+    fields = {"items": [repr(x) for x in o.items], "f": repr(o.f), "n": repr(o.n), "leaf": o.leaf.name, "k": o.k}
+    return type(o).__qualname__, fields
+
+
+def _snapshot_recorded(v):
+    leaf = v.attrs["leaf"]
+    leaf_name = leaf.value.attrs["name"] if isinstance(leaf, values.Earlier) else leaf.attrs["name"]
+    fields = {
+        "items": [repr(x) for x in v.attrs["items"]],
+        "f": repr(v.attrs["f"]),
+        "n": repr(v.attrs["n"]),
+        "leaf": leaf_name,
+        "k": v.attrs["k"],
+    }
+    return v.type_name.rsplit(".", 1)[-1], fields
+
+
+def test_an_instance_recorded_again_shows_each_change_its_first_pass_could_miss():
+    """An instance whose attributes are inline values (3.11, 3.12) recorded again is first
+    compared with its last record, and is that record's node when every attribute is as then
+    (`memo_inline_whole`). Changes made between records by code the recorder does not see, which
+    that comparison must not miss: a float rebound to an equal-looking new one at the freed
+    one's address, a list it holds reordered by C code (the same items) or given a new item at
+    a freed one's address, a field after a changed one, its leaf's class renamed (the reference
+    checks its type's version tag) and its own class renamed (a new type name). Each record
+    shows its state."""
+    o = _Holder()
+    seen = []
+
+    def step(change):
+        def run():
+            change()
+            seen.append(_snapshot_as_seen(o))
+
+        return run
+
+    def float_same_address():
+        o.f = None
+        o.f = len(seen) + 0.25
+
+    def item_same_address():
+        o.items[0] = None
+        o.items[0] = 2**41 + len(seen)
+
+    def rename(cls, name):
+        def run():
+            cls.__qualname__ = name
+
+        return run
+
+    def list_then_int():
+        o.items.append(4)
+        o.k = len(seen)
+
+    changes = [
+        ("start", lambda: None),
+        ("again", lambda: None),
+        ("float at the same address", float_same_address),
+        ("float again", float_same_address),
+        ("again", lambda: None),
+        ("items sorted", lambda: o.items.sort()),
+        ("again", lambda: None),
+        ("item at the same address", item_same_address),
+        ("again", lambda: None),
+        ("list then a later int", list_then_int),
+        ("again", lambda: None),
+        ("leaf's class renamed", rename(_Leaf, "RenamedLeaf")),
+        ("again", lambda: None),
+        ("holder's class renamed", rename(_Holder, "RenamedHolder")),
+        ("again", lambda: None),
+    ]
+    try:
+        got = _record_keeps(o, [(tag, step(c)) for tag, c in changes])
+    finally:
+        _Leaf.__qualname__, _Holder.__qualname__ = "_Leaf", "_Holder"
+    assert [tag for tag, _ in got] == [tag for tag, _ in changes]
+    for (tag, v), expected in zip(got, seen):
+        assert isinstance(v, values.ObjectSnapshot), (tag, v)
+        assert _snapshot_recorded(v) == expected, tag

@@ -1270,7 +1270,42 @@ impl Cx<'_> {
             if let Some(cut) = at_limit {
                 return self.cut(o, cut);
             }
+            // 3.11 and 3.12 keep a managed-dict object's attributes in inline values until its
+            // `__dict__` is asked for; `_PyObject_GetDictPtr` would make that dict (the program's
+            // attribute loads then take a slower path, and every object recorded grows by it).
+            // They are read where they are, in the order the dict would give.
+            #[cfg(all(Py_3_11, not(Py_3_13)))]
+            let inline_at =
+                if (*tp).tp_flags & ffi::Py_TPFLAGS_MANAGED_DICT != 0 { inline_values(o, tp) } else { None };
             let outer = self.descend(o, obj, true);
+            // A plain instance recorded again is first compared with its memo's last record
+            // (`memo_inline_whole`): with every attribute as then, that record's node, without
+            // reading into the memo or writing it back; else the reading below goes on from
+            // the first attribute that differs.
+            #[cfg(all(Py_3_11, not(Py_3_13)))]
+            let mut resume = None;
+            #[cfg(all(Py_3_11, not(Py_3_13)))]
+            if let Some(at) = inline_at.filter(|_| {
+                obj != 0 && !has_base_value && !info.exception && info.members == 0 && self.registered.is_empty()
+            }) {
+                let head =
+                    memo::Head { obj, ty, depth, obj_left: outer, shape: memo::SHAPE_INLINE, dict: 0, version: 0 };
+                let left_before = *self.left;
+                match self.memo_inline_whole(o, &head, at.0, at.1, depth - 1) {
+                    memo::Whole::Same { node, i, n } => {
+                        self.ascend(obj, outer);
+                        if self.fresh_enough(node) {
+                            return node;
+                        }
+                        // A newer node is made below, of the same fields.
+                        self.descend(o, obj, true);
+                        resume = Some((i, n, None));
+                    }
+                    memo::Whole::Prefix { i, n, changed } => resume = Some((i, n, changed)),
+                    memo::Whole::No => {}
+                    memo::Whole::Lost => *self.left = left_before,
+                }
+            }
             let base = self.cache.attrs.len();
             if has_base_value {
                 let v = self.base_value(o);
@@ -1286,13 +1321,15 @@ impl Cx<'_> {
                 }
             }
             self.members(o, info.members, depth);
-            // 3.11 and 3.12 keep a managed-dict object's attributes in inline values until its
-            // `__dict__` is asked for; `_PyObject_GetDictPtr` would make that dict (the program's
-            // attribute loads then take a slower path, and every object recorded grows by it).
-            // They are read where they are, in the order the dict would give.
+            // A registered encoder (the user's code) may have changed the object meanwhile.
             #[cfg(all(Py_3_11, not(Py_3_13)))]
-            let inline_at =
-                if (*tp).tp_flags & ffi::Py_TPFLAGS_MANAGED_DICT != 0 { inline_values(o, tp) } else { None };
+            let inline_at = if self.registered.is_empty() {
+                inline_at
+            } else if (*tp).tp_flags & ffi::Py_TPFLAGS_MANAGED_DICT != 0 {
+                inline_values(o, tp)
+            } else {
+                None
+            };
             #[cfg(all(Py_3_11, not(Py_3_13)))]
             let inline = inline_at.is_some();
             #[cfg(not(all(Py_3_11, not(Py_3_13))))]
@@ -1317,10 +1354,14 @@ impl Cx<'_> {
                 let mut open = head.map(|h| self.memo_begin(o, &h));
                 let mut complete = false;
                 let mut i = 0;
+                if let (Some(open), Some((from, n, changed))) = (&mut open, resume) {
+                    self.memo_take_prefix(open, n, changed);
+                    i = from;
+                }
                 loop {
                     // The run of fields from `i` that replay without encoding; the field it
                     // stopped at (a container, a change) is read below.
-                    if let Some(open) = &mut open {
+                    if let Some(open) = open.as_mut().filter(|open| open.has_next()) {
                         i = self.memo_inline_prefix(open, at.0, at.1, ks, base, i);
                     }
                     if self.cache.attrs.len() - base >= self.budget.max_length || *self.left == 0 {

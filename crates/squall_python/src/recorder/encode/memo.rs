@@ -35,6 +35,11 @@
 //! When every field is reused, the record is the last one and its node, still the last made
 //! at the address, is the value (`Cx::fresh_enough` still decides whether an older node may
 //! stand for this entry).
+//!
+//! An inline-values instance is first compared with its memo where the memo lies
+//! (`memo_inline_whole`), by the same checks, a container encoded and compared with the node
+//! it had: the same record costs no copy of the memo out of its slot and back. The first
+//! difference hands the fields compared so far to the usual reading (`memo_take_prefix`).
 
 use pyo3::ffi;
 use squall_trace::{Node, ObjId, ValRef, ValueStore};
@@ -73,6 +78,7 @@ struct Memo {
 impl Memo {
     /// This memo is of the thing at `o` described by `head`, read with strings cut at
     /// `max_string`.
+    #[inline(always)]
     fn is_of(&self, o: *mut ffi::PyObject, head: &Head, max_string: usize) -> bool {
         self.addr == o as usize && self.head.same_thing(head) && self.max_string == max_string
     }
@@ -94,6 +100,7 @@ pub(super) struct Head {
 }
 
 impl Head {
+    #[inline(always)]
     fn same_thing(&self, other: &Head) -> bool {
         self.obj == other.obj
             && self.ty == other.ty
@@ -113,7 +120,7 @@ pub(super) struct FieldMemo {
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Replay {
+pub(super) enum Replay {
     /// `None`, a bool, an int of 31 bits.
     Inline,
     /// An exact float, by its bits.
@@ -153,6 +160,29 @@ pub(super) struct Open {
     /// Fields read so far that a later record could reuse without encoding them (a float, an
     /// int past 31 bits, a reference at the depth limit).
     reusable: u32,
+}
+
+/// What `memo_inline_whole` found.
+#[cfg(all(Py_3_11, not(Py_3_13)))]
+pub(super) enum Whole {
+    /// No memo of this record's thing, read whole, with its node the last at its address.
+    No,
+    /// The record is the memo's last one: its node; as `Prefix` with every field.
+    Same { node: ValRef, i: usize, n: usize },
+    /// The memo's first `n` fields are this record's, the last of them `changed` to another
+    /// node (with how it replays now); the next attribute is at slot `i` of the order.
+    Prefix { i: usize, n: usize, changed: Option<(ValRef, Replay)> },
+    /// An encoding took the memo's slot: what was read is not known.
+    Lost,
+}
+
+impl Open {
+    /// The last record read a field past those read so far.
+    #[cfg_attr(not(all(Py_3_11, not(Py_3_13))), expect(dead_code, reason = "inline values are 3.11 and 3.12 only"))]
+    #[inline(always)]
+    pub(super) fn has_next(&self) -> bool {
+        self.n < self.fields.len()
+    }
 }
 
 /// A list's or tuple's records taken without its memo after one in which no item could be
@@ -415,6 +445,148 @@ impl Cx<'_> {
             open.n = n;
             i
         }
+    }
+
+    /// The first pass over the attributes of the plain instance `o` whose attributes are in
+    /// inline values (3.11, 3.12; `values` and `keys` as `inline_values` gave them), described
+    /// by `head` (`o` entered: `descend`), against the memo's last record when it is of `o`,
+    /// read whole, and its node is still the last made at `o`: attribute by attribute in
+    /// order, each the memo's object under the memo's name that replays by its own check
+    /// (`replays`) or, one the memo encodes again (a container), encodes (at `depth`) to the
+    /// node it had. Writes nothing but what those encodings write: no field pushed, the memo
+    /// as it was. Takes from the item budget what those fields take and raises `newest_dep`
+    /// by their references, as reading them through the memo would.
+    ///
+    /// # Safety
+    /// GIL held; `values` and `keys` what `inline_values` gave for the live instance `o`.
+    #[cfg(all(Py_3_11, not(Py_3_13)))]
+    #[inline(never)]
+    pub(super) unsafe fn memo_inline_whole(
+        &mut self,
+        o: *mut ffi::PyObject,
+        head: &Head,
+        values: *mut *mut ffi::PyObject,
+        keys: *const super::DictKeys,
+        depth: u32,
+    ) -> Whole {
+        // SAFETY: this fn's contract; `inline_attr` reads the order and the entries within
+        // their counts. An encoding runs no Python code (no encoder is registered: the caller's
+        // condition), so `values` and `keys` stay the instance's.
+        unsafe {
+            let k = Memos::slot(o as usize);
+            let ks = super::KeyNames::slot(keys as usize);
+            let max_string = self.budget.max_string;
+            let max_length = self.budget.max_length;
+            let (mut i, mut n) = (0, 0);
+            // A field was encoded since the memo was last found in its slot.
+            let mut encoded = false;
+            {
+                let cache = &*self.cache;
+                let Some(m) = cache.memos.slots.get(k) else { return Whole::No };
+                if !m.is_of(o, head, max_string)
+                    || !m.complete
+                    || m.node == ValRef::ABSENT
+                    || cache.last.get(o as usize) != Some(m.node)
+                {
+                    return Whole::No;
+                }
+            }
+            loop {
+                // A run of attributes that replay by their own checks, read with the caches
+                // borrowed; it stops at the end, at a difference, or at one encoded again.
+                let again = {
+                    let cache = &*self.cache;
+                    let m = &cache.memos.slots[k];
+                    // An encoding may have taken the memo's or the names' slot.
+                    if encoded && !m.is_of(o, head, max_string) {
+                        return Whole::Lost;
+                    }
+                    let Some((_, names)) = cache.key_names.slots.get(ks).filter(|(at, _)| *at == keys as usize) else {
+                        return Whole::Prefix { i, n, changed: None };
+                    };
+                    let (last, written, store) = (&cache.last, &cache.written, &*self.store);
+                    let (mut left, mut dep) = (*self.left, self.newest_dep);
+                    let again = loop {
+                        // The reading loop's own stops (`Cx::object`): the record would not be
+                        // complete.
+                        if n >= max_length || left == 0 {
+                            break Err(());
+                        }
+                        let Some(slot) = super::inline_attr(values, keys, i) else {
+                            break Ok(None);
+                        };
+                        let Some((ix, key, v)) = slot else {
+                            i += 1;
+                            continue;
+                        };
+                        let Some(f) = m.fields.get(n) else { break Err(()) };
+                        let hash = (*key.cast::<ffi::PyASCIIObject>()).hash;
+                        let named = names
+                            .get(ix)
+                            .is_some_and(|&(a, h, id)| a == key as usize && h == hash && hash != -1 && id == f.name);
+                        if f.value != v as usize || !named {
+                            break Err(());
+                        }
+                        if f.how == Replay::Again {
+                            i += 1;
+                            n += 1;
+                            break Ok(Some((v, f.v)));
+                        }
+                        if !replays(v, f, store, last, written, &mut dep) {
+                            break Err(());
+                        }
+                        if f.how != Replay::Inline {
+                            left -= 1;
+                        }
+                        i += 1;
+                        n += 1;
+                    };
+                    *self.left = left;
+                    self.newest_dep = dep;
+                    again
+                };
+                match again {
+                    Err(()) => return Whole::Prefix { i, n, changed: None },
+                    Ok(None) => break,
+                    Ok(Some((v, was))) => {
+                        self.last_known = None;
+                        encoded = true;
+                        let now = self.enc(v, depth);
+                        if now != was {
+                            let how = self.replay_kind(v);
+                            let m = &self.cache.memos.slots[k];
+                            if !m.is_of(o, head, max_string) {
+                                return Whole::Lost;
+                            }
+                            return Whole::Prefix { i, n, changed: Some((now, how)) };
+                        }
+                    }
+                }
+            }
+            let m = &self.cache.memos.slots[k];
+            if encoded && !m.is_of(o, head, max_string) {
+                return Whole::Lost;
+            }
+            if n != m.fields.len() {
+                return Whole::Prefix { i, n, changed: None };
+            }
+            Whole::Same { node: m.node, i, n }
+        }
+    }
+
+    /// After `memo_inline_whole` gave `Prefix { n, changed, .. }`, with `open` the memo just
+    /// opened: the memo's first `n` fields pushed onto `attrs` as this record's (the last one
+    /// `changed` to the node it encoded to now), and `open` past them.
+    #[cfg(all(Py_3_11, not(Py_3_13)))]
+    pub(super) fn memo_take_prefix(&mut self, open: &mut Open, n: usize, changed: Option<(ValRef, Replay)>) {
+        let fields = &mut open.fields[..n];
+        if let (Some((v, how)), Some(f)) = (changed, fields.last_mut()) {
+            f.v = v;
+            f.how = how;
+            open.same = false;
+        }
+        self.cache.attrs.extend(fields.iter().map(|f| (f.name, f.v)));
+        open.n = n;
     }
 
     /// Closes the memo of the thing at `o`: `Some(node)` when this record is the last one
