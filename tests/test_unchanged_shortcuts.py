@@ -10,6 +10,7 @@ still show the state the program saw at that call, live and from the file.
 
 from __future__ import annotations
 
+import array
 import sys
 import types
 from pathlib import Path
@@ -554,3 +555,35 @@ def test_an_instance_recorded_again_shows_each_change_its_first_pass_could_miss(
     for (tag, v), expected in zip(got, seen):
         assert isinstance(v, values.ObjectSnapshot), (tag, v)
         assert _snapshot_recorded(v) == expected, tag
+
+
+class _Row(array.array):
+    __slots__ = ()
+
+
+def test_opaque_items_without_identity_show_their_type_and_its_new_name_in_a_big_list():
+    """Items the recorder cannot give an identity (C objects whose deaths it does not see, like
+    ``array.array``) are their type alone in a big list's fingerprint; compared again, such a
+    group is passed by the type's version tag. A subclass renamed between records shows its new
+    name; an item replaced by an object of another such type shows that type."""
+    rows = [_Row("d", [float(i)]) for i in range(20)]
+    old = _Row.__qualname__
+
+    def rename():
+        _Row.__qualname__ = "RenamedRow"
+        assert rows[0].tolist  # a method lookup gives the renamed type a new version tag
+
+    def other_type():
+        rows[5] = array.array("d", [5.0])
+
+    try:
+        got = _record_keeps(
+            [rows],
+            [("start", lambda: None), ("again", lambda: None), ("renamed", rename), ("other", other_type)],
+        )
+    finally:
+        _Row.__qualname__ = old
+    names = [[x.type_name.rsplit(".", 1)[-1] for x in v[0]] for _, v in got]
+    assert names[0] == names[1] == ["_Row"] * 20, names[:2]
+    assert names[2] == ["RenamedRow"] * 20, names[2]
+    assert names[3] == ["RenamedRow"] * 5 + ["array"] + ["RenamedRow"] * 14, names[3]

@@ -61,6 +61,8 @@ const TAG_INT: u64 = 3 << 40;
 const TAG_STR: u64 = 4 << 40;
 const TAG_SEQ: u64 = 5 << 40;
 const TAG_OPAQUE: u64 = 6 << 40;
+/// A `TAG_OPAQUE` group: tag, type, type name, identity, address.
+const OPAQUE_WORDS: usize = 5;
 const TAG_MAP: u64 = 7 << 40;
 const TAG_FROZEN: u64 = 8 << 40;
 const TAG_CUT: u64 = 9 << 40;
@@ -151,6 +153,9 @@ pub(super) struct Prints {
     /// `walk_frozen`'s word list, kept between walks (one allocation per frozenset walked
     /// cost meteor_contest 6% of its time in malloc and free).
     scratch: Vec<u64>,
+    /// The last type checked by `same_anonymous_opaque`: (address, version tag, name word,
+    /// whether its objects are opaque without an identity).
+    anonymous: (usize, u32, u64, bool),
 }
 
 /// Where a walk puts its words: kept (a fingerprint taken), or compared as they come with the
@@ -447,6 +452,55 @@ impl Cx<'_> {
         }
     }
 
+    /// Compare mode: `true` when the expected words hold at this point the group `walk` writes
+    /// for an opaque C object of type `tp` without an identity (its deaths are not seen):
+    /// `[TAG_OPAQUE, tp, name, 0, 0]`, the same for every object of that type, so the group
+    /// is passed without `walk`'s tests. The type is known by its version tag (unique to one
+    /// type while it is valid: a renamed class gets a new one, a type at a dead one's address
+    /// another), so its kind and name are looked up once per type met in a row. The caller
+    /// checks that the object is below the depth limit, that no encoder is registered, and
+    /// takes its share of the item budget.
+    ///
+    /// # Safety
+    /// GIL held; `tp` a live object's type.
+    #[inline(always)]
+    unsafe fn same_anonymous_opaque(&mut self, words: &mut Words, tp: *mut ffi::PyTypeObject) -> bool {
+        if !words.check || words.differs {
+            return false;
+        }
+        let Some(g) = words.buf.get(words.pos..words.pos + OPAQUE_WORDS) else { return false };
+        if g[0] != TAG_OPAQUE || g[1] != tp as u64 || g[3] != 0 || g[4] != 0 {
+            return false;
+        }
+        let name = g[2];
+        // SAFETY: this fn's contract: `tp` is a live type, whose fields are readable.
+        let (version, flags, dictoffset) = unsafe { ((*tp).tp_version_tag, (*tp).tp_flags, (*tp).tp_dictoffset) };
+        if version == 0 {
+            return false;
+        }
+        let known = self.cache.prints.anonymous;
+        let (opaque, type_name) = if known.0 == tp as usize && known.1 == version {
+            (known.3, known.2)
+        } else {
+            let info = self.type_info(tp);
+            // What `walk` tests for an opaque object, without its identity (not watched).
+            let opaque = info.kind == TypeKind::Object
+                && !info.watched
+                && info.members == 0
+                && !info.exception
+                && dictoffset == 0
+                // Py_TPFLAGS_MANAGED_DICT (3.11+).
+                && flags & (1 << 4) == 0;
+            self.cache.prints.anonymous = (tp as usize, version, u64::from(info.name), opaque);
+            (opaque, u64::from(info.name))
+        };
+        if !opaque || name != type_name {
+            return false;
+        }
+        words.pos += OPAQUE_WORDS;
+        true
+    }
+
     /// A dict's fingerprint, as `map_encode` reads it: pairs in order while the item budget lasts
     /// (a pair's value is taken even when its key used the last of it).
     unsafe fn walk_map(&mut self, o: *mut ffi::PyObject, depth: u32, words: &mut Words, left: &mut usize) -> bool {
@@ -667,6 +721,11 @@ impl Cx<'_> {
                         {
                             i += 1;
                             continue;
+                        } else if plain && depth > 1 && self.same_anonymous_opaque(words, item_tp) {
+                            // An opaque C object whose deaths are not seen (scimark's rows of
+                            // `array.array`): its group names only its type.
+                            *left -= 1;
+                            true
                         } else {
                             self.walk(item, depth - 1, words, left)
                         };
