@@ -274,8 +274,10 @@ def test_lists_of_frozensets_recorded_again_reuse_their_nodes():
     finally:
         api.stop_recording()
         api.clear_recordings()
-    # 800 records of unchanged lists: each is its last node again (a few misses allowed).
-    assert grown < 800, grown
+    # 800 records of unchanged lists: each is its last node again. Every record a miss grows
+    # by ~80,000 nodes (each list with its 100 sets); a few misses where the address-keyed
+    # caches collide cost up to several hundred (0 to 670 seen in one build's runs).
+    assert grown < 8_000, grown
 
 
 def test_a_class_recorded_again_shows_its_name_as_of_each_record():
