@@ -89,6 +89,11 @@ def expr(site_id: int, value: Any) -> Any:
     """A sub-expression at ``site_id`` evaluated to ``value``: pushes an expr entry in the
     innermost frame of the site's form; returns ``value``."""
 
+def recv(site_id: int, value: Any) -> Any:
+    """A receiver (the ``x`` of ``x.a``, ``x[k]``, ``x.m()``) at ``site_id`` evaluated to
+    ``value``: an expr entry as ``expr`` pushes, whose value, when it is an instance this thread
+    recorded a state of already, is a reference to that state; returns ``value``."""
+
 def bind(site_id: int, value: Any) -> Any:
     """The symbol of binding site ``site_id`` is bound to ``value``: pushes a bind entry;
     returns ``value`` (``x = bind(SITE, v)``)."""
@@ -142,7 +147,7 @@ def wslot(site_id: int, obj: Any, key: Any, item: bool) -> WriteSlot:
 
 def bound_entry(entry: str, id: int) -> Callable[..., Any]:
     """``entry`` ("call", "ret", "expr", "bind" or a write entry: "wattr", "witem", "wdelattr",
-    "wdelitem", "waugattr", "waugitem", "wsetattr", "wslot"; or "binds", "suspend", "resume") bound to one form (call) or site: the result
+    "wdelitem", "waugattr", "waugitem", "wsetattr", "wslot"; or "binds", "suspend", "resume", "recv") bound to one form (call) or site: the result
     called with the remaining arguments records what ``entry(id, ...)`` records and returns what
     it returns. Instrumented code holds these as constants (``rewrite.bind_entry_constants``);
     ``id`` may be an int subclass (``rewrite.BoundSite``, which makes them picklable)."""

@@ -38,9 +38,9 @@ fn add_fast(m: &Bound<'_, PyModule>, name: &'static CStr, doc: &'static CStr, f:
 }
 
 /// The method defs of the bound entry points (`bound_entry`), made once and never freed.
-static BOUND_DEFS: std::sync::OnceLock<[usize; 15]> = std::sync::OnceLock::new();
+static BOUND_DEFS: std::sync::OnceLock<[usize; 16]> = std::sync::OnceLock::new();
 
-fn bound_defs() -> &'static [usize; 15] {
+fn bound_defs() -> &'static [usize; 16] {
     BOUND_DEFS.get_or_init(|| {
         let leak = |name: &'static CStr, doc: &'static CStr, meth: ffi::PyMethodDefPointer, flags| {
             Box::leak(Box::new(ffi::PyMethodDef {
@@ -141,12 +141,18 @@ fn bound_defs() -> &'static [usize; 15] {
                 ffi::PyMethodDefPointer { PyCFunctionFast: recorder::write_slot::wslot_bound },
                 ffi::METH_FASTCALL,
             ),
+            leak(
+                c"recv",
+                c"recv(value) -> value: the bound site's receiver (the x of x.a, x[k], x.m()).",
+                ffi::PyMethodDefPointer { PyCFunction: recorder::record::recv_bound },
+                ffi::METH_O,
+            ),
         ]
     })
 }
 
 /// `bound_entry(entry, id)`: the entry point `entry` ("call", "ret", "expr", "bind" or a write:
-/// "wattr", "witem", "wdelattr", "wdelitem", "waugattr", "waugitem", "wsetattr", "wslot", "binds", "suspend", "resume") bound to one
+/// "wattr", "witem", "wdelattr", "wdelitem", "waugattr", "waugitem", "wsetattr", "wslot", "binds", "suspend", "resume", "recv") bound to one
 /// form (call) or site (the others): `bound_entry("expr", S)(v)` records what
 /// `expr(S, v)` records. The rewriter holds these as constants of the code that calls them,
 /// which saves passing the id and, for ret/expr/bind, uses CPython's fastest call (`METH_O`).
@@ -170,6 +176,7 @@ fn bound_entry<'py>(py: Python<'py>, entry: &str, id: &Bound<'py, PyAny>) -> PyR
         "suspend" => 12,
         "resume" => 13,
         "wslot" => 14,
+        "recv" => 15,
         _ => return Err(pyo3::exceptions::PyValueError::new_err(format!("no bound entry point {entry:?}"))),
     };
     // SAFETY: GIL held; a valid object.
@@ -202,6 +209,12 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     )?;
     add_fast(m, c"resume", c"resume(form_id, sent) -> sent: a resumable frame resumes.", recorder::record::resume)?;
     add_fast(m, c"expr", c"expr(site_id, value) -> value: a sub-expression's value.", recorder::record::expr)?;
+    add_fast(
+        m,
+        c"recv",
+        c"recv(site_id, value) -> value: a receiver's value (the x of x.a, x[k], x.m()).",
+        recorder::record::recv,
+    )?;
     add_fast(m, c"bind", c"bind(site_id, value) -> value: a local binding.", recorder::record::bind)?;
     add_fast(
         m,

@@ -589,6 +589,44 @@ pub unsafe fn encode(
     cache: &mut EncodeCache,
     o: *mut ffi::PyObject,
 ) -> ValRef {
+    // SAFETY: this fn's contract.
+    unsafe { encode_at_level(budget, registered, store, cache, o, budget.object_depth.max(1)) }
+}
+
+/// Encodes a receiver (the `x` of `x.a`, `x[k]`, `x.m()`) into `store`: an instance this
+/// timeline holds a state of already is recorded as a reference to it (readers show that state
+/// with the writes recorded since applied, marked as earlier); one never recorded is encoded,
+/// its instance fields as references where known. A container is encoded as `encode` does,
+/// its instance items as references where known. The state a receiver is in was recorded where
+/// it was bound, passed or last written, so re-encoding it at every `self.x` is mostly
+/// repetition, and on object-heavy programs it was half the recording's cost (DESIGN.md).
+///
+/// # Safety
+/// As `encode`.
+pub unsafe fn encode_receiver(
+    budget: &Budget,
+    registered: &[(*mut ffi::PyTypeObject, *mut ffi::PyObject)],
+    store: &mut ValueStore,
+    cache: &mut EncodeCache,
+    o: *mut ffi::PyObject,
+) -> ValRef {
+    // SAFETY: this fn's contract.
+    unsafe { encode_at_level(budget, registered, store, cache, o, 0) }
+}
+
+/// `encode` with `obj_left` levels of instances encoded afresh (below them, instances this
+/// timeline holds a state of are references).
+///
+/// # Safety
+/// As `encode`.
+unsafe fn encode_at_level(
+    budget: &Budget,
+    registered: &[(*mut ffi::PyTypeObject, *mut ffi::PyObject)],
+    store: &mut ValueStore,
+    cache: &mut EncodeCache,
+    o: *mut ffi::PyObject,
+    obj_left: u32,
+) -> ValRef {
     // SAFETY: this fn's contract (GIL held, `o` live). The encoder reads objects' storage and runs
     // no Python code except a user-registered encoder (`registered_encoder`, by request).
     unsafe {
@@ -596,16 +634,8 @@ pub unsafe fn encode(
             return v;
         }
         let mut left = budget.max_items;
-        let mut cx = Cx {
-            budget,
-            registered,
-            store,
-            cache,
-            left: &mut left,
-            obj_left: budget.object_depth.max(1),
-            newest_dep: 0,
-            last_known: None,
-        };
+        let mut cx =
+            Cx { budget, registered, store, cache, left: &mut left, obj_left, newest_dep: 0, last_known: None };
         cx.enc(o, budget.max_depth)
     }
 }
@@ -1712,10 +1742,12 @@ impl Cx<'_> {
     }
 
     /// A reference node for the object at `o`, shared with the last one made there when equal.
+    /// A reference that is a whole value (a receiver's) is resolved as of its own node, so an
+    /// older one is reused only while no state or write of its object came after it.
     fn cut(&mut self, o: *mut ffi::PyObject, cut: CutNode) -> ValRef {
         let addr = o as usize;
         if let Some((prev, c)) = self.cache.cuts.get(addr) {
-            if c == cut {
+            if c == cut && self.fresh_enough(prev) {
                 return prev;
             }
         }

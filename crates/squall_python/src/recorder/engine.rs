@@ -265,6 +265,19 @@ pub unsafe fn capture(eng: &mut Engine, rec: &mut ThreadRec, o: *mut ffi::PyObje
     unsafe { crate::recorder::encode::encode(&eng.budget, &eng.snapshotters, &mut rec.values, &mut rec.enc, o) }
 }
 
+/// `capture` for a receiver (`encode::encode_receiver`): an instance already recorded on this
+/// timeline becomes a reference to its earlier state.
+///
+/// # Safety
+/// GIL held; `o` a valid borrowed reference.
+#[inline(always)]
+pub unsafe fn capture_receiver(eng: &mut Engine, rec: &mut ThreadRec, o: *mut ffi::PyObject) -> ValRef {
+    // SAFETY: this fn's contract.
+    unsafe {
+        crate::recorder::encode::encode_receiver(&eng.budget, &eng.snapshotters, &mut rec.values, &mut rec.enc, o)
+    }
+}
+
 /// What an entry that can hold a float (a return, an expression, a binding) records for `o`: an
 /// exact `float` itself (no node: `squall_trace::entry`), anything else encoded (`capture`).
 ///

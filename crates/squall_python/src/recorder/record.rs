@@ -12,7 +12,7 @@ use pyo3::ffi;
 use squall_trace::{Kind, Recorded, SiteKind, ValRef, Value};
 
 use crate::recorder::delegation;
-use crate::recorder::engine::{capture, capture_entry_value, exact_float, scalar};
+use crate::recorder::engine::{capture, capture_entry_value, capture_receiver, exact_float, scalar};
 use crate::recorder::engine::{current_rec, current_rec_cached, memory_check_due, ENGINE, RECORDING};
 
 type Args = *mut *mut ffi::PyObject;
@@ -285,12 +285,24 @@ unsafe fn value_through_site(kind: Kind, args: Args, nargs: ffi::Py_ssize_t) -> 
 /// Records an event at the site `site_obj` (an int) carrying `value`, and hands `value` back.
 #[inline(always)]
 unsafe fn value_at(kind: Kind, site_obj: *mut ffi::PyObject, value: *mut ffi::PyObject) -> *mut ffi::PyObject {
+    // SAFETY: this fn's callers' contract.
+    unsafe { value_or_receiver_at(kind, site_obj, value, false) }
+}
+
+/// `value_at`; a `receiver`'s value is encoded by `capture_receiver`.
+#[inline(always)]
+unsafe fn value_or_receiver_at(
+    kind: Kind,
+    site_obj: *mut ffi::PyObject,
+    value: *mut ffi::PyObject,
+    receiver: bool,
+) -> *mut ffi::PyObject {
     // SAFETY: GIL held, `site_obj` and `value` live (the entry points' contract); `value` is handed
     // back with a reference of its own.
     unsafe {
         if RECORDING.load(Ordering::Relaxed) {
             if !site_fast(kind, site_obj, value) {
-                guarded(|| record_at_site(kind, site_obj, value));
+                guarded(|| record_at_site(kind, site_obj, value, receiver));
             }
         } else {
             lost_to_ui();
@@ -313,6 +325,13 @@ pub unsafe extern "C" fn expr_bound(site: *mut ffi::PyObject, value: *mut ffi::P
     // SAFETY: CPython calls this METH_O bound entry point attached, with `site` its live `self` and
     // `value` live.
     unsafe { value_at(Kind::Expr, site, value) }
+}
+
+/// `_sq_recv_S(value) -> value`: `recv` bound to one site.
+pub unsafe extern "C" fn recv_bound(site: *mut ffi::PyObject, value: *mut ffi::PyObject) -> *mut ffi::PyObject {
+    // SAFETY: CPython calls this METH_O bound entry point attached, with `site` its live `self` and
+    // `value` live.
+    unsafe { value_or_receiver_at(Kind::Expr, site, value, true) }
 }
 
 /// `_sq_bind_S(value) -> value`: `bind` bound to one site.
@@ -433,6 +452,21 @@ pub unsafe extern "C" fn expr(_m: *mut ffi::PyObject, args: Args, nargs: ffi::Py
     unsafe { value_through_site(Kind::Expr, args, nargs) }
 }
 
+/// `recv(site_id, value) -> value`: the value of a receiver, the `x` of `x.a`, `x[k]` or
+/// `x.m()` (full mode): an expression entry whose value, when it is an instance this timeline
+/// holds a state of, is a reference to that state (`capture_receiver`).
+pub unsafe extern "C" fn recv(_m: *mut ffi::PyObject, args: Args, nargs: ffi::Py_ssize_t) -> *mut ffi::PyObject {
+    // SAFETY: CPython calls this METH_FASTCALL entry point attached (GIL held) with `nargs` live
+    // arguments; two are required before any is read.
+    unsafe {
+        if nargs != 2 {
+            ENGINE.get().dropped += 1;
+            return new_none();
+        }
+        value_or_receiver_at(Kind::Expr, *args, *args.add(1), true)
+    }
+}
+
 /// `bind(site_id, value) -> value`: a local binding (full mode). Hands the value back, so that
 /// `x = _sq_bind(SITE, v)` binds and records in one call.
 pub unsafe extern "C" fn bind(_m: *mut ffi::PyObject, args: Args, nargs: ffi::Py_ssize_t) -> *mut ffi::PyObject {
@@ -457,7 +491,7 @@ pub unsafe fn record_bind(site_obj: *mut ffi::PyObject, value: *mut ffi::PyObjec
     unsafe {
         if RECORDING.load(Ordering::Relaxed) {
             if !site_fast(Kind::Bind, site_obj, value) {
-                guarded(|| record_at_site(Kind::Bind, site_obj, value));
+                guarded(|| record_at_site(Kind::Bind, site_obj, value, false));
             }
         } else {
             lost_to_ui();
@@ -514,7 +548,7 @@ unsafe fn record_binds(first_obj: *mut ffi::PyObject, values: Args, n: usize) {
             };
             if RECORDING.load(Ordering::Relaxed) {
                 if !site_fast_id(Kind::Bind, site_id, value) {
-                    guarded(|| record_at_site_id(Kind::Bind, site_id, value));
+                    guarded(|| record_at_site_id(Kind::Bind, site_id, value, false));
                 }
             } else {
                 lost_to_ui();
@@ -615,9 +649,10 @@ unsafe fn site_fast_id(kind: Kind, site_id: u32, value: *mut ffi::PyObject) -> b
 }
 
 /// An event at a site (a return or suspension, an expression, a binding): the site names its
-/// form, whose innermost open frame the event belongs to.
+/// form, whose innermost open frame the event belongs to. A `receiver`'s value is encoded by
+/// `capture_receiver`.
 #[inline(always)]
-unsafe fn record_at_site(kind: Kind, site_obj: *mut ffi::PyObject, value: *mut ffi::PyObject) {
+unsafe fn record_at_site(kind: Kind, site_obj: *mut ffi::PyObject, value: *mut ffi::PyObject, receiver: bool) {
     // SAFETY: GIL held, `site_obj` and `value` live (this fn's callers); the encoder runs no Python
     // code, so the ENGINE reference is the only one while it lives.
     unsafe {
@@ -625,13 +660,13 @@ unsafe fn record_at_site(kind: Kind, site_obj: *mut ffi::PyObject, value: *mut f
             ENGINE.get().dropped += 1;
             return;
         };
-        record_at_site_id(kind, site_id, value);
+        record_at_site_id(kind, site_id, value, receiver);
     }
 }
 
 /// `record_at_site` at the site `site_id`.
 #[inline(never)]
-unsafe fn record_at_site_id(kind: Kind, site_id: u32, value: *mut ffi::PyObject) {
+unsafe fn record_at_site_id(kind: Kind, site_id: u32, value: *mut ffi::PyObject, receiver: bool) {
     // SAFETY: GIL held, `value` live (this fn's callers); the encoder runs no Python code, so the
     // ENGINE reference is the only one while it lives.
     unsafe {
@@ -641,7 +676,10 @@ unsafe fn record_at_site_id(kind: Kind, site_id: u32, value: *mut ffi::PyObject)
             return;
         };
         let Some(rec) = current_rec() else { return };
-        let v = capture_entry_value(eng, rec, value);
+        let v = match exact_float(value) {
+            None if receiver => capture_receiver(eng, rec, value).into(),
+            _ => capture_entry_value(eng, rec, value),
+        };
         let outcome = if kind == Kind::Return {
             rec.tl.exit(kind, site_id, form, resumable, v, &eng.limits)
         } else {

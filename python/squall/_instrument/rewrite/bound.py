@@ -36,6 +36,7 @@ _BOUND_ENTRIES = (
     "binds",
     "suspend",
     "resume",
+    "recv",
 )
 _PLACEHOLDER_TAG = "\x00squall-entry"
 _bound = threading.local()

@@ -143,6 +143,9 @@ def _entry_point(eng: Any, k: str) -> Any:
         return lambda site, value: (f(site, value), value)[1]
     if f is not None:
         return f
+    if k == "recv":
+        # an engine without a receiver entry point records receivers as expressions
+        return _entry_point(eng, "expr")
     if k in ("expr", "bind"):
         return _passthrough
     if k == "loop_iter":

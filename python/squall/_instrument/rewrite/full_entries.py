@@ -39,10 +39,11 @@ class _FullEntries:
     def _on(self) -> bool:
         return self.form is not None and not self.lazy
 
-    def _wrap(self, node: ast.expr) -> ast.expr:
+    def _wrap(self, node: ast.expr, entry: str = "expr") -> ast.expr:
+        """``_sq_expr(SITE, node)``, or through ``entry`` (``recv`` for a receiver)."""
         reads = _reads(node)
         site = self.ctx.register_site(self.form, self.ctx.SITE_EXPR, node, reads=reads)  # type: ignore
-        return _entry_call("expr", [_const(site, node), node], node)
+        return _entry_call(entry, [_const(site, node), node], node)
 
     def _bind_call(self, at: ast.AST, name: str, value: ast.expr, src: Optional[ast.AST] = None) -> ast.Call:
         """``_sq_bind(SITE, value)``; ``src``: the expression the bound value comes from."""

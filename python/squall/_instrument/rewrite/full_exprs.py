@@ -16,7 +16,7 @@ class _FullExprs(_FullEntries):
     """The expression half of the full pass (``e``, one ``e_<Kind>`` per AST node kind)."""
 
     # -- expressions
-    def e(self, node: Any, wrap: bool = True) -> Any:
+    def e(self, node: Any, wrap: bool = True, entry: str = "expr") -> Any:
         if node is None:
             return None
         m = getattr(self, "e_" + type(node).__name__, None)
@@ -24,8 +24,14 @@ class _FullExprs(_FullEntries):
             return node  # unknown kinds are left alone
         new, worth = m(node)
         if worth and wrap and self._on():
-            return self._wrap(new)
+            return self._wrap(new, entry)
         return new
+
+    def receiver(self, node: Any) -> Any:
+        """``e(node)`` for the ``x`` of ``x.a``, ``x[k]`` or ``x.m()``, recorded through ``recv``:
+        an object already recorded on the thread is kept as a reference to its earlier state
+        (crates/squall_python/src/recorder/encode.rs ``encode_receiver``)."""
+        return self.e(node, entry="recv")
 
     def line_expr(self, node: Any) -> Any:
         """``e(node)`` for an expression that is a whole statement or a statement's test
@@ -63,11 +69,11 @@ class _FullExprs(_FullEntries):
         return node, worth
 
     def e_Attribute(self, node: ast.Attribute) -> Any:
-        node.value = self.e(node.value)
+        node.value = self.receiver(node.value)
         return node, isinstance(node.ctx, ast.Load)
 
     def e_Subscript(self, node: ast.Subscript) -> Any:
-        node.value = self.e(node.value)
+        node.value = self.receiver(node.value)
         node.slice = self._slice(node.slice)
         return node, isinstance(node.ctx, ast.Load)
 
@@ -117,7 +123,7 @@ class _FullExprs(_FullEntries):
             args = [self.e(a) for a in node.args]
             return _entry_call("wsetattr", [_const(site, node)] + args, node), False
         if isinstance(f, ast.Attribute):  # a method call: the receiver, never `obj.meth`
-            f.value = self.e(f.value)
+            f.value = self.receiver(f.value)
         elif not isinstance(f, ast.Name):  # a plain callee name is not recorded (the call is)
             node.func = self.e(f)
         node.args = [self.e(a) for a in node.args]

@@ -9,6 +9,7 @@ ENTRY_NAMES = {
     "suspend": "_sq_suspend",
     "resume": "_sq_resume",
     "expr": "_sq_expr",
+    "recv": "_sq_recv",
     "bind": "_sq_bind",
     "binds": "_sq_binds",
     "loop_iter": "_sq_for",
