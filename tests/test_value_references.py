@@ -160,3 +160,35 @@ def test_an_earlier_state_has_the_writes_made_since(front, tmp_path):
     # The value recorded for a is equal to the one before, but is not that entry's value: the
     # write since is shown (a value reused from an earlier entry would resolve as of then).
     assert fourth.peer.name == "C"
+
+
+def _object_depth_0(front, tmp_path):
+    if front == "live":
+        return _deeper(0)
+    out = tmp_path / "deep0.sqrec"
+    r = _run([SQUALL, "run", "--no-summary", "--mode", "full", "--object-depth", "0", "-o", out, PROGRAM])
+    assert r.returncode == 0, r.stderr
+    rec = squall.load(out)
+    return _shows(rec, rec.deref_val_id, "__main__")
+
+
+@pytest.mark.parametrize("front", ["live", "file"])
+def test_object_depth_0_records_known_values_as_references_with_the_writes_since(front, tmp_path):
+    shows = _object_depth_0(front, tmp_path)
+    # Every `show` argument was bound before: a reference, shown as its earlier state.
+    assert all(isinstance(s, values.Earlier) for s in shows), shows
+    assert [name for name, _ in _names(shows[1])] == ["root", "mid", "leaf"]
+    # `leaf.name = "LEAF"` ran between the second and the third show: applied to the states
+    # shown from the third on, never before.
+    assert [name for name, _ in _names(shows[2])] == ["root", "mid", "LEAF"]
+    assert shows[3].name == "LEAF"
+    # `b.peer = a` ran after b's state was recorded: shown, and the cycle back to a once.
+    b = shows[5].peer
+    assert isinstance(b, values.Earlier) and b.name == "b"
+    assert isinstance(b.peer, values.Truncated) and b.peer.obj_id == shows[5].obj_id, b.peer
+
+
+def test_object_depth_must_be_a_non_negative_int(tmp_path):
+    r = _run([SQUALL, "run", "--object-depth", "-1", PROGRAM])
+    assert r.returncode == 2
+    assert "--object-depth: expected an integer 0 or more, got `-1`" in r.stderr

@@ -56,6 +56,10 @@ def _setup_recording(opts, script_path: str | None = None, program_argv: list[st
             "memory_limit": (opts.memory_limit << 20) if getattr(opts, "memory_limit", None) else None,
         }
         api.set_limits(**{k: v for k, v in limits.items() if v is not None})
+        if getattr(opts, "object_depth", None) is not None:
+            from squall import values
+
+            values.set_snapshot_budget(**{**values.get_snapshot_budget(), "object_depth": opts.object_depth})
         api.start_recording()
         from squall import outputs as _outputs
 

@@ -68,7 +68,9 @@ pub struct Budget {
     /// (the recorded value is level 1; a container counts as part of the object that holds
     /// it). Deeper, an object or container this timeline already holds a state of is a
     /// reference to it (a [`CutNode`] with its identity), shown with that earlier state,
-    /// marked as earlier; one it never saw is encoded (its first state).
+    /// marked as earlier; one it never saw is encoded (its first state). At 0 the recorded
+    /// value itself is such a reference when it is an instance this timeline already holds a
+    /// state of (as a receiver always is: `encode_receiver`).
     pub object_depth: u32,
 }
 
@@ -164,6 +166,8 @@ pub struct EncodeCache {
     path: Vec<usize>,
     /// The store length at the last write to the object at each address (`note_write`).
     written: LastNodes,
+    /// The store length at the last write to any object.
+    last_write: u32,
     /// Per type with members (`TypeInfo::members`): each member's interned name and offset.
     member_lists: Vec<Box<[(u32, isize)]>>,
     /// Big containers' fingerprints (`fingerprint`): an unchanged one reuses its last node.
@@ -351,6 +355,7 @@ impl Default for EncodeCache {
             member_lists: Vec::new(),
             path: Vec::new(),
             written: LastNodes::with_slots(CUT_SLOTS, ValRef::ABSENT),
+            last_write: 0,
             prints: fingerprint::Prints::default(),
             memos: memo::Memos::default(),
             key_names: KeyNames::default(),
@@ -363,6 +368,7 @@ impl EncodeCache {
     #[inline]
     pub fn note_write(&mut self, addr: usize, store_len: u32) {
         self.written.insert(addr, ValRef(store_len));
+        self.last_write = self.last_write.max(store_len);
     }
 
     pub fn bytes(&self) -> u64 {
@@ -590,7 +596,7 @@ pub unsafe fn encode(
     o: *mut ffi::PyObject,
 ) -> ValRef {
     // SAFETY: this fn's contract.
-    unsafe { encode_at_level(budget, registered, store, cache, o, budget.object_depth.max(1)) }
+    unsafe { encode_at_level(budget, registered, store, cache, o, budget.object_depth) }
 }
 
 /// Encodes a receiver (the `x` of `x.a`, `x[k]`, `x.m()`) into `store`: an instance this
@@ -1742,12 +1748,15 @@ impl Cx<'_> {
     }
 
     /// A reference node for the object at `o`, shared with the last one made there when equal.
-    /// A reference that is a whole value (a receiver's) is resolved as of its own node, so an
-    /// older one is reused only while no state or write of its object came after it.
+    /// A reference that is a whole value (a receiver's, or any at `object_depth` 0) is resolved
+    /// as of its own node, the objects its state refers to too: an older one is reused only
+    /// while nothing was stored or written after it.
     fn cut(&mut self, o: *mut ffi::PyObject, cut: CutNode) -> ValRef {
         let addr = o as usize;
         if let Some((prev, c)) = self.cache.cuts.get(addr) {
-            if c == cut && self.fresh_enough(prev) {
+            let fresh = !self.cache.path.is_empty()
+                || (prev.0 as usize + 1 == self.store.len() && self.cache.last_write <= prev.0);
+            if c == cut && fresh {
                 return prev;
             }
         }
