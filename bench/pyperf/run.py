@@ -1,6 +1,6 @@
 """pyperformance benchmarks run plain and under squall, side by side, in one run.
 
-    python bench/pyperf/run.py [--repeat N] [--timeout S] [--only a,b] [--peers] [--json OUT]
+    python bench/pyperf/run.py [--repeat N] [--timeout S] [--only a,b] [--peers] [--object-depth N] [--json OUT]
 
 Each benchmark (benchmarks/bm_NAME.py, copied from pyperformance) runs in a process of its own,
 one per variant: plain Python, ``squall run --mode full -o FILE`` and ``squall run --mode calls
@@ -82,13 +82,17 @@ def plain_variant(key: str, python: str, label: str) -> Variant:
     return Variant(key, label, lambda n, s, out: [python] + script(n, s), baseline=None)
 
 
-def squall_variant(mode: str) -> Variant:
-    """``squall run --mode MODE -o FILE bench_one.py NAME``."""
+def squall_variant(mode: str, object_depth: int | None = None) -> Variant:
+    """``squall run --mode MODE [--object-depth N] -o FILE bench_one.py NAME``."""
     squall = beside(sys.executable, "squall")
+    extra = [] if object_depth is None else ["--object-depth", str(object_depth)]
+    suffix = "" if object_depth is None else f" d{object_depth}"
     return Variant(
-        mode,
-        f"squall {mode}",
-        lambda n, s, out: [squall, "run", "--mode", mode, "-o", out + ".sqrec"] + script(n, s),
+        mode + suffix.replace(" ", "-"),
+        f"squall {mode}{suffix}",
+        lambda n, s, out: (
+            [squall, "run", "--mode", mode, *extra, "-o", out + ".sqrec"] + script(n, s)
+        ),
         squall=True,
         missing=None if os.path.exists(squall) else "squall is not installed beside this Python",
     )
@@ -128,14 +132,18 @@ def pyttd_variants(python: str | None) -> list[Variant]:
     return [plain_variant("plain-pyttd", python, f"plain {version}"), record]
 
 
-def variants(peers: bool, pyttd_python: str | None) -> list[Variant]:
-    """Plain first (the runs after it are compared with it), squall's modes, then the peers:
-    cProfile, VizTracer, pyttd."""
+def variants(
+    peers: bool, pyttd_python: str | None, object_depth: int | None = None
+) -> list[Variant]:
+    """Plain first (the runs after it are compared with it), squall's modes (and, with an
+    ``object_depth``, both again at that depth), then the peers: cProfile, VizTracer, pyttd."""
     chosen = [
         plain_variant("plain", sys.executable, "plain"),
         squall_variant("full"),
         squall_variant("calls"),
     ]
+    if object_depth is not None:
+        chosen += [squall_variant("full", object_depth), squall_variant("calls", object_depth)]
     if not peers:
         return chosen
     viztracer = beside(sys.executable, "viztracer")
@@ -496,6 +504,12 @@ def parse_args(argv=None):
         help="with --peers: a Python 3.12+ that has pyttd (pip install py-tt-debug); "
         "pyttd's ratios are against plain runs on it",
     )
+    ap.add_argument(
+        "--object-depth",
+        type=int,
+        metavar="N",
+        help="also run both modes under `squall run --object-depth N` (columns `full d0`, `calls d0` for 0)",
+    )
     ap.add_argument("--json", metavar="OUT", help="also write the results as JSON to OUT")
     args = ap.parse_args(argv)
     known = benchmark_names()
@@ -508,7 +522,7 @@ def parse_args(argv=None):
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    chosen = variants(args.peers, args.pyttd_python)
+    chosen = variants(args.peers, args.pyttd_python, args.object_depth)
     info = meta(args)
     print(
         f"# commit {info['commit']}, Python {info['python']}, {info['machine']}, "
@@ -529,10 +543,16 @@ def main(argv=None) -> int:
     print_squall(results)
     print()
     print_totals(summary, chosen[1:3])
+    peers_from = 3
+    if args.object_depth is not None:
+        peers_from = 5
+        print()
+        print_peers(results, chosen[3:5])
+        print_totals(summary, chosen[3:5])
     if args.peers:
         print()
-        print_peers(results, chosen[3:])
-        print_totals(summary, chosen[3:])
+        print_peers(results, chosen[peers_from:])
+        print_totals(summary, chosen[peers_from:])
     print()
     print_failures(results, chosen)
     if args.json:
