@@ -82,34 +82,33 @@ def _of(recorded, text):
 
 
 def test_a_known_instance_as_receiver_is_its_earlier_state_with_the_writes_since(recorded):
-    first, second = _of(recorded, "shop.cart")
-    for cart in (first, second):
+    first, second, third, fourth = _of(recorded, "shop.cart")
+    for cart in (first, second, third, fourth):
         assert isinstance(cart, values.Earlier), cart
         assert cart.type_name.endswith("Cart")
         assert repr(cart).startswith("(earlier) Cart#")
-    # `self.total += price` ran between them: the second shows that write, the first does not
-    # show it (never a later state).
-    assert first.value.total == 0
-    assert second.value.total == 3
-    # The list the cart holds was changed by `append`, which is no recorded write: the earlier
-    # state still has it empty, and says that it is earlier.
-    assert second.value.items == []
+    # `self.total += price` ran between them: each shows the writes before it, never a later one.
+    assert [c.value.total for c in (first, second, third, fourth)] == [0, 3, 7, 7]
+    # The list the cart holds is changed by `append`, no recorded write: an earlier state shows
+    # the newest state of the list recorded before the entry (`self.items` before each append,
+    # then `show(shop.cart.items)`), never a later one.
+    assert [c.value.items for c in (first, second, third, fourth)] == [[], [], [3], [3, 4]]
 
 
 def test_a_container_receiver_is_recorded_as_it_is(recorded):
-    assert _of(recorded, "self.items") == [[], [3]]
+    assert _of(recorded, "self.items") == [[], [3], [3, 4]]
 
 
 def test_an_instance_never_recorded_is_encoded_in_full(recorded):
     (fraction,) = _of(recorded, "Fraction(total, 10)")
     assert isinstance(fraction, values.ObjectSnapshot), fraction
-    assert (fraction._numerator, fraction._denominator) == (7, 10)
+    assert (fraction._numerator, fraction._denominator) == (6, 5)
 
 
 def test_bindings_and_arguments_still_show_the_whole_state(recorded):
     (cart,) = _of(recorded, "cart")
     assert isinstance(cart, values.ObjectSnapshot), cart
-    assert (cart.items, cart.total) == ([3, 4], 7)
+    assert (cart.items, cart.total) == ([3, 4, 5], 12)
 
 
 def test_receivers_go_through_recv_in_full_mode_only():

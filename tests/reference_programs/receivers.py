@@ -26,7 +26,7 @@ def show(value):
 
 def checkout(shop):
     cart = shop.cart  # shop: known (an argument), a reference
-    return show(cart.total)  # cart: its earlier state with both writes since: total 7
+    return show(cart.total)
 
 
 def tax(total):
@@ -37,6 +37,8 @@ def main():
     shop = Shop("corner")
     shop.cart.add(3)
     shop.cart.add(4)
+    show(shop.cart.items)  # the list as it is, [3, 4]: a newer state of it than the cart's
+    shop.cart.add(5)  # the cart's earlier state holds that newer state of its list
     return tax(checkout(shop))
 
 

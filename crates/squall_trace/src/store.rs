@@ -262,6 +262,11 @@ fn map_bytes<V>(map: &HashMap<ObjId, Vec<V>, foldhash::fast::FixedState>, list_b
 struct Walk {
     objs: Vec<ObjId>,
     bound: u32,
+    /// Inside an earlier state (a reference's): a container there is shown as its newest state
+    /// before `bound` (`newer_container`).
+    earlier: bool,
+    /// The container state `newer_container` resolved last, rendered as it is.
+    resolved: u32,
 }
 
 /// How many levels below a reference its earlier state is expanded (each state can refer to
@@ -540,7 +545,7 @@ impl ValueStore {
     /// far as the recording knows (code that is not instrumented may have changed it too).
     pub fn node_as_of(&self, slot: u32, upto: u32, budget: ExpandBudget) -> Snap {
         let mut left = budget.max_nodes;
-        let mut path = Walk { objs: Vec::new(), bound: slot };
+        let mut path = Walk { objs: Vec::new(), bound: slot, earlier: false, resolved: u32::MAX };
         let mut snap = self.snap_in(ValRef(slot), budget.max_depth, &mut left, &mut path);
         let obj = self.nodes.get(slot as usize).map_or(0, Node::obj);
         if obj != 0 {
@@ -668,7 +673,7 @@ impl ValueStore {
             Decoded::Slot(s) => s,
             _ => 0,
         };
-        let mut path = Walk { objs: Vec::new(), bound };
+        let mut path = Walk { objs: Vec::new(), bound, earlier: false, resolved: u32::MAX };
         self.snap_in(v, depth, left, &mut path)
     }
 
@@ -689,6 +694,11 @@ impl ValueStore {
                 repr: format!("<value #{slot} not recorded>"),
             };
         };
+        if path.earlier && slot != path.resolved {
+            if let Some(snap) = self.newer_container(node, slot, depth, left, path) {
+                return snap;
+            }
+        }
         *left = left.saturating_sub(1);
         // An object met again inside its own expansion is a cycle: shown once, as a `Cut`.
         let cut = depth == 0 || *left == 0 || (node.obj() != 0 && path.objs.contains(&node.obj()));
@@ -769,17 +779,44 @@ impl ValueStore {
                 match self.state_before(n.obj, bound) {
                     Some(state) => {
                         let depth = depth.min(EARLIER_DEPTH);
+                        let earlier = std::mem::replace(&mut path.earlier, true);
+                        // The state itself is shown as it is (a container's too: its writes
+                        // are applied below).
+                        let resolved = std::mem::replace(&mut path.resolved, state);
                         let mut value = self.snap_in(ValRef(state), depth, left, path);
+                        path.resolved = resolved;
                         // Writes recorded since that state (instrumented code's `obj.a = v`)
                         // are known: shown, still marked earlier (other code may have changed
                         // the object too).
                         self.apply_writes(n.obj, (state, bound), &mut value, depth, left, path);
+                        path.earlier = earlier;
                         Snap::Earlier { slot: state, value: Box::new(value) }
                     }
                     None => cut,
                 }
             }
         }
+    }
+
+    /// Inside an earlier state, a container (node `slot`) that the state holds as it was then:
+    /// its newest state stored before the bound, with the writes to it recorded since applied
+    /// (a list the object holds was often recorded again since, as a receiver or an argument:
+    /// `self.items.append(x)` records `self.items`). Never a later state: both come before
+    /// the bound. `None`: not a container, or a cycle.
+    fn newer_container(&self, node: &Node, slot: u32, depth: u32, left: &mut usize, path: &mut Walk) -> Option<Snap> {
+        if !matches!(node, Node::Seq(_) | Node::SeqDelta(_) | Node::Map(_)) {
+            return None;
+        }
+        let obj = node.obj();
+        if obj == 0 || depth == 0 || path.objs.contains(&obj) {
+            return None;
+        }
+        let from = self.state_before(obj, path.bound).filter(|&s| s > slot).unwrap_or(slot);
+        let outer = std::mem::replace(&mut path.resolved, from);
+        let mut value = self.snap_in(ValRef(from), depth, left, path);
+        path.resolved = outer;
+        self.apply_writes(obj, (from, path.bound), &mut value, depth, left, path);
+        Some(value)
     }
 
     /// `f` over the children of object `obj` (0: none), with `obj` on the path meanwhile.
