@@ -156,3 +156,51 @@ def test_squall_run_m_pytest_passes_where_plain_pytest_passes_with_warnings_as_e
     recorded = outcome([SQUALL, "run", "--no-summary", "-o", str(tmp_path / "t.sqrec"), *args])
     assert plain == (1, "1 failed, 1 passed")
     assert recorded == plain
+
+
+@pytest.fixture
+def bank(pytester):
+    pytester.makeini("[pytest]\npythonpath = .\n")
+    pkg = pytester.mkpydir("bank")
+    (pkg / "account.py").write_text(
+        "class Account:\n"
+        "    def __init__(self):\n"
+        "        self.balance = 0\n\n"
+        "    def deposit(self, amount):\n"
+        "        self.balance += amount\n\n\n"
+        "def run():\n"
+        "    acct = Account()\n"
+        "    acct.deposit(5)\n"
+        "    acct.deposit(7)\n"
+        "    return acct.balance\n"
+    )
+    pytester.makepyfile(test_bank="from bank.account import run\n\ndef test_run():\n    assert run() == 12\n")
+    return pytester
+
+
+def _deposits(pytester):
+    rec = pytester.path / ".squall" / "tests" / "test_bank.py__test_run.sqrec"
+    q = subprocess.run([SQUALL, "query", str(rec), "calls", "deposit"], capture_output=True, text=True, timeout=60)
+    assert q.returncode == 0, q.stderr
+    return [ln for ln in q.stdout.splitlines() if "deposit(self=" in ln]
+
+
+def test_object_depth_0_records_known_arguments_as_references(bank):
+    run(bank, "--squall", "--squall-keep=all", "--squall-object-depth=0").assert_outcomes(passed=1)
+    first, second = _deposits(bank)
+    # `acct` was recorded when bound: each `self` is its earlier state with the writes since.
+    assert "self=(earlier) Account#" in first and "balance=0" in first, first
+    assert "self=(earlier) Account#" in second and "balance=5" in second, second
+
+
+def test_object_depth_defaults_to_reading_arguments_afresh(bank):
+    run(bank, "--squall", "--squall-keep=all").assert_outcomes(passed=1)
+    first, second = _deposits(bank)
+    assert "self=Account#" in first and "balance=0" in first, first
+    assert "self=Account#" in second and "balance=5" in second, second
+
+
+def test_a_negative_object_depth_is_a_usage_error(bank):
+    result = run(bank, "--squall", "--squall-object-depth=-1")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--squall-object-depth: expected an integer 0 or more, got `-1`*"])

@@ -43,6 +43,14 @@ def pytest_addoption(parser: Any) -> None:
         help="which recordings to keep: failed (default), all, none",
     )
     group.addoption(
+        "--squall-object-depth",
+        type=int,
+        default=None,
+        metavar="N",
+        help="levels of objects read afresh at every record (default 1); 0: an object already "
+        "recorded is its earlier state with the writes since, marked (earlier): faster (as `squall run --object-depth`)",
+    )
+    group.addoption(
         "--squall-dir",
         default=os.path.join(".squall", "tests"),
         metavar="DIR",
@@ -68,6 +76,13 @@ def pytest_load_initial_conftests(early_config: Any, parser: Any, args: Any) -> 
 def pytest_configure(config: Any) -> None:
     if not config.getoption("squall"):
         return
+    depth = config.getoption("squall_object_depth")
+    if depth is not None:
+        if depth < 0:
+            raise pytest.UsageError(f"--squall-object-depth: expected an integer 0 or more, got `{depth}`")
+        from squall import values
+
+        values.set_snapshot_budget(**{**values.get_snapshot_budget(), "object_depth": depth})
     _install_hook()
     config.pluginmanager.register(_Recorder(config), "squall-recorder")
 
