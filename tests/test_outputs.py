@@ -313,12 +313,13 @@ def test_the_live_ui_serves_outputs_linked_to_their_timeline(tmp_path):
         proc.stdin.flush()
         assert proc.stdout.readline() == "handled 2\n"
         # The tee notes a write after it returned: unbuffered (PYTHONUNBUFFERED), the line can
-        # reach this process while the program's thread is still in the write's syscall.
+        # reach this process while the program's thread is still in the write's syscall; and
+        # `print` writes the text and its "\n" in two writes, so the first may be noted alone.
         deadline = time.monotonic() + 30
         while True:
             with urllib.request.urlopen(f"{base.rstrip('/')}/api/outputs?token={token}", timeout=30) as r:
                 got = json.loads(r.read())
-            if got["items"] or time.monotonic() > deadline:
+            if (got["items"] and got["items"][-1]["text"].endswith("\n")) or time.monotonic() > deadline:
                 break
             time.sleep(0.05)
         assert [(c["text"], c["tl"], c["idx"]) for c in got["items"]] == [("handled 2\n", 0, 0)]
