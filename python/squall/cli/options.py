@@ -65,7 +65,7 @@ def _add_config_options(p: argparse.ArgumentParser) -> None:
         default=None,
         metavar="N",
         help="levels of objects read afresh at every record (default 1). 0: an object already recorded is "
-        "shown as its earlier state with the writes recorded since, marked (earlier); 2-5x faster on "
+        "shown as its earlier state with the writes recorded since, marked (earlier); up to ~2.5x faster on "
         "object-heavy programs. 2 and more: deeper levels afresh, slower",
     )
     p.add_argument(
