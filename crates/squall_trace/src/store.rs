@@ -1001,6 +1001,31 @@ mod tests {
     }
 
     #[test]
+    fn a_container_in_an_earlier_state_is_its_own_newest_state_before_the_value() {
+        let mut s = ValueStore::new();
+        let (one, two) = (ValRef::small_int(1).unwrap(), ValRef::small_int(2).unwrap());
+        let items = list_of(&mut s, 9, &[one]);
+        object(&mut s, 7, &[("items", items)]);
+        let early = reference(&mut s, 7);
+        list_of(&mut s, 9, &[one, two]); // the list recorded again, its holder not
+        let late = reference(&mut s, 7);
+        list_of(&mut s, 9, &[]); // after both references: never shown for them
+        let items_of = |v: ValRef| match s.to_snap(v, ExpandBudget::FULL) {
+            Snap::Earlier { value, .. } => match *value {
+                Snap::Object { attrs, .. } => attrs[0].1.clone(),
+                other => panic!("{other:?}"),
+            },
+            other => panic!("{other:?}"),
+        };
+        let ints = |snap: Snap| match snap {
+            Snap::Seq { items, .. } => items,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(ints(items_of(early)), vec![Snap::Int(1)]);
+        assert_eq!(ints(items_of(late)), vec![Snap::Int(1), Snap::Int(2)]);
+    }
+
+    #[test]
     fn a_cycle_expands_once() {
         let mut s = ValueStore::new();
         let back = reference(&mut s, 1);
