@@ -9,15 +9,14 @@ adds to a cart through ``shop.cart.add(...)`` twice, then checks out.
 
 from __future__ import annotations
 
-import sys
-import types
 from pathlib import Path
 
 import pytest
 import squall
 from _fake_engine import FakeEngine
-from squall import api, indexes, values
+from squall import values
 from squall._instrument import rewrite
+from test_value_references import _live as _live_recording
 from test_values_as_recorded import SQUALL, _run
 
 HERE = Path(__file__).resolve().parent
@@ -44,24 +43,8 @@ def _values_by_text(q, deref):
     return out
 
 
-def _live(mode="full"):
-    api.stop_recording()
-    api.clear_recordings()
-    api.set_flow(0)
-    api.start_recording(install_hook=False)
-    mod = types.ModuleType("ref_receivers")
-    mod.__file__ = str(PROGRAM)
-    sys.modules[mod.__name__] = mod
-    try:
-        source = PROGRAM.read_text(encoding="utf-8")
-        exec(rewrite.compile_instrumented(source, str(PROGRAM), mod.__name__, mode=mode), mod.__dict__)
-    finally:
-        api.stop_recording()
-        sys.modules.pop(mod.__name__, None)
-    try:
-        return _values_by_text(indexes._live, values.deref_val_id)
-    finally:
-        api.clear_recordings()
+def _live():
+    return _live_recording(PROGRAM, _values_by_text)
 
 
 def _file(tmp_path):

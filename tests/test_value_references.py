@@ -34,8 +34,9 @@ def _shows(q, deref, ns):
     return out
 
 
-def _live(program=PROGRAM):
-    """The ``show`` arguments of ``program`` recorded in this process (module ``ref_<stem>``)."""
+def _live(program=PROGRAM, collect=None):
+    """The ``show`` arguments of ``program`` recorded in this process (module ``ref_<stem>``),
+    or what ``collect(query, deref)`` makes of the recording."""
     api.stop_recording()
     api.clear_recordings()
     api.set_flow(0)
@@ -52,6 +53,8 @@ def _live(program=PROGRAM):
         api.stop_recording()
         sys.modules.pop(mod.__name__, None)
     try:
+        if collect is not None:
+            return collect(indexes._live, values.deref_val_id)
         return _shows(indexes._live, values.deref_val_id, mod.__name__)
     finally:
         api.clear_recordings()
