@@ -1,13 +1,15 @@
 """pyperformance benchmarks run plain and under squall, side by side, in one run.
 
-    python bench/pyperf/run.py [--repeat N] [--timeout S] [--only a,b] [--peers] [--object-depth N] [--json OUT]
+    python bench/pyperf/run.py [--repeat N] [--timeout S] [--only a,b] [--peers] [--object-depth N] [--floor] [--json OUT]
 
 Each benchmark (benchmarks/bm_NAME.py, copied from pyperformance) runs in a process of its own,
 one per variant: plain Python, ``squall run --mode full -o FILE`` and ``squall run --mode calls
 -o FILE`` (saved to a file, as users run it), and with ``--peers`` the tools a user would pick
-instead: cProfile, VizTracer and pyttd where they are installed. The variants of a benchmark
-alternate (plain, full, calls, plain, full, calls, ...) ``--repeat`` times, so that noise on
-this shared machine hits them alike, and medians are reported.
+instead: cProfile, VizTracer and pyttd where they are installed; with ``--floor`` both modes'
+rewritten code run with recording off (floor_one.py: what the entry points' calls cost alone).
+The variants of a benchmark alternate (plain, full, calls, plain, full, calls, ...)
+``--repeat`` times, so that noise on this shared machine hits them alike, and medians are
+reported.
 
 Measured per run: the seconds of work inside the process (bench_one.py times ``run(scale)``
 alone, imports excluded), the whole process's wall time (start-up, instrumenting, the final
@@ -40,6 +42,7 @@ from bench_one import RESULT_TAG
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 BENCH_ONE = os.path.join(HERE, "bench_one.py")
+FLOOR_ONE = os.path.join(HERE, "floor_one.py")
 SUMMARY_START = "--- squall: recording summary ---"
 ENTRIES_RE = re.compile(r"^total entries: (\d+)", re.MULTILINE)
 TARGETS = (2.5, 4.0)  # the slowdowns the plot marks; the table counts benchmarks over the last
@@ -98,6 +101,18 @@ def squall_variant(mode: str, object_depth: int | None = None) -> Variant:
     )
 
 
+def floor_variant(mode: str) -> Variant:
+    """``squall run --mode MODE --no-save floor_one.py NAME``: the rewritten benchmark with
+    recording off, every entry point still called (floor_one.py)."""
+    squall = beside(sys.executable, "squall")
+    return Variant(
+        "floor-" + mode,
+        f"floor {mode}",
+        lambda n, s, out: [squall, "run", "--mode", mode, "--no-save", "-q", FLOOR_ONE, n, str(s)],
+        missing=None if os.path.exists(squall) else "squall is not installed beside this Python",
+    )
+
+
 def pyttd_variants(python: str | None) -> list[Variant]:
     """``pyttd record`` (PyPI's py-tt-debug, Python 3.12+) on ``python``, or on this Python when
     it has pyttd; on another Python, with a plain run there as its baseline."""
@@ -133,10 +148,11 @@ def pyttd_variants(python: str | None) -> list[Variant]:
 
 
 def variants(
-    peers: bool, pyttd_python: str | None, object_depth: int | None = None
+    peers: bool, pyttd_python: str | None, object_depth: int | None = None, floor: bool = False
 ) -> list[Variant]:
     """Plain first (the runs after it are compared with it), squall's modes (and, with an
-    ``object_depth``, both again at that depth), then the peers: cProfile, VizTracer, pyttd."""
+    ``object_depth``, both again at that depth; with ``floor``, both with recording off),
+    then the peers: cProfile, VizTracer, pyttd."""
     chosen = [
         plain_variant("plain", sys.executable, "plain"),
         squall_variant("full"),
@@ -144,6 +160,8 @@ def variants(
     ]
     if object_depth is not None:
         chosen += [squall_variant("full", object_depth), squall_variant("calls", object_depth)]
+    if floor:
+        chosen += [floor_variant("full"), floor_variant("calls")]
     if not peers:
         return chosen
     viztracer = beside(sys.executable, "viztracer")
@@ -510,6 +528,12 @@ def parse_args(argv=None):
         metavar="N",
         help="also run both modes under `squall run --object-depth N` (columns `full d0`, `calls d0` for 0)",
     )
+    ap.add_argument(
+        "--floor",
+        action="store_true",
+        help="also run both modes' rewritten code with recording off (floor_one.py): what the "
+        "entry points' calls cost by themselves",
+    )
     ap.add_argument("--json", metavar="OUT", help="also write the results as JSON to OUT")
     args = ap.parse_args(argv)
     known = benchmark_names()
@@ -522,7 +546,7 @@ def parse_args(argv=None):
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    chosen = variants(args.peers, args.pyttd_python, args.object_depth)
+    chosen = variants(args.peers, args.pyttd_python, args.object_depth, args.floor)
     info = meta(args)
     print(
         f"# commit {info['commit']}, Python {info['python']}, {info['machine']}, "
@@ -544,11 +568,12 @@ def main(argv=None) -> int:
     print()
     print_totals(summary, chosen[1:3])
     peers_from = 3
-    if args.object_depth is not None:
-        peers_from = 5
-        print()
-        print_peers(results, chosen[3:5])
-        print_totals(summary, chosen[3:5])
+    for extra in (args.object_depth is not None, args.floor):
+        if extra:
+            print()
+            print_peers(results, chosen[peers_from : peers_from + 2])
+            print_totals(summary, chosen[peers_from : peers_from + 2])
+            peers_from += 2
     if args.peers:
         print()
         print_peers(results, chosen[peers_from:])
