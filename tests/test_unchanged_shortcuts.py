@@ -559,6 +559,100 @@ def test_an_instance_recorded_again_shows_each_change_its_first_pass_could_miss(
         assert _snapshot_recorded(v) == expected, tag
 
 
+class _Flat:
+    """Attributes without containers: a record of one unchanged replays by each field's own
+    check alone (`memo_inline_whole`, 3.11 and 3.12)."""
+
+    def __init__(self):
+        self.f = 0.5
+        self.n = 2**40
+        self.leaf = _Leaf("first")
+        self.k = 7
+        self.s = "text"
+
+
+def _make_twin():
+    class _Flat:  # the same qualified name and attributes as its twin, another class
+        pass
+
+    return _Flat
+
+
+def test_an_instance_without_containers_recorded_again_shows_each_change_between_records():
+    """An instance recorded again whose attributes are all as in its last record is that
+    record's node (`memo_inline_whole`). Every change between records made by code the
+    recorder does not see must still show: a float or int rebound to a new one (often at the
+    freed one's address), an attribute deleted and set again (the same objects in a new
+    order), the leaf replaced by a new one at the freed one's address, the class swapped for a
+    twin of the same name. Each record shows its state, in its order. (``vars(o)`` is never
+    asked for: it would move the attributes out of inline values.)"""
+    o = _Flat()
+    twin = _make_twin()
+    order = ["f", "n", "leaf", "k", "s"]
+    seen = []
+
+    def step(change):
+        def run():
+            change()
+            fields = {k: _flat_field(getattr(o, k)) for k in order}
+            seen.append((type(o).__qualname__, list(order), fields))
+
+        return run
+
+    def float_same_address():
+        o.f = None
+        o.f = len(seen) + 0.25
+
+    def int_same_address():
+        o.n = None
+        o.n = 2**40 + len(seen)
+
+    def reorder():
+        f = o.f
+        del o.f
+        o.f = f
+        order.remove("f")
+        order.append("f")
+
+    def new_leaf_at_freed_address():
+        o.leaf = None
+        o.leaf = _Leaf("second %d" % len(seen))
+
+    def twin_class():
+        o.__class__ = twin
+
+    changes = [
+        ("start", lambda: None),
+        ("again", lambda: None),
+        ("float at the same address", float_same_address),
+        ("again", lambda: None),
+        ("int at the same address", int_same_address),
+        ("again", lambda: None),
+        ("f deleted and set again", reorder),
+        ("again", lambda: None),
+        ("new leaf", new_leaf_at_freed_address),
+        ("again", lambda: None),
+        ("twin class", twin_class),
+        ("again", lambda: None),
+    ]
+    got = _record_keeps(o, [(tag, step(c)) for tag, c in changes])
+    assert [tag for tag, _ in got] == [tag for tag, _ in changes]
+    for (tag, v), (qualname, names, fields) in zip(got, seen):
+        assert isinstance(v, values.ObjectSnapshot), (tag, v)
+        assert v.type_name.endswith("." + qualname), (tag, v.type_name)
+        assert list(v.attrs) == names, tag
+        assert {k: _flat_field(v.attrs[k]) for k in names} == fields, tag
+
+
+def _flat_field(x):
+    """A field as a record shows it: the leaf (live, or its recorded state) by its name."""
+    if isinstance(x, values.Earlier):
+        x = x.value
+    if isinstance(x, (_Leaf, values.ObjectSnapshot)):
+        return x.name if isinstance(x, _Leaf) else x.attrs["name"]
+    return repr(x)
+
+
 class _Row(array.array):
     __slots__ = ()
 

@@ -191,6 +191,25 @@ def test_object_depth_0_records_known_values_as_references_with_the_writes_since
     assert isinstance(b.peer, values.Truncated) and b.peer.obj_id == shows[5].obj_id, b.peer
 
 
+@pytest.mark.parametrize("depth", [None, "0", "2"])
+def test_a_file_says_the_object_depth_it_was_recorded_at(depth, tmp_path):
+    """An agent reading a file learns which values may show an earlier state: `squall info`
+    and the summary (MCP's first call) give the object depth the program was recorded at."""
+    out = tmp_path / "depth.sqrec"
+    extra = [] if depth is None else ["--object-depth", depth]
+    r = _run([SQUALL, "run", "--no-summary", *extra, "-o", out, PROGRAM])
+    assert r.returncode == 0, r.stderr
+    expected = 1 if depth is None else int(depth)
+    info = _run([SQUALL, "info", out])
+    assert info.returncode == 0, info.stderr
+    assert f"objects    read afresh to depth {expected} (--object-depth;" in info.stdout, info.stdout
+    summary = _run([SQUALL, "query", out, "summary"])
+    assert f"objects read afresh to depth {expected}; deeper ones" in summary.stdout, summary.stdout
+    from squall import agent  # noqa: PLC0415
+
+    assert agent.summary(squall.load(out))["object_depth"] == expected
+
+
 def test_object_depth_must_be_a_non_negative_int(tmp_path):
     r = _run([SQUALL, "run", "--object-depth", "-1", PROGRAM])
     assert r.returncode == 2

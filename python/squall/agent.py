@@ -85,6 +85,10 @@ def summary(q: Queries, top: int = 10, max_exceptions: int = 10) -> dict:
         out["completed"] = bool(i.get("completed"))
         if i.get("cut_short"):
             out["cut_short"] = i["cut_short"]
+        depth = (i.get("stats") or {}).get("object_depth")
+        if depth is not None:
+            # Objects deeper than this (known ones at 0) are shown as an earlier state, marked.
+            out["object_depth"] = depth
     flows = []
     total_entries = total_calls = 0
     for fid in sorted(c.flows()):

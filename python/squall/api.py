@@ -207,6 +207,9 @@ def finish_saving(
 
     stats = engine_stats()
     end = [(k, int(stats[k])) for k in ("entries", "values", "dropped", "unmatched") if k in stats]
+    # How deep objects were read afresh (`squall run --object-depth`): a reader of the file (an
+    # agent above all) learns from it which values may be shown as an earlier state.
+    end.append(("object_depth", int(dict(_engine.get_snapshot_budget())["object_depth"])))
     if exit_code is not None:
         end.append(("exit_code", exit_code & 0xFFFFFFFF))
     end.append(("interrupted", 1 if interrupted else 0))

@@ -76,6 +76,9 @@ def cmd_info(opts: Any) -> int:
     else:
         out.append(f"status     CUT SHORT: {info['cut_short']}; everything up to the last flush is here")
     out.append(f"entries    {info['entries']}   functions {info['forms']}")
+    depth = info["stats"].get("object_depth") if info["completed"] else None
+    if depth is not None:
+        out.append(f"objects    read afresh to depth {depth} (--object-depth; deeper ones show an earlier state)")
     for fid, threads in info["threads"].items():
         out.append(f"flow {fid}: {len(threads)} thread(s)")
         for t in threads:

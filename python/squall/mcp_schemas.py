@@ -67,6 +67,7 @@ class Summary(TypedDict):
     argv: NotRequired[List[str]]
     completed: NotRequired[bool]
     cut_short: NotRequired[str]
+    object_depth: NotRequired[int]
     flows: List[FlowInfo]
     entries: int
     calls: int

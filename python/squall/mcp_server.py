@@ -182,10 +182,11 @@ def build_server(rec: Any) -> Any:
 
     @tool(schema.Summary)
     def summary() -> dict:
-        """Returns what the recording holds: program, argv, completed or cut short, flows and
-        their threads (ids, names, entry and call counts), the number of functions, the 10 most
-        called, and up to 10 exceptions (idx, thread, `Type: message`, function, where caught)
-        with their total. Call this first."""
+        """Returns what the recording holds: program, argv, completed or cut short, the object
+        depth it was recorded at (objects deeper than that, and known ones at 0, show an earlier
+        state, marked), flows and their threads (ids, names, entry and call counts), the number
+        of functions, the 10 most called, and up to 10 exceptions (idx, thread, `Type:
+        message`, function, where caught) with their total. Call this first."""
         return agent.summary(rec)
 
     @tool(schema.Calls)

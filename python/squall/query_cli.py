@@ -257,6 +257,8 @@ def _summary(d: dict) -> List[str]:
             f"{'completed' if d['completed'] else 'CUT SHORT: ' + str(d.get('cut_short'))}"
         )
     out.append(f"entries {d['entries']}  calls {d['calls']}  functions {d['functions']}")
+    if "object_depth" in d:
+        out.append(f"objects read afresh to depth {d['object_depth']}; deeper ones show an earlier state, marked")
     for f in d["flows"]:
         out.append(f"flow {f['flow_id']}:")
         for t in f["threads"]:
