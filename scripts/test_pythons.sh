@@ -5,8 +5,8 @@
 #
 # For each version: creates (or reuses) .venv-<ver> with that pyenv Python, installs squall
 # there with `pip install .[mcp]` (builds the Rust engine; the mcp extra needs 3.10+, so on 3.9
-# the MCP tests skip) plus pytest, then
-# runs pytest on tests/ (from the checkout root; `import squall` is the installed package).
+# the MCP tests skip) plus pytest, then runs pytest on tests/ (from the checkout root; `import
+# squall` is the installed package).
 # Prints a summary line per version (the log, with skip/xfail reasons: target/pytest-<ver>.log)
 # and exits non-zero if any version failed. Extra pytest args: PYTEST_ARGS="-x -k foo". Tests
 # marked `main_python_only` (what the Python version does not change: pyproject.toml) run in
