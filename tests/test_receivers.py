@@ -110,3 +110,37 @@ def test_an_engine_without_recv_records_receivers_as_expressions():
     assert ns["f"](ns["B"]()) == 5
     # `b.a`, the receiver of `.x`, through the engine's `expr` at its own coordinates
     assert [(coord, type(v).__name__) for kind, _, coord, v in eng.values if kind == "expr"] == [((6, 11, 6, 14), "A")]
+
+
+def _receiver_states(q, deref):
+    """(entry idx, the earlier state it shows, that object's history) of each ``shop.cart``."""
+    lines = PROGRAM.read_text(encoding="utf-8").splitlines()
+    out = []
+    for tid in q.all_flows().get(0, []):
+        for e in q.get_referenced_maps_timeline(0, tid):
+            if e["type"] == "expr" and _text_at(lines, e["coord"]) == "shop.cart":
+                cart = deref(e["result_ref"])
+                out.append((e["idx"], cart, q.history(cart.obj_id, 0, tid)))
+    return out
+
+
+@pytest.mark.parametrize("front", ["live", "file"])
+def test_an_earlier_receiver_says_which_entry_its_state_is_from(front, tmp_path):
+    """The first ``shop.cart`` shows the state recorded when ``Shop.__init__`` stored the cart
+    (no write to it since): its entry. Later ones show the last ``self.total += price`` applied."""
+    if front == "live":
+        shown = _live_recording(PROGRAM, _receiver_states)
+    else:
+        out = tmp_path / "receivers.sqrec"
+        r = _run([SQUALL, "run", "--no-summary", "--mode", "full", "-o", out, PROGRAM])
+        assert r.returncode == 0, r.stderr
+        rec = squall.load(out)
+        shown = _receiver_states(rec, rec.deref_val_id)
+    assert len(shown) == 4
+    kinds = []
+    for idx, cart, history in shown:
+        assert isinstance(cart, values.Earlier), cart
+        newest = max((c for c in history if c["idx"] is not None and c["idx"] < idx), key=lambda c: c["idx"])
+        assert cart.idx == newest["idx"], (idx, cart.idx, history)
+        kinds.append(newest["kind"])
+    assert kinds[0] == "state" and "write" in kinds[1:], kinds

@@ -101,6 +101,48 @@ def test_the_recorded_value_is_as_it_is_and_its_fields_are_marked_when_earlier(s
         assert mid.name == "mid"
 
 
+def _earlier_states_shown(q, deref, ns):
+    """(call idx, an earlier state shown in its argument, the idxs of that object's recorded
+    changes) for every ``values.Earlier`` in the argument of every ``show`` call."""
+    out = []
+    for tid in q.all_flows().get(0, []):
+        for e in q.get_referenced_maps_timeline(0, tid):
+            if e["type"] == "fn-call" and e["fn_name"] == "show" and e["fn_ns"] == ns:
+                for earlier in _earliers(deref(e["fn_args_ref"])[0], []):
+                    changes = [c["idx"] for c in q.history(earlier.obj_id, 0, tid) if c["idx"] is not None]
+                    out.append((e["idx"], earlier, changes))
+    return out
+
+
+def _earliers(v, out):
+    """Every ``values.Earlier`` inside a derefed value."""
+    if isinstance(v, values.Earlier):
+        out.append(v)
+        v = v.value
+    if isinstance(v, values.ObjectSnapshot):
+        for k in ("child", "peer"):
+            _earliers(v.attrs.get(k), out)
+    return out
+
+
+@pytest.mark.parametrize("front", ["live", "file"])
+def test_an_earlier_state_says_which_entry_it_is_from(front, tmp_path):
+    """``Earlier.idx`` is the newest change of the object (a recorded state, or a write applied
+    to it) recorded before the entry that shows it: the reader can go there."""
+    if front == "live":
+        shown = _live(collect=lambda q, deref: _earlier_states_shown(q, deref, "ref_deep"))
+    else:
+        rec = squall.load(_saved(tmp_path))
+        shown = _earlier_states_shown(rec, rec.deref_val_id, "__main__")
+    checked = 0
+    for idx, earlier, changes in shown:
+        before = [c for c in changes if c < idx]
+        assert before, (idx, earlier)
+        assert earlier.idx == max(before), (idx, earlier, earlier.idx, changes)
+        checked += 1
+    assert checked >= 4, checked
+
+
 def test_no_entry_shows_a_later_state(shows):
     # leaf.name = "LEAF" runs after the second show(root).
     for root in shows[:2]:
@@ -214,3 +256,34 @@ def test_object_depth_must_be_a_non_negative_int(tmp_path):
     r = _run([SQUALL, "run", "--object-depth", "-1", PROGRAM])
     assert r.returncode == 2
     assert "--object-depth: expected an integer 0 or more, got `-1`" in r.stderr
+
+
+def test_the_value_tree_and_the_ui_api_give_an_earlier_states_entry(tmp_path):
+    """The value tree (the DAP server's variables) and the UI's ``/api/value`` name the entry an
+    earlier state is as of, as ``Earlier.idx`` does."""
+    import json
+    import urllib.request
+
+    from squall._engine import serve_file
+
+    path = _saved(tmp_path)
+    rec = squall.load(path)
+    call = next(
+        e
+        for e in rec.get_referenced_maps_timeline(0, rec.all_flows()[0][0])
+        if e["type"] == "fn-call" and e["fn_name"] == "show"
+    )
+    (arg_ref,) = rec._b.arg_refs(call["fn_args_ref"])
+    want = rec.deref_val_id(call["fn_args_ref"])[0].child.idx
+    assert want is not None and want < call["idx"]
+    tree = rec.val_expand(arg_ref, (), 0, None)
+    (child,) = [c for c in tree["children"] if c["key"] == "child"]
+    assert child["earlier"] and child["earlier_idx"] == want, child
+    assert not tree["earlier"] and tree["earlier_idx"] is None
+    url = serve_file(str(path), "127.0.0.1", 0)
+    base, token = url.split("?token=")
+    query = f"token={token}&tl=0&v={arg_ref}"
+    with urllib.request.urlopen(f"{base.rstrip('/')}/api/value?{query}", timeout=30) as r:
+        page = json.loads(r.read())
+    (child,) = [c for c in page["children"] if c["key"] == "child"]
+    assert child["earlier"] and child["earlier_idx"] == want, child

@@ -117,6 +117,11 @@ function valueNode(c, tl, v) {
   const kids = el("div", { class: "kids hidden" });
   const tog = el("span", { class: "tog" }, c.expandable ? "▸" : "");
   const row = el("div", { class: "row" }, tog, el("span", { class: "k" }, c.key + ":"), el("span", {}, c.preview), el("span", { class: "muted" }, c.type + (c.len !== undefined ? ` (${c.len})` : "")));
+  // An earlier state (not recorded at this moment): the entry it is as of, a jump away.
+  if (c.earlier_idx !== null && c.earlier_idx !== undefined) {
+    row.append(el("span", { class: "link earlier-idx", title: `this object was not recorded here: shown as of #${c.earlier_idx}; jump there`,
+      onclick: (ev) => { ev.stopPropagation(); closeOverlays(); showTab("stepper"); go(c.earlier_idx, "at", tl); } }, `as of #${c.earlier_idx}`));
+  }
   const n = el("div", { class: "tree-node" }, row, kids);
   if (c.expandable) {
     let loaded = false;

@@ -305,7 +305,8 @@ class Recording:
     ) -> dict[str, Any]:
         """One level of the value a ref names, paged as the UI's value inspector pages it
         (``squall_trace::value_tree``): the node ``path`` names (child positions) with ``type``,
-        ``id``, ``len``, ``earlier``, ``repr`` (the core's printer within the bounds),
+        ``id``, ``len``, ``earlier`` (and ``earlier_idx``: the entry that earlier state is as of,
+        None when not known), ``repr`` (the core's printer within the bounds),
         ``children_total``, ``indexed``, ``truncated_when_recorded``, ``offset``, ``more``, and
         ``children`` from ``offset`` (at most ``limit``): the same fields plus ``key`` (the UI's
         text), ``key_kind`` (item, key, attr), ``key_exact`` (``key`` is the key's literal) and

@@ -174,15 +174,18 @@ class Earlier:
     ``object_depth``, see :func:`set_snapshot_budget`), standing with the newest state of it
     recorded *before*: ``value``. It may have changed since, so it is never shown as this
     moment's. Reading through it (attributes, items, ``len``, iteration) reads ``value``;
-    ``obj_id`` is the object's identity, ``history(obj_id)`` lists its recorded states."""
+    ``obj_id`` is the object's identity, ``history(obj_id)`` lists its recorded states.
+    ``idx`` is the entry the state is as of (the last recorded write applied to it, else the
+    entry that recorded it; ``None`` when the recording no longer holds that entry)."""
 
-    __slots__ = ("value", "type_name", "obj_id", "slot")
+    __slots__ = ("value", "type_name", "obj_id", "slot", "idx")
 
-    def __init__(self, value: Any, type_name: str, obj_id: int, slot: int) -> None:
+    def __init__(self, value: Any, type_name: str, obj_id: int, slot: int, idx: Optional[int] = None) -> None:
         object.__setattr__(self, "value", value)
         object.__setattr__(self, "type_name", type_name)
         object.__setattr__(self, "obj_id", obj_id)
         object.__setattr__(self, "slot", slot)
+        object.__setattr__(self, "idx", idx)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(object.__getattribute__(self, "value"), name)

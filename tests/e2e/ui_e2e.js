@@ -393,6 +393,18 @@ function check(cond, what) {
     await waitIdx(wIdx);
     check(await curLine() === 36, `clicking the write jumps to it (#${wIdx}, line 36)`);
 
+    // An object the invoice refers to is shown as an earlier state: the inspector says which
+    // entry that state is as of, a jump away.
+    await page.locator("#frame-info .kv", { hasText: "invoice" }).locator(".val").first().click();
+    await page.waitForSelector("#insp-tree .earlier-idx");
+    const asOf = await page.locator("#insp-tree .row", { hasText: "customer:" }).locator(".earlier-idx").textContent();
+    const eIdx = +(/#(\d+)/.exec(asOf)[1]);
+    check(eIdx < wIdx, `the invoice's customer is shown as of #${eIdx}, before this entry`);
+    await shot("value-earlier-idx");
+    await page.locator("#insp-tree .row", { hasText: "customer:" }).locator(".earlier-idx").click();
+    await waitIdx(eIdx);
+    check(await idx() === eIdx, `clicking "as of #${eIdx}" jumps there`);
+
     // The layout from 1024x700 to 2560x1440, dark and light: every control visible and clickable.
     for (const size of [{ width: 1024, height: 700 }, { width: 1440, height: 900 }, { width: 2560, height: 1440 }]) {
       const n = await checkControls(page, size);

@@ -32,11 +32,17 @@ pub trait View {
         if store.entry_ref(v).0 as usize >= store.len() {
             return Err(format!("value slot {} is not recorded (a recording cut short before it was saved?)", v.0));
         }
-        if let Some(t) = self.timelines().get(tl) {
+        let timelines = self.timelines();
+        let t = timelines.get(tl);
+        if let Some(t) = t {
             // A live timeline grows: its new writes apply to earlier states shown for references.
             squall_trace::sync_writes(t.timeline, self.forms(), store);
         }
-        Ok(Cow::Owned(store.to_snap(v, ExpandBudget::FULL)))
+        let mut snap = store.to_snap(v, ExpandBudget::FULL);
+        if let Some(t) = t {
+            squall_trace::earlier_idx::mark_earlier_idx(&mut snap, t.timeline, self.forms(), store);
+        }
+        Ok(Cow::Owned(snap))
     }
     /// How many value slots timeline `tl` holds (value-text search walks them).
     fn slot_count(&self, tl: usize) -> usize {

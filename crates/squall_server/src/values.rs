@@ -61,10 +61,12 @@ pub fn snap_node(s: &Snap, max: usize) -> Value {
     if s.id() != 0 {
         n["id"] = json!(s.id());
     }
-    if let Snap::Earlier { slot, .. } = s {
-        // Not recorded at this moment: the newest state recorded before (node `slot`).
+    if let Snap::Earlier { slot, idx, .. } = s {
+        // Not recorded at this moment: the newest state recorded before (node `slot`), as of
+        // entry `idx` (its last write applied, or the entry that recorded it).
         n["earlier"] = json!(true);
         n["earlier_slot"] = json!(slot);
+        n["earlier_idx"] = json!(idx);
     }
     if let Some(len) = total_len(s) {
         n["len"] = json!(len);
@@ -106,6 +108,7 @@ pub fn expand(snap: &Snap, path: &[usize], o: &ExpandOpts) -> Result<Value, Stri
         "more": x.more(),
         "truncated_when_recorded": value_tree::cut_when_recorded(s),
         "earlier": x.earlier(),
+        "earlier_idx": x.earlier_idx(),
     }))
 }
 

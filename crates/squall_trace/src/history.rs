@@ -17,6 +17,28 @@ use crate::timeline::Timeline;
 use crate::value::{Decoded, ValRef};
 use crate::writes::{writes, WriteFact, WriteFilter};
 
+/// One past the highest store slot entry `idx` of `tl` names (0: none): its value's node, or
+/// its arguments' for a call.
+pub(crate) fn entry_top(tl: &Timeline, forms: &Forms, store: &ValueStore, idx: usize) -> u32 {
+    let Some(e) = tl.get(idx) else { return 0 };
+    let mut top = 0u32;
+    let mut see = |v: ValRef| {
+        if let Decoded::Slot(s) = store.entry_ref(v).decode() {
+            top = top.max(s.saturating_add(1));
+        }
+    };
+    match e.kind() {
+        Kind::Call => {
+            let n = forms.form(e.id()).map_or(0, |f| f.params.len());
+            tl.call_args(idx, n).into_iter().for_each(&mut see);
+        }
+        Kind::Resume => see(ValRef(e.c)),
+        // A float an entry holds is no node.
+        _ => e.value_ref().into_iter().for_each(&mut see),
+    }
+    top
+}
+
 /// One recorded state of an object: node `slot` of its timeline's store, first recorded by
 /// entry `idx` (`None`: by an entry no longer in memory, or by none: see `NodeEntries`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,23 +68,8 @@ impl NodeEntries {
         let end = end.clamp(first, tl.len());
         let mut reach = Vec::with_capacity(end - first);
         let mut top = 0u32;
-        let see = |v: ValRef, top: &mut u32| {
-            if let Decoded::Slot(s) = store.entry_ref(v).decode() {
-                *top = (*top).max(s.saturating_add(1));
-            }
-        };
-        for (k, e) in tl.entries()[..end - first].iter().enumerate() {
-            match e.kind() {
-                Kind::Call => {
-                    let n = forms.form(e.id()).map_or(0, |f| f.params.len());
-                    for v in tl.call_args(first + k, n) {
-                        see(v, &mut top);
-                    }
-                }
-                Kind::Resume => see(ValRef(e.c), &mut top),
-                // A float an entry holds is no node.
-                _ => e.value_ref().into_iter().for_each(|v| see(v, &mut top)),
-            }
+        for k in first..end {
+            top = top.max(entry_top(tl, forms, store, k));
             reach.push(top);
         }
         NodeEntries { first_idx: first as u32, reach }

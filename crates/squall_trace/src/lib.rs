@@ -5,6 +5,7 @@
 
 pub mod bookmarks;
 pub mod diff;
+pub mod earlier_idx;
 mod entry;
 mod error;
 pub mod exceptions;

@@ -67,6 +67,10 @@ pub enum Snap {
     /// store. It may have changed since; front ends mark it as earlier, never as this moment's.
     Earlier {
         slot: u32,
+        /// The entry the shown state is as of: the last recorded write applied to it (the store
+        /// sets that), else the entry that recorded node `slot` (`history::mark_earlier_idx`
+        /// sets that, as it needs the timeline). `None`: not known (yet).
+        idx: Option<u32>,
         value: Box<Snap>,
     },
 }

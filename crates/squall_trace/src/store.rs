@@ -213,6 +213,25 @@ pub struct ValueStore {
     /// reads it without their locks).
     states_bytes: std::sync::atomic::AtomicU64,
     writes_bytes: std::sync::atomic::AtomicU64,
+    /// Which entry recorded each node, coarsely (`crate::earlier_idx`, fed from the timeline as
+    /// the writes are): the entry an earlier state shown for a reference is from.
+    reach: std::sync::Mutex<EntryReach>,
+    reach_bytes: std::sync::atomic::AtomicU64,
+}
+
+/// `NodeEntries`' running maximum (`crate::history`), kept only at the end of each block of
+/// `crate::earlier_idx::BLOCK` entries: a node's entry is found by a search over the blocks and
+/// a scan of one block of the timeline (a word per entry for a whole long timeline was 180 MB).
+#[derive(Debug, Default)]
+pub struct EntryReach {
+    /// The first entry indexed (the timeline's first held in memory then).
+    pub first_idx: usize,
+    /// Entries below this are folded into `top` (and `blocks`, for the whole blocks).
+    pub indexed: usize,
+    /// One past the highest slot named by the entries indexed.
+    pub top: u32,
+    /// `top` at the end of each whole block from `first_idx`.
+    pub blocks: Vec<u32>,
 }
 
 /// What a write changed: an attribute by name, or an item by its key as recorded.
@@ -510,7 +529,15 @@ impl ValueStore {
     /// on first use by queries): the memory limit counts them besides [`ValueStore::bytes`].
     pub fn index_bytes(&self) -> u64 {
         use std::sync::atomic::Ordering::Relaxed;
-        self.states_bytes.load(Relaxed) + self.writes_bytes.load(Relaxed)
+        self.states_bytes.load(Relaxed) + self.writes_bytes.load(Relaxed) + self.reach_bytes.load(Relaxed)
+    }
+
+    /// `f` over the entry index this store keeps for its timeline (`crate::earlier_idx`).
+    pub fn with_entry_reach<T>(&self, f: impl FnOnce(&mut EntryReach) -> T) -> Option<T> {
+        let mut reach = self.reach.lock().ok()?;
+        let out = f(&mut reach);
+        self.reach_bytes.store(reach.blocks.capacity() as u64 * 4, std::sync::atomic::Ordering::Relaxed);
+        Some(out)
     }
 
     /// The writes to `obj` made after node `after` was stored and before node `before` was.
@@ -550,7 +577,7 @@ impl ValueStore {
         let obj = self.nodes.get(slot as usize).map_or(0, Node::obj);
         if obj != 0 {
             let writes = self.writes_after(obj, slot, upto);
-            self.apply_logged(obj, writes, &mut snap, budget.max_depth, &mut left, &mut path);
+            let _ = self.apply_logged(obj, writes, &mut snap, budget.max_depth, &mut left, &mut path);
         }
         snap
     }
@@ -565,12 +592,13 @@ impl ValueStore {
         depth: u32,
         left: &mut usize,
         path: &mut Walk,
-    ) {
+    ) -> Option<u32> {
         let writes = self.writes_between(obj, slot, bound);
-        self.apply_logged(obj, writes, state, depth, left, path);
+        self.apply_logged(obj, writes, state, depth, left, path)
     }
 
-    /// `writes` (to `obj`, oldest first) applied to `state`, a tree of one of its states.
+    /// `writes` (to `obj`, oldest first) applied to `state`, a tree of one of its states; the
+    /// idx of the last one applied.
     fn apply_logged(
         &self,
         obj: ObjId,
@@ -579,10 +607,11 @@ impl ValueStore {
         depth: u32,
         left: &mut usize,
         path: &mut Walk,
-    ) {
+    ) -> Option<u32> {
         if writes.is_empty() || depth == 0 {
-            return;
+            return None;
         }
+        let last = writes.iter().map(|w| w.idx).max();
         path.objs.push(obj);
         for w in writes {
             let value = w.value.map(|v| self.snap_in(v, depth - 1, left, path));
@@ -626,6 +655,7 @@ impl ValueStore {
             }
         }
         path.objs.pop();
+        last
     }
 
     /// `f` over the slots of object `obj`'s states (every node of it but a `Cut`: the budget or
@@ -788,9 +818,9 @@ impl ValueStore {
                         // Writes recorded since that state (instrumented code's `obj.a = v`)
                         // are known: shown, still marked earlier (other code may have changed
                         // the object too).
-                        self.apply_writes(n.obj, (state, bound), &mut value, depth, left, path);
+                        let idx = self.apply_writes(n.obj, (state, bound), &mut value, depth, left, path);
                         path.earlier = earlier;
-                        Snap::Earlier { slot: state, value: Box::new(value) }
+                        Snap::Earlier { slot: state, idx, value: Box::new(value) }
                     }
                     None => cut,
                 }
@@ -815,7 +845,7 @@ impl ValueStore {
         let outer = std::mem::replace(&mut path.resolved, from);
         let mut value = self.snap_in(ValRef(from), depth, left, path);
         path.resolved = outer;
-        self.apply_writes(obj, (from, path.bound), &mut value, depth, left, path);
+        let _ = self.apply_writes(obj, (from, path.bound), &mut value, depth, left, path);
         Some(value)
     }
 
@@ -993,9 +1023,9 @@ mod tests {
             other => panic!("{other:?}"),
         };
         // Never a state stored after the value: n=2 came later than `first`.
-        let Snap::Earlier { value, slot: 0 } = child(first) else { panic!("{:?}", child(first)) };
+        let Snap::Earlier { value, slot: 0, .. } = child(first) else { panic!("{:?}", child(first)) };
         assert!(matches!(*value, Snap::Object { ref attrs, .. } if attrs[0].1 == Snap::Int(1)));
-        let Snap::Earlier { value, slot: 3 } = child(later) else { panic!("{:?}", child(later)) };
+        let Snap::Earlier { value, slot: 3, .. } = child(later) else { panic!("{:?}", child(later)) };
         assert!(matches!(*value, Snap::Object { ref attrs, .. } if attrs[0].1 == Snap::Int(2)));
         assert_eq!(s.state_before(7, 0), None);
     }

@@ -115,6 +115,14 @@ impl Expanded<'_> {
         matches!(self.node, Snap::Earlier { .. })
     }
 
+    /// The entry an earlier state is as of (`Snap::Earlier`'s `idx`), when known.
+    pub fn earlier_idx(&self) -> Option<u32> {
+        match self.node {
+            Snap::Earlier { idx, .. } => *idx,
+            _ => None,
+        }
+    }
+
     /// Whether children follow the page.
     pub fn more(&self) -> bool {
         self.offset + self.children.len() < self.children_total

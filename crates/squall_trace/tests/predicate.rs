@@ -173,7 +173,8 @@ fn what_the_recording_cut_decides_what_it_can_and_no_more() {
 
 #[test]
 fn an_earlier_state_is_never_read_as_this_moments() {
-    let earlier = Snap::Earlier { slot: 4, value: Box::new(object("m.Cart", 5, vec![("total", Snap::Int(3))])) };
+    let earlier =
+        Snap::Earlier { slot: 4, idx: None, value: Box::new(object("m.Cart", 5, vec![("total", Snap::Int(3))])) };
     let names = [("cart", earlier)];
     let undecided = Verdict::Undecided(Undecided::Earlier);
     assert_eq!(verdict("cart.total == 3", &names), undecided);

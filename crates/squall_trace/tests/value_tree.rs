@@ -57,7 +57,7 @@ fn children_are_named_by_position_key_or_field() {
 
 #[test]
 fn an_earlier_state_opens_as_the_value_it_holds_and_says_so() {
-    let earlier = Snap::Earlier { slot: 3, value: Box::new(list(vec![Snap::Int(1)], 1)) };
+    let earlier = Snap::Earlier { slot: 3, idx: None, value: Box::new(list(vec![Snap::Int(1)], 1)) };
     let x = expand(&earlier, &[], 0, 10).unwrap();
     assert!(x.earlier());
     assert_eq!(x.children.len(), 1);

@@ -177,9 +177,13 @@ def _ref_variable(
 ) -> Dict[str, Any]:
     """The DAP variable of a node of a recorded value: its text and type as the core gives them;
     children, if it has any, behind a handle that pages them from the core."""
+    value = _cut(node["repr"], PREVIEW_CHARS)
+    if node.get("earlier_idx") is not None:
+        # Not recorded at this moment: the entry the state shown is as of.
+        value = f"{value}  [as of entry {node['earlier_idx']}]"
     out: Dict[str, Any] = {
         "name": name,
-        "value": _cut(node["repr"], PREVIEW_CHARS),
+        "value": value,
         "type": node["type"],
         "variablesReference": 0,
     }

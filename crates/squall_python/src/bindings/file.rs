@@ -98,7 +98,9 @@ impl Backend for FileData {
                 repr: "<value not saved: the recording was cut short before it was written>".into(),
             });
         }
-        Ok(t.values.to_snap(ValRef(slot), ExpandBudget::FULL))
+        let mut snap = t.values.to_snap(ValRef(slot), ExpandBudget::FULL);
+        squall_trace::earlier_idx::mark_earlier_idx(&mut snap, &t.timeline, &self.rec.forms, &t.values);
+        Ok(snap)
     }
 
     fn store(&self, view: &TlView<'_>) -> Option<&ValueStore> {

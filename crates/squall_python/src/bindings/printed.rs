@@ -98,7 +98,8 @@ pub fn val_expand<'py, B: Backend + ?Sized>(
     Ok(d)
 }
 
-/// What a node of a value tree shows: `type`, `id` (0: none), `len`, `earlier`, `repr`,
+/// What a node of a value tree shows: `type`, `id` (0: none), `len`, `earlier` (and
+/// `earlier_idx`: the entry that state is as of, when known), `repr`,
 /// `children_total` (children the recording kept), `indexed` (its children are items by
 /// position), `truncated_when_recorded`.
 fn node_dict<'py>(py: Python<'py>, s: &Snap, print_level: usize, print_length: usize) -> PyResult<Bound<'py, PyDict>> {
@@ -109,6 +110,7 @@ fn node_dict<'py>(py: Python<'py>, s: &Snap, print_level: usize, print_length: u
     d.set_item("id", s.id())?;
     d.set_item("len", value_tree::total_len(bare))?;
     d.set_item("earlier", earlier)?;
+    d.set_item("earlier_idx", if let Snap::Earlier { idx, .. } = s { *idx } else { None })?;
     d.set_item("repr", value_tree::text(s, print_level, print_length))?;
     d.set_item("children_total", value_tree::children_count(bare))?;
     d.set_item("indexed", matches!(bare, Snap::Seq { .. }))?;

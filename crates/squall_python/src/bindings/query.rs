@@ -262,7 +262,9 @@ impl Backend for Engine {
             return Err(PyKeyError::new_err(format!("value slot {slot} is not recorded")));
         }
         squall_trace::sync_writes(&rec.tl, &self.forms, &rec.values);
-        Ok(rec.values.to_snap(ValRef(slot), squall_trace::ExpandBudget::FULL))
+        let mut snap = rec.values.to_snap(ValRef(slot), squall_trace::ExpandBudget::FULL);
+        squall_trace::earlier_idx::mark_earlier_idx(&mut snap, &rec.tl, &self.forms, &rec.values);
+        Ok(snap)
     }
 
     fn store(&self, view: &TlView<'_>) -> Option<&ValueStore> {

@@ -80,9 +80,9 @@ fn to_py(py: Python<'_>, values: &Bound<'_, PyModule>, s: &Snap) -> PyResult<Py<
         Snap::Cut { type_name, id, len } => {
             values.getattr("Truncated")?.call1((type_name.as_str(), *len, 0, *id))?.unbind()
         }
-        Snap::Earlier { slot, value } => values
+        Snap::Earlier { slot, idx, value } => values
             .getattr("Earlier")?
-            .call1((to_py(py, values, value)?, value.type_name(), value.id(), *slot))?
+            .call1((to_py(py, values, value)?, value.type_name(), value.id(), *slot, *idx))?
             .unbind(),
         Snap::StrCut { prefix, len } => values.getattr("CutStr")?.call1((prefix.as_str(), *len))?.unbind(),
         Snap::BytesCut { prefix, len } => values.getattr("CutBytes")?.call1((PyBytes::new(py, prefix), *len))?.unbind(),
