@@ -171,3 +171,21 @@ def test_variables_are_what_the_ui_inspector_shows(program, tmp_path):
                     continue  # no value, or a write's target: the UI opens values by their entry ref
                 same(var, ref >> 33, ref & 0xFFFF_FFFF, [], 2)
     assert checked > 50
+
+
+def test_an_earlier_state_says_which_entry_it_is_as_of(tmp_path):
+    """A field shown as an earlier state (``reference_programs/deep.py``: ``root.child``) ends
+    with the entry that state is as of, the one ``values.Earlier.idx`` names."""
+    program = HERE.parent / "reference_programs" / "deep.py"
+    out = tmp_path / "deep.sqrec"
+    subprocess.run([sys.executable, "-m", "squall", "run", "-q", "-o", str(out), str(program)], timeout=120)
+    rec = squall.load(out)
+    s = _session(rec)
+    (t,) = s.threads.values()
+    call = rec.find_fn_call_entry(t.flow_id, t.thread_id, fn_name="show")
+    want = rec.deref_val_id(call["fn_args_ref"])[0].child.idx
+    assert want is not None
+    node = {v["name"]: v for v in _locals_at(s, "show", "idx")}["node"]
+    child = {c["name"]: c for c in node["children"]}["child"]
+    assert child["value"].startswith("(earlier) Node#") and child["value"].endswith(f"  [as of entry {want}]"), child
+    assert "[as of" not in node["value"]
