@@ -287,3 +287,30 @@ def test_the_value_tree_and_the_ui_api_give_an_earlier_states_entry(tmp_path):
         page = json.loads(r.read())
     (child,) = [c for c in page["children"] if c["key"] == "child"]
     assert child["earlier"] and child["earlier_idx"] == want, child
+
+
+def _expr_values(q, deref):
+    """The derefed values of the ``holder[0]`` expression of ``expr_objects.py``."""
+    program = HERE / "reference_programs" / "expr_objects.py"
+    lines = program.read_text(encoding="utf-8").splitlines()
+    out = []
+    for tid in q.all_flows().get(0, []):
+        for e in q.get_referenced_maps_timeline(0, tid):
+            line, col, end_line, end_col = e.get("coord") or (0, 0, 0, 0)
+            if e["type"] == "expr" and line == end_line and lines[line - 1][col:end_col] == "holder[0]":
+                out.append(deref(e["result_ref"]))
+    return out
+
+
+@pytest.mark.parametrize("depth", [0, 1, 2])
+def test_an_expressions_object_is_read_one_level_less_than_an_argument(depth):
+    """At the default depth (1) an expression's object recorded before is a reference to that
+    state (``values.Earlier``); at 2 it is read afresh, as an argument is at 1."""
+    before = values.get_snapshot_budget()
+    values.set_snapshot_budget(object_depth=depth)
+    try:
+        (box,) = _live(HERE / "reference_programs" / "expr_objects.py", _expr_values)
+    finally:
+        values.set_snapshot_budget(**before)
+    assert box.v == 1 and box.type_name.endswith("Box")
+    assert isinstance(box, values.Earlier) == (depth < 2), box

@@ -47,7 +47,8 @@ def pytest_addoption(parser: Any) -> None:
         type=int,
         default=None,
         metavar="N",
-        help="levels of objects read afresh at every record (default 1); 0: an object already "
+        help="levels of objects read afresh at every record of an argument, return or binding (default 1; "
+        "an expression's value one level less); 0: an object already "
         "recorded is its earlier state with the writes since, marked (earlier): faster (as `squall run --object-depth`)",
     )
     group.addoption(

@@ -385,10 +385,12 @@ def set_snapshot_budget(
     and ``object_depth``: levels of objects with an identity (containers, instances) encoded
     afresh. Deeper, an object this timeline already recorded is kept as a reference to it, and
     shown with its newest earlier state and the writes recorded since, marked as earlier
-    (:class:`Earlier`). ``object_depth=0``: the recorded value itself is such a reference when
-    it is an instance recorded before (an argument, a binding, a return): the fastest setting
-    on object-heavy programs (docs/benchmarks.md, "Tenth session"); ``squall run
-    --object-depth N`` sets it for a run."""
+    (:class:`Earlier`). An expression's value is encoded one level less (``object_depth - 1``,
+    so at the default an expression's object recorded before is such a reference), arguments,
+    returns and bindings ``object_depth`` levels. ``object_depth=0``: the recorded value itself
+    is such a reference when it is an instance recorded before (an argument, a binding, a
+    return): the fastest setting on object-heavy programs (docs/benchmarks.md, "Tenth
+    session"); ``squall run --object-depth N`` sets it for a run."""
     _engine.set_snapshot_budget(max_depth, max_length, max_items, max_string, object_depth)
 
 

@@ -64,7 +64,8 @@ def _add_config_options(p: argparse.ArgumentParser) -> None:
         type=_non_negative_int,
         default=None,
         metavar="N",
-        help="levels of objects read afresh at every record (default 1). 0: an object already recorded is "
+        help="levels of objects read afresh at every record of an argument, return or binding (default 1; "
+        "an expression's value one level less). 0: an object already recorded is "
         "shown as its earlier state with the writes recorded since, marked (earlier); up to ~2.5x faster on "
         "object-heavy programs. 2 and more: deeper levels afresh, slower",
     )

@@ -599,6 +599,29 @@ pub unsafe fn encode(
     unsafe { encode_at_level(budget, registered, store, cache, o, budget.object_depth) }
 }
 
+/// Encodes an expression's value into `store` with one level of instances less than `encode`
+/// (`object_depth - 1`; at the default, 0): an instance this timeline holds a state of already
+/// is a reference to it, as a receiver is (`encode_receiver`), shown as that earlier state with
+/// the writes recorded since applied, marked, with the entry it is as of. An expression's
+/// object is most often one an argument, a binding, a receiver or a return recorded as it was
+/// (`self.board`, `c.output()`, `items[i]`), and reading it afresh at every expression was most
+/// of the recording's time on object-heavy programs (docs/benchmarks.md, "Twelfth session").
+/// Values passed, returned and bound keep `object_depth` levels: those are what frames and
+/// locals show.
+///
+/// # Safety
+/// As `encode`.
+pub unsafe fn encode_expr(
+    budget: &Budget,
+    registered: &[(*mut ffi::PyTypeObject, *mut ffi::PyObject)],
+    store: &mut ValueStore,
+    cache: &mut EncodeCache,
+    o: *mut ffi::PyObject,
+) -> ValRef {
+    // SAFETY: this fn's contract.
+    unsafe { encode_at_level(budget, registered, store, cache, o, budget.object_depth.saturating_sub(1)) }
+}
+
 /// Encodes a receiver (the `x` of `x.a`, `x[k]`, `x.m()`) into `store`: an instance this
 /// timeline holds a state of already is recorded as a reference to it (readers show that state
 /// with the writes recorded since applied, marked as earlier); one never recorded is encoded,

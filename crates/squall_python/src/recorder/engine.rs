@@ -278,6 +278,17 @@ pub unsafe fn capture_receiver(eng: &mut Engine, rec: &mut ThreadRec, o: *mut ff
     }
 }
 
+/// `capture` for an expression's value (`encode::encode_expr`): one level of instances less
+/// than a value passed, returned or bound.
+///
+/// # Safety
+/// GIL held; `o` a valid borrowed reference.
+#[inline(always)]
+pub unsafe fn capture_expr(eng: &mut Engine, rec: &mut ThreadRec, o: *mut ffi::PyObject) -> ValRef {
+    // SAFETY: this fn's contract.
+    unsafe { crate::recorder::encode::encode_expr(&eng.budget, &eng.snapshotters, &mut rec.values, &mut rec.enc, o) }
+}
+
 /// What an entry that can hold a float (a return, an expression, a binding) records for `o`: an
 /// exact `float` itself (no node: `squall_trace::entry`), anything else encoded (`capture`).
 ///

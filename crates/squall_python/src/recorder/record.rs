@@ -12,7 +12,7 @@ use pyo3::ffi;
 use squall_trace::{Kind, Recorded, SiteKind, ValRef, Value};
 
 use crate::recorder::delegation;
-use crate::recorder::engine::{capture, capture_entry_value, capture_receiver, exact_float, scalar};
+use crate::recorder::engine::{capture, capture_entry_value, capture_expr, capture_receiver, exact_float, scalar};
 use crate::recorder::engine::{current_rec, current_rec_cached, memory_check_due, ENGINE, RECORDING};
 
 type Args = *mut *mut ffi::PyObject;
@@ -678,6 +678,7 @@ unsafe fn record_at_site_id(kind: Kind, site_id: u32, value: *mut ffi::PyObject,
         let Some(rec) = current_rec() else { return };
         let v = match exact_float(value) {
             None if receiver => capture_receiver(eng, rec, value).into(),
+            None if kind == Kind::Expr => capture_expr(eng, rec, value).into(),
             _ => capture_entry_value(eng, rec, value),
         };
         let outcome = if kind == Kind::Return {
