@@ -18,6 +18,7 @@ fn main() {
                 Node::Object(x) => ("Object", s.name(x.ty)),
                 Node::Opaque(x) => ("Opaque", s.name(x.ty)),
                 Node::Cut(x) => ("Cut", s.name(x.ty)),
+                Node::Ref(x) => ("Ref", s.name(x.ty())),
                 Node::Float(_) => ("Float", ""),
                 Node::Int(_) => ("Int", ""),
                 Node::Str(_) | Node::StrCut(_) => ("Str", ""),

@@ -156,7 +156,9 @@ pub(crate) fn put_node(out: &mut Vec<u8>, here: u32, n: &Node) {
             put_uv(out, o.obj);
             put_str(out, &o.text);
         }
-        Node::Cut(c) => {
+        Node::Cut(_) | Node::Ref(_) => {
+            // A packed reference is written as any other: the reader packs it again.
+            let Some(c) = n.cut() else { unreachable!() };
             out.push(T_CUT);
             put_uv(out, u64::from(c.ty));
             put_uv(out, c.obj);
@@ -225,7 +227,41 @@ pub(crate) fn get_node(r: &mut Rd, here: u32) -> Result<Node, Bad> {
             Node::Object(Box::new(ObjectNode { ty, obj, attrs: attrs.into() }))
         }
         T_OPAQUE => Node::Opaque(Box::new(OpaqueNode { ty: r.u32v()?, obj: r.uv()?, text: r.str()?.into() })),
-        T_CUT => Node::Cut(Box::new(CutNode { ty: r.u32v()?, obj: r.uv()?, len: r.uv()? })),
+        T_CUT => CutNode { ty: r.u32v()?, obj: r.uv()?, len: r.uv()? }.into_node(),
         _ => return Err(Bad("unknown value node tag")),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::Rd;
+
+    /// A reference of no length whose type and identity fit a word is stored packed (no box)
+    /// and read back packed; one that does not fit, or has a length, stays a boxed `Cut`. Both
+    /// are written alike, so files do not change.
+    #[test]
+    fn references_pack_when_they_fit_and_round_trip() {
+        let cases = [
+            (CutNode { ty: 7, obj: 12, len: 0 }, true),
+            (CutNode { ty: (1 << 24) - 1, obj: (1 << 40) - 1, len: 0 }, true),
+            (CutNode { ty: 7, obj: 1 << 40, len: 0 }, false),
+            (CutNode { ty: 1 << 24, obj: 12, len: 0 }, false),
+            (CutNode { ty: 7, obj: 12, len: 3 }, false),
+        ];
+        for (cut, packed) in cases {
+            let node = cut.into_node();
+            assert_eq!(matches!(node, Node::Ref(_)), packed, "{cut:?}");
+            assert_eq!(node.cut(), Some(cut));
+            assert_eq!(node.obj(), cut.obj);
+            assert_eq!(node.heap_bytes() == 0, packed);
+            let mut out = Vec::new();
+            put_node(&mut out, 5, &node);
+            let mut boxed = Vec::new();
+            put_node(&mut boxed, 5, &Node::Cut(Box::new(cut)));
+            assert_eq!(out, boxed, "the same bytes either way");
+            let back = get_node(&mut Rd::new(&out), 5).unwrap();
+            assert_eq!(back, node);
+        }
+    }
 }

@@ -44,8 +44,8 @@ pub use outputs::{OutStream, OutputChunk, Outputs, CHUNK_KEPT_BYTES, KEPT_BYTES}
 pub use queries::{display_name, merge_call_stats, total_order, CallStat, Drift, FrameRef, Segment};
 pub use snapshot::{SeqKind, Snap};
 pub use store::{
-    BadStore, CutNode, ExpandBudget, LoggedWrite, MapNode, NameId, Node, ObjId, ObjectNode, OpaqueNode, SeqDeltaNode,
-    SeqNode, ValueStore, WriteKey,
+    BadStore, CutNode, ExpandBudget, LoggedWrite, MapNode, NameId, Node, ObjId, ObjectNode, OpaqueNode, RefNode,
+    SeqDeltaNode, SeqNode, ValueStore, WriteKey,
 };
 pub use thin::{ThinBytes, ThinStr};
 pub use threads::ThreadRef;

@@ -54,6 +54,9 @@ pub enum Node {
     Opaque(Box<OpaqueNode>),
     /// A value beyond the depth or item budget: only its type, identity and size are known.
     Cut(Box<CutNode>),
+    /// A `Cut` of no size whose type and identity fit one word (`RefNode`): what most
+    /// references to instances are (a receiver's, an expression's), stored without a box.
+    Ref(RefNode),
 }
 
 const _: () = assert!(std::mem::size_of::<Node>() == 16);
@@ -126,6 +129,35 @@ pub struct CutNode {
     pub len: u64,
 }
 
+/// A [`CutNode`] of length 0 packed in a word: the type's name id in the top 24 bits, the
+/// identity in the low 40. A reference was a 16-byte node and a 32-byte allocation each, at
+/// every receiver and expression of a known instance (docs/benchmarks.md, "Twelfth session").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RefNode(u64);
+
+impl RefNode {
+    const OBJ_BITS: u32 = 40;
+
+    pub fn ty(self) -> NameId {
+        (self.0 >> Self::OBJ_BITS) as NameId
+    }
+
+    pub fn obj(self) -> ObjId {
+        self.0 & ((1 << Self::OBJ_BITS) - 1)
+    }
+}
+
+impl CutNode {
+    /// The node for this reference: packed when it fits one word.
+    pub fn into_node(self) -> Node {
+        if self.len == 0 && self.ty < (1 << (64 - RefNode::OBJ_BITS)) && self.obj < (1 << RefNode::OBJ_BITS) {
+            Node::Ref(RefNode(u64::from(self.ty) << RefNode::OBJ_BITS | self.obj))
+        } else {
+            Node::Cut(Box::new(self))
+        }
+    }
+}
+
 impl Node {
     /// The identity of the object this node is a state of (0: none).
     pub fn obj(&self) -> ObjId {
@@ -136,6 +168,7 @@ impl Node {
             Node::Object(n) => n.obj,
             Node::Opaque(n) => n.obj,
             Node::Cut(n) => n.obj,
+            Node::Ref(r) => r.obj(),
             _ => 0,
         }
     }
@@ -158,6 +191,16 @@ impl Node {
             Node::Object(n) => boxed(std::mem::size_of::<ObjectNode>()) + allocated(8 * n.attrs.len() as u64),
             Node::Opaque(n) => boxed(std::mem::size_of::<OpaqueNode>()) + allocated(n.text.len() as u64),
             Node::Cut(_) => boxed(std::mem::size_of::<CutNode>()),
+            Node::Ref(_) => 0,
+        }
+    }
+
+    /// A reference's type, identity and length (`Cut` or `Ref`).
+    pub fn cut(&self) -> Option<CutNode> {
+        match self {
+            Node::Cut(c) => Some(**c),
+            Node::Ref(r) => Some(CutNode { ty: r.ty(), obj: r.obj(), len: 0 }),
+            _ => None,
         }
     }
 
@@ -401,6 +444,7 @@ impl ValueStore {
                 Node::Object(n) => Some(n.ty),
                 Node::Opaque(n) => Some(n.ty),
                 Node::Cut(n) => Some(n.ty),
+                Node::Ref(r) => Some(r.ty()),
                 _ => None,
             };
             let attr_names = match &node {
@@ -670,7 +714,7 @@ impl ValueStore {
         if index.indexed < self.nodes.len() {
             for (slot, node) in self.nodes.iter().enumerate().skip(index.indexed) {
                 let o = node.obj();
-                if o != 0 && !matches!(node, Node::Cut(_)) {
+                if o != 0 && !matches!(node, Node::Cut(_) | Node::Ref(_)) {
                     let list = index.by_obj.entry(o).or_default();
                     let before = list.capacity();
                     list.push(slot as u32);
@@ -798,7 +842,8 @@ impl ValueStore {
                 let repr = crate::printer::opaque_repr(&type_name, n.obj, &n.text);
                 Snap::Opaque { type_name, id: n.obj, repr }
             }
-            Node::Cut(n) => {
+            Node::Cut(_) | Node::Ref(_) => {
+                let Some(n) = node.cut() else { unreachable!() };
                 let cut = Snap::Cut { type_name: self.name(n.ty).into(), id: n.obj, len: n.len };
                 if depth == 0 || path.objs.contains(&n.obj) {
                     return cut;
@@ -917,7 +962,7 @@ impl ValueStore {
             }
             Snap::Cut { type_name, id, len } => {
                 let ty = self.intern(type_name);
-                Node::Cut(Box::new(CutNode { ty, obj: *id, len: *len }))
+                CutNode { ty, obj: *id, len: *len }.into_node()
             }
             Snap::Earlier { value, .. } => return self.push_snap(value),
         };
@@ -1005,7 +1050,7 @@ mod tests {
 
     fn reference(store: &mut ValueStore, obj: ObjId) -> ValRef {
         let ty = store.intern("Node");
-        store.push(Node::Cut(Box::new(CutNode { ty, obj, len: 0 }))).unwrap()
+        store.push(CutNode { ty, obj, len: 0 }.into_node()).unwrap()
     }
 
     #[test]

@@ -70,6 +70,7 @@ fn type_of(store: &ValueStore, obj: ObjId) -> Option<&str> {
         Node::Object(n) => Some(store.name(n.ty)),
         Node::Opaque(n) => Some(store.name(n.ty)),
         Node::Cut(n) => Some(store.name(n.ty)),
+        Node::Ref(r) => Some(store.name(r.ty())),
         _ => None, // scalars have no identity
     })
 }

@@ -1723,8 +1723,10 @@ impl Cx<'_> {
         // An object recorded while it had no attributes yet (`self` entering `__init__`) has an
         // empty state: one with contents is worth encoding instead.
         let known = self.cache.known.get(o as usize) == Some((prev, obj)) || {
-            let state =
-                self.store.node(prev.0).is_some_and(|n| n.obj() == obj && !matches!(n, Node::Cut(_) | Node::Opaque(_)));
+            let state = self
+                .store
+                .node(prev.0)
+                .is_some_and(|n| n.obj() == obj && !matches!(n, Node::Cut(_) | Node::Ref(_) | Node::Opaque(_)));
             if state {
                 self.cache.known.insert(o as usize, (prev, obj));
             }
@@ -1783,7 +1785,7 @@ impl Cx<'_> {
                 return prev;
             }
         }
-        match self.store.push(Node::Cut(Box::new(cut))) {
+        match self.store.push(cut.into_node()) {
             Some(r) => {
                 self.cache.cuts.insert(addr, (r, cut));
                 r
