@@ -653,6 +653,65 @@ def _flat_field(x):
     return repr(x)
 
 
+class _Flags:
+    """Attributes that are mostly immortal objects (bools, `None`, cached small ints), a list
+    and an int past the cache: a record of one unchanged twice in a row is compared by its
+    order and values at once (`memo_inline_same`, 3.11 and 3.12)."""
+
+    def __init__(self):
+        self.on = False
+        self.count = 0
+        self.none = None
+        self.items = [1]
+        self.big = 10**6
+        self.tail = True
+
+
+def test_an_instance_of_immortal_attributes_recorded_again_shows_each_change():
+    """Records of an unchanged instance, again and again, between changes the recorder does
+    not see: a bool flipped, a small int stepped, `None` replaced by a small int, the last
+    attribute flipped, an item appended to its list, an int past the small-int cache rebound
+    (often at the freed one's address), a small int set back. Each record shows its state."""
+    o = _Flags()
+    names = ["on", "count", "none", "items", "big", "tail"]
+    seen = []
+
+    def step(change):
+        def run():
+            change()
+            seen.append({k: repr(getattr(o, k)) for k in names})
+
+        return run
+
+    def setter(name, value):
+        return lambda: setattr(o, name, value(getattr(o, name)))
+
+    def big_at_same_address():
+        o.big = None
+        o.big = 10**6 + len(seen)
+
+    changes = [
+        ("start", lambda: None),
+        ("flip on", setter("on", lambda v: not v)),
+        ("count up", setter("count", lambda v: v + 1)),
+        ("none to int", setter("none", lambda v: 5)),
+        ("flip tail", setter("tail", lambda v: not v)),
+        ("append", lambda: o.items.append(len(seen))),
+        ("big again", big_at_same_address),
+        ("count back", setter("count", lambda v: 3)),
+        ("flip on back", setter("on", lambda v: not v)),
+    ]
+    steps = []
+    for tag, change in changes:
+        steps += [(tag, step(change)), (tag + ", again", step(lambda: None)), (tag + ", again 2", step(lambda: None))]
+    got = _record_keeps(o, steps)
+    assert [tag for tag, _ in got] == [tag for tag, _ in steps]
+    for (tag, v), fields in zip(got, seen):
+        assert isinstance(v, values.ObjectSnapshot), (tag, v)
+        assert list(v.attrs) == names, tag
+        assert {k: repr(v.attrs[k]) for k in names} == fields, tag
+
+
 class _Row(array.array):
     __slots__ = ()
 

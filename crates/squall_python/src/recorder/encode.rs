@@ -1447,6 +1447,9 @@ impl Cx<'_> {
                 }
                 if let (Some(head), Some(open)) = (head, open) {
                     inline_replayed = self.memo_end(o, head, open, complete, 0);
+                    if complete {
+                        self.memo_inline_order(o, &head, at.0, at.1);
+                    }
                 }
             }
             let dict_ptr = if inline {

@@ -86,7 +86,7 @@ static SMALL_INTS: crate::gil_cell::GilCell<[usize; (SMALL_INT_MAX - SMALL_INT_M
 /// # Safety
 /// GIL held; `o` live.
 #[inline(always)]
-unsafe fn immortal(o: *mut ffi::PyObject) -> bool {
+pub(super) unsafe fn immortal(o: *mut ffi::PyObject) -> bool {
     // SAFETY: this fn's contract (GIL held, `o` live); the table holds addresses only, read once
     // from CPython's own cache (`PyLong_FromLong` of a small value returns its cached object).
     unsafe {
