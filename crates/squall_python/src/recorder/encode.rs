@@ -1446,8 +1446,11 @@ impl Cx<'_> {
                     self.cache.attrs.push((ke, ve));
                 }
                 if let (Some(head), Some(open)) = (head, open) {
+                    // An instance recorded again (not one met for the first time at its slot)
+                    // is likely to be again: its order and values are kept for the next record.
+                    let again = open.recorded_before();
                     inline_replayed = self.memo_end(o, head, open, complete, 0);
-                    if complete {
+                    if complete && again {
                         self.memo_inline_order(o, &head, at.0, at.1);
                     }
                 }

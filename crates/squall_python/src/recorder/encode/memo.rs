@@ -244,6 +244,13 @@ pub(super) enum Whole {
 }
 
 impl Open {
+    /// The memo held a record of this thing when it was opened (not a first record at its
+    /// slot).
+    #[cfg_attr(not(all(Py_3_11, not(Py_3_13))), expect(dead_code, reason = "inline values are 3.11 and 3.12 only"))]
+    pub(super) fn recorded_before(&self) -> bool {
+        self.prev_count > 0
+    }
+
     /// The last record read a field past those read so far.
     #[cfg_attr(not(all(Py_3_11, not(Py_3_13))), expect(dead_code, reason = "inline values are 3.11 and 3.12 only"))]
     #[inline(always)]
