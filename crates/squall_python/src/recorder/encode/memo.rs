@@ -92,6 +92,8 @@ struct Memo {
 #[derive(Clone, Copy)]
 #[cfg_attr(not(all(Py_3_11, not(Py_3_13))), expect(dead_code, reason = "inline values are 3.11 and 3.12 only"))]
 struct InlineOrder {
+    /// The memo slot whose order this is (`Memos::orders` holds fewer entries than memos).
+    memo: u16,
     len: u8,
     /// How many of `vals` and of `checks` hold.
     vals_len: u8,
@@ -104,12 +106,17 @@ struct InlineOrder {
     vals: [usize; ORDER_MAX],
 }
 
-/// Attributes in an order kept (3.11's and 3.12's split keys hold at most 30).
-const ORDER_MAX: usize = 30;
+/// Attributes (and values slots) in an order kept: most instances have fewer, and each
+/// entry of `Memos::orders` is sized for this many.
+const ORDER_MAX: usize = 16;
+/// Entries of `Memos::orders`, by memo slot modulo this: 4096 x 168 bytes per timeline that
+/// records an inline-values instance again (1024 made deltablue 1% slower: evictions).
+const ORDER_SLOTS: usize = 1 << 12;
 
 #[cfg_attr(not(all(Py_3_11, not(Py_3_13))), expect(dead_code, reason = "inline values are 3.11 and 3.12 only"))]
 impl InlineOrder {
     const EMPTY: InlineOrder = InlineOrder {
+        memo: u16::MAX,
         len: 0,
         vals_len: 0,
         checks_len: 0,
@@ -117,6 +124,16 @@ impl InlineOrder {
         checks: [0; ORDER_MAX],
         vals: [0; ORDER_MAX],
     };
+}
+
+impl Memos {
+    /// The order kept for the memo at slot `k`, if its entry still holds it (entries are
+    /// shared by memo slots modulo `ORDER_SLOTS`).
+    #[cfg(all(Py_3_11, not(Py_3_13)))]
+    #[inline(always)]
+    fn order_of(&self, k: usize) -> Option<&InlineOrder> {
+        self.orders.get(k % ORDER_SLOTS).filter(|io| usize::from(io.memo) == k)
+    }
 }
 
 impl Memo {
@@ -588,7 +605,8 @@ impl Cx<'_> {
                     // The memo's order is this record's: attribute `n` is at the index the
                     // order names `n`-th, under field `n`'s name (`InlineOrder`).
                     let order = (i == n && m.order_keys == keys as usize)
-                        .then(|| &cache.memos.orders[k])
+                        .then(|| cache.memos.order_of(k))
+                        .flatten()
                         .filter(|io| same_order(values, io))
                         .map(|io| &io.bytes[..usize::from(io.len)]);
                     let names = match cache.key_names.slots.get(ks).filter(|(at, _)| *at == keys as usize) {
@@ -717,7 +735,7 @@ impl Cx<'_> {
                 if m.order_keys != keys as usize || *self.left == 0 || m.fields.len() >= self.budget.max_length {
                     return None;
                 }
-                let io = &self.cache.memos.orders[k];
+                let io = self.cache.memos.order_of(k)?;
                 let vals = &io.vals[..usize::from(io.vals_len)];
                 if !same_order(values, io) || std::slice::from_raw_parts(values.cast::<usize>(), vals.len()) != vals {
                     return None;
@@ -734,7 +752,7 @@ impl Cx<'_> {
                     if encoded && (!m.is_of(o, head, max_string) || m.order_keys != keys as usize) {
                         return Some(Whole::Lost);
                     }
-                    let io = &cache.memos.orders[k];
+                    let Some(io) = cache.memos.order_of(k) else { return Some(Whole::Lost) };
                     let (last, written, store) = (&cache.last, &cache.written, &*self.store);
                     let (mut left, mut dep) = (*self.left, self.newest_dep);
                     let again = loop {
@@ -834,9 +852,11 @@ impl Cx<'_> {
                 return;
             }
             if memos.orders.is_empty() {
-                memos.orders = vec![InlineOrder::EMPTY; SLOTS];
+                memos.orders = vec![InlineOrder::EMPTY; ORDER_SLOTS];
             }
-            let io = &mut memos.orders[k];
+            let io = &mut memos.orders[k % ORDER_SLOTS];
+            // The entry is another memo's no longer, whatever is kept below.
+            io.memo = u16::MAX;
             let bytes = std::slice::from_raw_parts(order.sub(2 + len), len);
             let nentries = ((*keys).dk_nentries.max(0) as usize).min(ORDER_MAX);
             let (mut end, mut checks) = (0, 0);
@@ -856,6 +876,7 @@ impl Cx<'_> {
             io.vals_len = end as u8;
             io.vals[..end].copy_from_slice(std::slice::from_raw_parts(values.cast::<usize>(), end));
             io.checks_len = checks as u8;
+            io.memo = k as u16;
             m.order_keys = keys as usize;
         }
     }
