@@ -111,6 +111,7 @@ struct InlineOrder {
 const ORDER_MAX: usize = 16;
 /// Entries of `Memos::orders`, by memo slot modulo this: 4096 x 168 bytes per timeline that
 /// records an inline-values instance again (1024 made deltablue 1% slower: evictions).
+#[cfg(all(Py_3_11, not(Py_3_13)))]
 const ORDER_SLOTS: usize = 1 << 12;
 
 #[cfg_attr(not(all(Py_3_11, not(Py_3_13))), expect(dead_code, reason = "inline values are 3.11 and 3.12 only"))]
