@@ -343,7 +343,9 @@ function check(cond, what) {
     // Printers: right-click an expression to print it every time it ran.
     await page.fill("#quick-fn", "process_invoice");
     await page.press("#quick-fn", "Enter");
-    await page.waitForFunction(() => document.querySelector("#frame-title").textContent.includes("process_invoice"));
+    // The frame is process_invoice's already: wait for the jump itself, which ends by showing
+    // the stepper (a Printers tab opened before it lands would be hidden again).
+    await waitIdx(call);
     await page.waitForSelector('#source .line[data-ln="31"]');
     await clickCode(31, "amount", "right");
     await page.keyboard.press("9");
