@@ -60,7 +60,7 @@ run_suite() {
     [ "${SQUALL_ALL_TESTS:-}" = 1 ] && only_main=()
     start=$(date +%s)
     # run from the checkout root with tests/ as the path: `import squall` is the installed one
-    (cd "$ROOT" && "$venv/bin/python" -m pytest -q -rsx -p no:cacheprovider "${only_main[@]}" ${PYTEST_ARGS:-} tests) \
+    (cd "$ROOT" && "$venv/bin/python" -m pytest -q -rfEsx -p no:cacheprovider "${only_main[@]}" ${PYTEST_ARGS:-} tests) \
         > "$ROOT/target/pytest-$ver.log" 2>&1
     rc=$?
     end=$(date +%s)
@@ -81,6 +81,12 @@ wait
 for ver in "${ready[@]}"; do
     echo "== $ver"
     tail -n 15 "$ROOT/target/pytest-$ver.log"
+    # a failure's name and its traceback, which the tail above can miss (CI keeps only this output)
+    if grep -qE "^(FAILED|ERROR) " "$ROOT/target/pytest-$ver.log"; then
+        echo "== $ver: failures"
+        grep -E "^(FAILED|ERROR) " "$ROOT/target/pytest-$ver.log"
+        sed -n '/^=* FAILURES =*$/,/^=* warnings summary =*$/p' "$ROOT/target/pytest-$ver.log" | head -n 150
+    fi
     line=$(cat "$ROOT/target/pytest-$ver.summary" 2>/dev/null || echo "$ver: no summary (the run stopped early)")
     summary+=("$line")
     [[ $line == "$ver: rc=0;"* ]] || status=1
