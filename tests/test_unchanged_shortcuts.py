@@ -460,6 +460,51 @@ def test_runs_of_small_ints_none_and_bools_in_a_big_list_show_each_change():
         assert [repr(x) for x in _plain(v)[0]] == expected, tag
 
 
+def test_ints_of_every_width_in_a_big_set_and_list_show_each_change():
+    """A big set's and a big list's ints are read once from their digits into the fingerprint:
+    31 bits as inline values, 64 bits by value, wider ones not at all (the container is encoded).
+    An int replaced by one of another width, by the same value made anew, by its neighbour, and
+    one set of 64-bit hashes grown as go's is: each record shows the container as it was."""
+    hashes = {2**62 + 5 * i for i in range(20)}
+    nums = list(INTS) + [2**40 + i for i in range(10)]
+    seen = []
+
+    def step(change):
+        def run():
+            change()
+            seen.append((sorted(hashes), list(nums)))  # copies: the items are ints
+
+        return run
+
+    def set_item(i, v):
+        return lambda: nums.__setitem__(i, v)
+
+    changes = [
+        ("start", lambda: None),
+        ("again", lambda: None),
+        ("64 bits to 31 bits", set_item(4, 7)),
+        ("again", lambda: None),
+        ("31 bits to 64 bits", set_item(0, 2**50)),
+        ("again", lambda: None),
+        ("the same value made anew", set_item(0, int(str(2**50)))),
+        ("its neighbour", set_item(0, 2**50 + 1)),
+        ("64 bits to 90 bits", set_item(5, 2**90)),
+        ("again", lambda: None),
+        ("90 bits to 64 bits", set_item(5, -(2**63))),
+        ("again", lambda: None),
+        ("a hash added", lambda: hashes.add(2**61 + 3)),
+        ("again", lambda: None),
+        ("a hash replaced", lambda: (hashes.discard(2**62), hashes.add(2**62 - 1))),
+        ("a wide int added", lambda: hashes.add(2**70)),
+        ("again", lambda: None),
+    ]
+    got = _record_keeps([hashes, nums], [(tag, step(c)) for tag, c in changes])
+    assert [tag for tag, _ in got] == [tag for tag, _ in changes]
+    for (tag, v), (want_hashes, want_nums) in zip(got, seen):
+        assert _plain(v)[0] == want_hashes, tag
+        assert _plain(v)[1] == want_nums, tag
+
+
 class _Leaf:
     def __init__(self, name):
         self.name = name

@@ -380,6 +380,22 @@ impl Cx<'_> {
             if words.differs {
                 return false;
             }
+            let tp = ffi::Py_TYPE(o);
+            if tp == &raw mut ffi::PyLong_Type {
+                // Its value read once, from its digits: of 31 bits inline (`inline_value`), else
+                // of 64 bits by value, else none. (`inline_value` then
+                // `PyLong_AsLongLongAndOverflow` read a 64-bit int twice, ~110 instructions: go's
+                // set of hashes paid it per item at every record.)
+                let v = crate::recorder::ints::exact_int_value(o);
+                if let Some(r) = v.and_then(ValRef::small_int) {
+                    words.push(TAG_INLINE | u64::from(r.0));
+                    return true;
+                }
+                *left = left.saturating_sub(1);
+                let Some(v) = v else { return false };
+                words.extend([TAG_INT, v as u64]);
+                return true;
+            }
             if depth > 0 && self.registered.is_empty() && words.kept_frozen(o, left) {
                 return true;
             }
@@ -388,19 +404,8 @@ impl Cx<'_> {
                 return true;
             }
             *left = left.saturating_sub(1);
-            let tp = ffi::Py_TYPE(o);
             if tp == &raw mut ffi::PyFloat_Type {
                 words.extend([TAG_FLOAT, ffi::PyFloat_AS_DOUBLE(o).to_bits()]);
-                return true;
-            }
-            if tp == &raw mut ffi::PyLong_Type {
-                let mut overflow = 0;
-                let v = ffi::PyLong_AsLongLongAndOverflow(o, &mut overflow);
-                if overflow != 0 || (v == -1 && !ffi::PyErr_Occurred().is_null()) {
-                    ffi::PyErr_Clear();
-                    return false;
-                }
-                words.extend([TAG_INT, v as u64]);
                 return true;
             }
             if tp == &raw mut ffi::PyUnicode_Type {
