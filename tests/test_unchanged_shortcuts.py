@@ -505,6 +505,64 @@ def test_ints_of_every_width_in_a_big_set_and_list_show_each_change():
         assert _plain(v)[1] == want_nums, tag
 
 
+def _at_address(make, old_id, kept):
+    """``make()`` (a new object each call) until one lands at address ``old_id`` (the others
+    kept alive in ``kept`` meanwhile, so that each try is at a new address)."""
+    for _ in range(200_000):
+        x = make()
+        if id(x) == old_id:
+            return x
+        kept.append(x)
+    raise AssertionError("no object was made at the freed address")
+
+
+def test_bytes_at_a_reused_address_show_their_own_contents():
+    """A bytes value is compared in place with the last node at its address (no copy made to
+    compare): another bytes object later made at that address shows its own contents, whether
+    within the string budget or cut at it (its prefix and its length both count)."""
+    def new(content):
+        return bytes(bytearray(content))  # a new object each time, not a code constant
+
+    box = [new(b"abc" * 3)]
+    seen, kept = [], []
+
+    def step(change):
+        def run():
+            change()
+            seen.append(bytearray(box[0]))  # a copy: the object itself is not kept
+
+        return run
+
+    def replace(content):
+        def change():
+            old = id(box[0])
+            box[0] = None  # freed: the next bytes of its size may take its address
+            box[0] = _at_address(lambda: new(content), old, kept)
+
+        return change
+
+    changes = [
+        ("start", lambda: None),
+        ("again", lambda: None),
+        ("same size, one byte other", replace(b"abcabcabd")),
+        ("again", lambda: None),
+        ("cut", lambda: box.__setitem__(0, new(b"x" * 1500))),
+        ("again", lambda: None),
+        ("cut, one byte longer", replace(b"x" * 1501)),
+        ("cut, same length, other prefix", replace(b"y" * 1501)),
+        ("again", lambda: None),
+    ]
+    got = _record_keeps(box, [(tag, step(c)) for tag, c in changes])
+    assert [tag for tag, _ in got] == [tag for tag, _ in changes]
+    for (tag, v), want in zip(got, seen):
+        shown = v[0]
+        if len(want) > 1000:
+            assert isinstance(shown, values.CutBytes), tag
+            assert (bytes(shown), shown.length) == (want[:1000], len(want)), tag
+        else:
+            assert shown == want, tag
+
+
 class _Leaf:
     def __init__(self, name):
         self.name = name
