@@ -520,8 +520,9 @@ def test_bytes_at_a_reused_address_show_their_own_contents():
     """A bytes value is compared in place with the last node at its address (no copy made to
     compare): another bytes object later made at that address shows its own contents, whether
     within the string budget or cut at it (its prefix and its length both count)."""
+
     def new(content):
-        return bytes(bytearray(content))  # a new object each time, not a code constant
+        return bytes(memoryview(content))  # a new object each time (one allocation), not a constant
 
     box = [new(b"abc" * 3)]
     seen, kept = [], []
