@@ -564,6 +564,46 @@ def test_bytes_at_a_reused_address_show_their_own_contents():
             assert shown == want, tag
 
 
+def test_a_function_recorded_again_shows_its_name_and_identity_as_of_each_record():
+    """A function is recorded by its type, identity and qualified name, compared with the last
+    node at its address before a node is made: renamed, it shows its new name; another function
+    made at a freed one's address shows another identity."""
+    import types as _types
+
+    def f():
+        pass
+
+    def make():
+        made = _types.FunctionType(f.__code__, {})
+        made.__qualname__ = "f"
+        return made
+
+    box = [make()]
+    kept = []
+
+    def rename(name):
+        return lambda: setattr(box[0], "__qualname__", name)
+
+    def replace():
+        old = id(box[0])
+        box[0] = None
+        box[0] = _at_address(make, old, kept)
+
+    changes = [
+        ("start", lambda: None),
+        ("again", lambda: None),
+        ("renamed", rename("g")),
+        ("again", lambda: None),
+        ("another at its address", replace),
+        ("again", lambda: None),
+    ]
+    got = _record_keeps(box, changes)
+    shown = [repr(v[0]) for _, v in got]
+    assert [s.split("#")[0] for s in shown] == ["<function f"] * 2 + ["<function g"] * 2 + ["<function f"] * 2
+    ids = [v[0].obj_id for _, v in got]
+    assert ids[0] == ids[1] == ids[2] == ids[3] != ids[4] == ids[5], shown
+
+
 class _Leaf:
     def __init__(self, name):
         self.name = name

@@ -1708,7 +1708,15 @@ impl Cx<'_> {
         unsafe {
             let obj = self.identity(o);
             let ty = self.type_name(ffi::Py_TYPE(o));
-            self.keyed(o, Node::Opaque(Box::new(OpaqueNode { ty, obj, text: text.into() })))
+            // The last node at its address when it is this one, compared before a node is built
+            // (a box made to be compared and dropped: pyflate's file object at every record).
+            if let Some(prev) = self.cache.last.get(o as usize) {
+                if matches!(self.store.node(prev.0), Some(Node::Opaque(p)) if p.ty == ty && p.obj == obj && *p.text == *text)
+                {
+                    return prev;
+                }
+            }
+            self.push_at(o as usize, Node::Opaque(Box::new(OpaqueNode { ty, obj, text: text.into() })))
         }
     }
 
@@ -1808,17 +1816,6 @@ impl Cx<'_> {
             }
             None => ValRef::ABSENT,
         }
-    }
-
-    /// `node` for the object at `o`, or its last node there when equal.
-    fn keyed(&mut self, o: *mut ffi::PyObject, node: Node) -> ValRef {
-        let addr = o as usize;
-        if let Some(prev) = self.cache.last.get(addr) {
-            if self.store.node(prev.0) == Some(&node) {
-                return prev;
-            }
-        }
-        self.push_at(addr, node)
     }
 
     /// A user-registered encoder's result stands for `o` (the user's own code, by request).
