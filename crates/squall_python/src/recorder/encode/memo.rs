@@ -674,16 +674,9 @@ impl Cx<'_> {
                     Err(()) => return Whole::Prefix { i, n, changed: None },
                     Ok(None) => break,
                     Ok(Some((v, was))) => {
-                        self.last_known = None;
                         encoded = true;
-                        let now = self.enc(v, depth);
-                        if now != was {
-                            let how = self.replay_kind(v);
-                            let m = &self.cache.memos.slots[k];
-                            if !m.is_of(o, head, max_string) {
-                                return Whole::Lost;
-                            }
-                            return Whole::Prefix { i, n, changed: Some((now, how)) };
+                        if let Some(whole) = self.memo_inline_again(o, head, k, v, was, depth, (i, n)) {
+                            return whole;
                         }
                     }
                 }
@@ -784,16 +777,10 @@ impl Cx<'_> {
                     Err(n) => return Some(Whole::Prefix { i: n, n, changed: None }),
                     Ok(None) => break,
                     Ok(Some((n, p, was))) => {
-                        self.last_known = None;
                         encoded = true;
                         let p = p as *mut ffi::PyObject;
-                        let now = self.enc(p, depth);
-                        if now != was {
-                            let how = self.replay_kind(p);
-                            if !self.cache.memos.slots[k].is_of(o, head, max_string) {
-                                return Some(Whole::Lost);
-                            }
-                            return Some(Whole::Prefix { i: n + 1, n: n + 1, changed: Some((now, how)) });
+                        if let Some(whole) = self.memo_inline_again(o, head, k, p, was, depth, (n + 1, n + 1)) {
+                            return Some(whole);
                         }
                         if *self.left == 0 && n + 1 < len {
                             return Some(Whole::Prefix { i: n + 1, n: n + 1, changed: None });
@@ -806,6 +793,45 @@ impl Cx<'_> {
                 return Some(Whole::Lost);
             }
             Some(Whole::Same { node: m.node, i: len, n: len })
+        }
+    }
+
+    /// A field of the memo at slot `k` (of instance `o`, `head`) that is encoded again (a
+    /// container): `p` encoded at `depth` and compared with `was`, the node it had. `None` when
+    /// it is the same; else what `memo_inline_whole` answers: the memo's first `n` fields are
+    /// the record's, the last of them changed to the node now, the next attribute at slot `i`
+    /// of the order (or `Lost` when the encoding took the memo's slot).
+    ///
+    /// # Safety
+    /// GIL held; `p` the live object of the memo's field `n - 1`.
+    #[cfg(all(Py_3_11, not(Py_3_13)))]
+    #[inline(never)]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the memo's slot and what it was found of, the field, and where the reading stands"
+    )]
+    unsafe fn memo_inline_again(
+        &mut self,
+        o: *mut ffi::PyObject,
+        head: &Head,
+        k: usize,
+        p: *mut ffi::PyObject,
+        was: ValRef,
+        depth: u32,
+        (i, n): (usize, usize),
+    ) -> Option<Whole> {
+        // SAFETY: this fn's contract.
+        unsafe {
+            self.last_known = None;
+            let now = self.enc(p, depth);
+            if now == was {
+                return None;
+            }
+            let how = self.replay_kind(p);
+            if !self.cache.memos.slots[k].is_of(o, head, self.budget.max_string) {
+                return Some(Whole::Lost);
+            }
+            Some(Whole::Prefix { i, n, changed: Some((now, how)) })
         }
     }
 
