@@ -116,6 +116,27 @@ pub(super) unsafe fn immortal(o: *mut ffi::PyObject) -> bool {
         table[(v - SMALL_INT_MIN) as usize] == o as usize
     }
 }
+/// Appends the exact int `o`'s fingerprint (as `Cx::walk`), its value read once from its
+/// digits: of 31 bits inline (as `inline_value` gives it), else of 64 bits by value taking one
+/// from `left`, else none (`false`). (`inline_value` then `PyLong_AsLongLongAndOverflow` read a
+/// 64-bit int twice, ~110 instructions: go's set of hashes paid it per item at every record.)
+///
+/// # Safety
+/// GIL held; `o` a live exact int.
+#[inline(always)]
+unsafe fn walk_int(o: *mut ffi::PyObject, words: &mut Words, left: &mut usize) -> bool {
+    // SAFETY: this fn's contract.
+    let v = unsafe { crate::recorder::ints::exact_int_value(o) };
+    if let Some(r) = v.and_then(ValRef::small_int) {
+        words.push(TAG_INLINE | u64::from(r.0));
+        return true;
+    }
+    *left = left.saturating_sub(1);
+    let Some(v) = v else { return false };
+    words.extend([TAG_INT, v as u64]);
+    true
+}
+
 const FROZEN_SLOTS: usize = 1 << 12;
 /// A tag word's payload (`TAG_FROZEN`'s: what its walk took of the item budget).
 const PAYLOAD: u64 = (1 << 40) - 1;
@@ -382,19 +403,7 @@ impl Cx<'_> {
             }
             let tp = ffi::Py_TYPE(o);
             if tp == &raw mut ffi::PyLong_Type {
-                // Its value read once, from its digits: of 31 bits inline (`inline_value`), else
-                // of 64 bits by value, else none. (`inline_value` then
-                // `PyLong_AsLongLongAndOverflow` read a 64-bit int twice, ~110 instructions: go's
-                // set of hashes paid it per item at every record.)
-                let v = crate::recorder::ints::exact_int_value(o);
-                if let Some(r) = v.and_then(ValRef::small_int) {
-                    words.push(TAG_INLINE | u64::from(r.0));
-                    return true;
-                }
-                *left = left.saturating_sub(1);
-                let Some(v) = v else { return false };
-                words.extend([TAG_INT, v as u64]);
-                return true;
+                return walk_int(o, words, left);
             }
             if depth > 0 && self.registered.is_empty() && words.kept_frozen(o, left) {
                 return true;
@@ -709,7 +718,9 @@ impl Cx<'_> {
                         // and its tests of other kinds; `walk`'s own first test for a frozenset
                         // not repeated next (a run is counted below), here without a call per
                         // item (a list of thousands of them: meteor_contest's).
-                        let walked = if let Some(v) = inline_value(item) {
+                        let walked = if item_tp == &raw mut ffi::PyLong_Type {
+                            walk_int(item, words, left) && !words.differs
+                        } else if let Some(v) = inline_value(item) {
                             words.push(TAG_INLINE | u64::from(v.0));
                             !words.differs
                         } else if item_tp == &raw mut ffi::PyFloat_Type {
