@@ -54,3 +54,31 @@ def test_run_py_floor_adds_both_modes_with_recording_off():
     assert argv[1:5] == ["run", "--mode", "full", "--no-save"]
     assert argv[-3:] == [str(PYPERF / "floor_one.py"), "nqueens", "1"]
     assert all(v.baseline == "plain" and not v.squall for v in floors)
+
+
+def test_run_py_reports_a_recording_stopped_by_the_memory_limit_as_a_lower_bound(tmp_path):
+    # unpack_sequence in full mode passed the default 4 GiB limit and was reported as an ok
+    # ratio although most of its work went unrecorded.
+    sys.path.insert(0, str(PYPERF))
+    try:
+        import run  # noqa: PLC0415 - bench/pyperf is not a package
+    finally:
+        sys.path.remove(str(PYPERF))
+    limited = run.Variant(
+        "full",
+        "squall full",
+        lambda n, s, out: (
+            [SQUALL, "run", "--mode", "full", "--memory-limit", "1", "-o", out + ".sqrec"] + run.script(n, s)
+        ),
+        squall=True,
+    )
+    got = run.run_once(limited, "nqueens", 1, 300, str(tmp_path))
+    assert got.status == "memory limit", (got.status, got.error)
+    assert got.work_s is not None and got.entries
+    assert "limit=memory_limit" in got.error
+    cell = run.summarise([got])
+    assert cell.status == "memory limit" and cell.work_s == got.work_s
+    plain = run.Cell(status="ok", work_s=got.work_s / 2, proc_s=got.proc_s / 2)
+    totals = run.totals({"nqueens": {"plain": plain, "full": cell}}, limited)
+    assert totals["geomean_work"] is None and totals["finished"] == 0
+    assert totals["geomean_work_with_timeouts"] == 2.0 and totals["over_4x"] == 1

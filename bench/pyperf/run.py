@@ -16,7 +16,9 @@ alone, imports excluded), the whole process's wall time (start-up, instrumenting
 save), its peak RSS (``os.wait4``), and for squall the entries recorded, read from its summary
 on stderr: a recorded run whose summary shows no entries did not record the benchmark and gets
 no ratio. A run that exceeds ``--timeout`` is killed and reported as a timeout; a run whose
-result differs from the plain run's is reported as such.
+result differs from the plain run's is reported as such. A recorded run whose summary says
+LIMITS HIT stopped recording part of the way (the memory limit): it is reported as "memory
+limit" with its work ratio, a lower bound, and counts as over the target like a timeout.
 """
 
 from __future__ import annotations
@@ -45,6 +47,9 @@ BENCH_ONE = os.path.join(HERE, "bench_one.py")
 FLOOR_ONE = os.path.join(HERE, "floor_one.py")
 SUMMARY_START = "--- squall: recording summary ---"
 ENTRIES_RE = re.compile(r"^total entries: (\d+)", re.MULTILINE)
+LIMITS_HIT = "LIMITS HIT (recording is incomplete):"  # python/squall/summary.py
+# Statuses of runs whose work ratio is a lower bound: killed, or recorded only part of the way.
+BOUNDED = ("timeout", "memory limit")
 TARGETS = (2.5, 4.0)  # the slowdowns the plot marks; the table counts benchmarks over the last
 
 
@@ -187,7 +192,8 @@ def variants(
 @dataclass
 class Run:
     """What one process of one variant measured. ``status`` is "ok", "timeout", "failed",
-    "nothing recorded" or "result differs"; ``error`` the end of its stderr when not ok."""
+    "nothing recorded", "memory limit" or "result differs"; ``error`` the end of its stderr
+    when not ok."""
 
     status: str
     work_s: float | None = None
@@ -252,6 +258,10 @@ def run_once(variant: Variant, name: str, scale: int, timeout: float, scratch: s
         run.status, run.error = "failed", f"exit code {rc}: {tail(stderr)}"
     elif variant.squall and not run.entries:
         run.status, run.error = "nothing recorded", stderr.split(SUMMARY_START)[-1].strip()
+    elif variant.squall and LIMITS_HIT in stderr:
+        # Recording stopped part of the way (the memory limit): the work went on unrecorded
+        # from there, so its ratio is a lower bound, like a timed-out run's.
+        run.status, run.error = "memory limit", tail(stderr.split(LIMITS_HIT)[-1])
     return run
 
 
@@ -295,7 +305,7 @@ def summarise(runs: list[Run]) -> Cell:
         if len(runs) > 1:
             cell.status += f" ({len(bad)}/{len(runs)})"
         worked = [r.work_s for r in runs if r.work_s is not None]
-        if cell.status.startswith("timeout") and worked:
+        if cell.status.startswith(BOUNDED) and worked:
             cell.work_s = med(worked)
         return cell
     cell.work_s = med(r.work_s for r in runs)
@@ -342,8 +352,8 @@ def geomean(xs: list[float]) -> float | None:
 
 def totals(results: dict, v: Variant) -> dict:
     """One variant over the benchmarks: geometric means of its work and process ratios over
-    those it finished, of its work ratios also counting timed-out runs whose work ended, and
-    how many were over the last target (a timeout counts as over)."""
+    those it finished, of its work ratios also counting timed-out and memory-limited runs whose
+    work ended, and how many were over the last target (those two count as over)."""
     work, proc, work_all, over, n = [], [], [], 0, 0
     for cells in results.values():
         if v.key not in cells:
@@ -356,7 +366,7 @@ def totals(results: dict, v: Variant) -> dict:
         if cell.status == "ok" and w is not None:
             work.append(w)
             proc.append(ratio(cell, plain, "proc_s"))
-        over += cell.status.startswith("timeout") or (cell.status == "ok" and w > TARGETS[-1])
+        over += cell.status.startswith(BOUNDED) or (cell.status == "ok" and w > TARGETS[-1])
     return {
         "geomean_work": geomean(work),
         "geomean_process": geomean(proc),
@@ -462,8 +472,8 @@ def print_totals(summary: dict, shown: list[Variant]) -> None:
                 f"{v.label}: geometric mean {x(t['geomean_work'])} work "
                 f"({x(t['geomean_process'])} whole process) over the {t['finished']}/"
                 f"{t['benchmarks']} that finished, {x(t['geomean_work_with_timeouts'])} work "
-                f"counting timed-out runs whose work ended ({t['work_measured']}); over "
-                f"{TARGETS[-1]:g}x: {t['over_4x']}/{t['benchmarks']} (timeouts count as over)"
+                f"counting timed-out and memory-limited runs whose work ended ({t['work_measured']}); over "
+                f"{TARGETS[-1]:g}x: {t['over_4x']}/{t['benchmarks']} (timeouts and memory limits count as over)"
             )
 
 
