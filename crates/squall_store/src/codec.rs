@@ -19,7 +19,7 @@
 
 use squall_trace::{Entry, Kind, MAX_SLOT, NONE};
 
-use crate::wire::{put_uv, unzigzag, zigzag, Bad, Rd};
+use crate::wire::{put_uv, put_uv_unchecked, unzigzag, zigzag, Bad, Rd, MAX_UV};
 
 const INLINE: u32 = 1 << 31;
 
@@ -30,8 +30,10 @@ struct Pred {
     args: u32,
 }
 
-#[inline]
-fn put_val(out: &mut Vec<u8>, w: u32, p: &mut Pred) {
+/// # Safety
+/// `out` has room for `MAX_UV` more bytes.
+#[inline(always)]
+unsafe fn put_val(out: &mut Vec<u8>, w: u32, p: &mut Pred) {
     let code = if w & INLINE != 0 {
         let i = ((w << 1) as i32 >> 1) as i64;
         zigzag(i) << 2
@@ -42,14 +44,18 @@ fn put_val(out: &mut Vec<u8>, w: u32, p: &mut Pred) {
         p.slot = w;
         (zigzag(d) << 2) | 2
     };
-    put_uv(out, code);
+    // SAFETY: this fn's contract.
+    unsafe { put_uv_unchecked(out, code) }
 }
 
-#[inline]
-fn put_args_off(out: &mut Vec<u8>, w: u32, p: &mut Pred) {
+/// # Safety
+/// `out` has room for `MAX_UV` more bytes.
+#[inline(always)]
+unsafe fn put_args_off(out: &mut Vec<u8>, w: u32, p: &mut Pred) {
     let d = i64::from(w) - i64::from(p.args);
     p.args = w;
-    put_uv(out, (zigzag(d) << 2) | 3);
+    // SAFETY: this fn's contract.
+    unsafe { put_uv_unchecked(out, (zigzag(d) << 2) | 3) }
 }
 
 #[inline]
@@ -90,6 +96,9 @@ fn get_val(r: &mut Rd, p: &mut Pred, allow_args: bool) -> Result<u32, Bad> {
     }
 }
 
+/// Entries (or args) whose streams' room is made at once: at most 40 KiB per stream.
+const BLOCK: usize = 4096;
+
 /// Reusable stream buffers of the writer.
 #[derive(Default)]
 pub(crate) struct Streams {
@@ -129,33 +138,45 @@ pub(crate) fn encode_entries(
     for v in [&mut s.h, &mut s.a, &mut s.b, &mut s.c, &mut s.g, &mut s.f] {
         v.clear();
     }
-    s.h.reserve(entries.len() * 2);
-    s.a.reserve(entries.len() * 2);
-    s.b.reserve(entries.len());
-    s.c.reserve(entries.len());
     let (mut pb, mut pc, mut pg) = (Pred::default(), Pred::default(), Pred::default());
-    for (i, e) in entries.iter().enumerate() {
-        let idx = first_idx + i as u64;
-        let kind = e.kind();
-        let head = e.raw()[0];
-        put_uv(&mut s.h, (u64::from(head & 0x0FFF_FFFF) << 4) | u64::from(head >> 28));
-        put_uv(&mut s.a, if e.a == NONE { 0 } else { zigzag(idx as i64 - i64::from(e.a)) + 1 });
-        if kind.is_call() {
-            let many = kind == Kind::Call && nparams.get(e.id() as usize).is_some_and(|&n| n >= 2);
-            if many {
-                put_args_off(&mut s.c, e.c, &mut pc);
-            } else {
-                put_val(&mut s.c, e.c, &mut pc);
+    // Each entry puts at most one varint in each of `h`, `a`, `b` and `c` and 8 bytes in `f`:
+    // room for a block's worth is made once, and the varints are written without a check each.
+    let mut idx = first_idx;
+    for block in entries.chunks(BLOCK) {
+        for v in [&mut s.h, &mut s.a, &mut s.b, &mut s.c, &mut s.f] {
+            v.reserve(block.len() * MAX_UV);
+        }
+        for e in block {
+            let kind = e.kind();
+            let head = e.raw()[0];
+            let a = if e.a == NONE { 0 } else { zigzag(idx as i64 - i64::from(e.a)) + 1 };
+            // SAFETY: the room made for this block above (one varint per stream per entry).
+            unsafe {
+                put_uv_unchecked(&mut s.h, (u64::from(head & 0x0FFF_FFFF) << 4) | u64::from(head >> 28));
+                put_uv_unchecked(&mut s.a, a);
+                if kind.is_call() {
+                    let many = kind == Kind::Call && nparams.get(e.id() as usize).is_some_and(|&n| n >= 2);
+                    if many {
+                        put_args_off(&mut s.c, e.c, &mut pc);
+                    } else {
+                        put_val(&mut s.c, e.c, &mut pc);
+                    }
+                } else if e.holds_float() {
+                    s.f.extend_from_slice(&(u64::from(e.b) | u64::from(e.c) << 32).to_le_bytes());
+                } else {
+                    put_val(&mut s.b, e.b, &mut pb);
+                    put_uv_unchecked(&mut s.c, u64::from(e.c));
+                }
             }
-        } else if e.holds_float() {
-            s.f.extend_from_slice(&(u64::from(e.b) | u64::from(e.c) << 32).to_le_bytes());
-        } else {
-            put_val(&mut s.b, e.b, &mut pb);
-            put_uv(&mut s.c, u64::from(e.c));
+            idx += 1;
         }
     }
-    for &w in args {
-        put_val(&mut s.g, w, &mut pg);
+    for block in args.chunks(BLOCK) {
+        s.g.reserve(block.len() * MAX_UV);
+        for &w in block {
+            // SAFETY: the room made for this block above.
+            unsafe { put_val(&mut s.g, w, &mut pg) };
+        }
     }
     put_uv(out, u64::from(timeline));
     put_uv(out, first_idx);

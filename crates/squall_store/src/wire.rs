@@ -172,13 +172,37 @@ pub(crate) fn get_body(body: &[u8]) -> Result<Vec<u8>, Bad> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Bad(pub &'static str);
 
+/// The most bytes a `u64` takes as a varint.
+pub(crate) const MAX_UV: usize = 10;
+
 #[inline]
-pub(crate) fn put_uv(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
+pub(crate) fn put_uv(out: &mut Vec<u8>, v: u64) {
+    out.reserve(MAX_UV);
+    // SAFETY: `reserve` made room for `MAX_UV` bytes.
+    unsafe { put_uv_unchecked(out, v) }
+}
+
+/// `put_uv` without the capacity check: a loop that reserves once for many varints (the entry
+/// streams: a check per byte pushed was most of the writer's encoding time).
+///
+/// # Safety
+/// `out` has room for `MAX_UV` more bytes (`out.capacity() - out.len() >= MAX_UV`).
+#[inline(always)]
+pub(crate) unsafe fn put_uv_unchecked(out: &mut Vec<u8>, mut v: u64) {
+    let len = out.len();
+    // SAFETY: this fn's contract: the varint's at most `MAX_UV` bytes lie within the capacity,
+    // and are written before the length covers them.
+    unsafe {
+        let p = out.as_mut_ptr().add(len);
+        let mut n = 0;
+        while v >= 0x80 {
+            p.add(n).write((v as u8) | 0x80);
+            v >>= 7;
+            n += 1;
+        }
+        p.add(n).write(v as u8);
+        out.set_len(len + n + 1);
     }
-    out.push(v as u8);
 }
 
 #[inline]

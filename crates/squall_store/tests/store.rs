@@ -499,6 +499,37 @@ fn arb_snap() -> impl Strategy<Value = Snap> {
 }
 
 /// One recorder event: (op, form, value word).
+/// Chunks of many thousand entries and args round-trip: the writer makes room for its streams a
+/// block of entries at a time (`codec::BLOCK`), so a body spans several blocks.
+#[test]
+fn entries_of_many_blocks_round_trip() {
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let ops: Vec<(u8, u8, u32)> = (0..40_000)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            ((x % 8) as u8, ((x >> 8) % 4) as u8, (x >> 32) as u32)
+        })
+        .collect();
+    let t = run_ops(&ops);
+    let (e, a) = (t.entries(), t.args());
+    assert!(e.len() > 3 * 4096 && a.len() > 4096, "{} entries, {} args", e.len(), a.len());
+    for codec in [squall_store::Codec::None, squall_store::Codec::Lz4, squall_store::Codec::Zstd(1)] {
+        let mut w = Writer::new(Vec::new(), &Header::default()).unwrap();
+        w.set_codec(codec);
+        w.forms(&common::forms()).unwrap();
+        w.thread(&ThreadMeta::default()).unwrap();
+        let (s, sa) = (e.len() / 3, a.len() / 3);
+        w.entries(0, 0, &e[..s], 0, &a[..sa]).unwrap();
+        w.entries(0, s as u64, &e[s..], sa as u64, &a[sa..]).unwrap();
+        let rec = read(&w.finish(0, &[]).unwrap()).unwrap();
+        assert!(rec.completed, "{:?}", rec.cut_short);
+        assert_eq!(rec.timelines[0].timeline.entries(), e);
+        assert_eq!(rec.timelines[0].timeline.args(), a);
+    }
+}
+
 fn arb_ops() -> impl Strategy<Value = Vec<(u8, u8, u32)>> {
     prop::collection::vec((0u8..8, 0u8..4, any::<u32>()), 0..200)
 }
