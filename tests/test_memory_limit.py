@@ -200,3 +200,40 @@ def test_the_indexes_queries_build_over_a_recording_are_counted():
         assert grown > 2 << 20, grown
     finally:
         api.clear_recordings()
+
+
+FAST = """
+def main(n):
+    t = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
+    total = 0
+    for i in range(n):
+        a, b, c, d, e, f, g, h, j, k = t
+        a, b, c, d, e, f, g, h, j, k = t
+        a, b, c, d, e, f, g, h, j, k = t
+        a, b, c, d, e, f, g, h, j, k = t
+        total += a + k
+    return total
+
+
+print(main(1_000_000))
+"""
+
+
+def test_a_program_recording_faster_than_the_file_is_written_waits_for_the_writer(tmp_path):
+    # 42 M bindings in about a second: more entries a second than the file writer saves. The
+    # unsaved ones piled up to the limit and recording stopped (15 M of 42 M entries at 256 MiB,
+    # like pyperformance's unpack_sequence at 4 GiB); past half the limit with a backlog of an
+    # eighth of it, the program now waits for the writer, and the whole run is saved within it.
+    (tmp_path / "prog.py").write_text(FAST)
+    limit = 256
+    peak, r = run_measured([*SQUALL, "run", "--memory-limit", str(limit), "-o", "rec.sqrec", "prog.py"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "11000000\n"
+    assert "memory limit" not in r.stderr, r.stderr
+    import squall
+
+    info = squall.load(tmp_path / "rec.sqrec").info()
+    assert info["completed"], info["cut_short"]
+    assert info["entries"] == info["stats"]["entries"] == 42_000_005, info
+    plain, _ = run_measured([sys.executable, "prog.py"], tmp_path)
+    assert peak - plain <= limit * 1.1, (peak, plain)

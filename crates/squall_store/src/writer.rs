@@ -209,6 +209,21 @@ impl Written {
     }
 }
 
+/// Ends a [`Written`] as failed when the writer's thread unwinds from a panic: whoever waits
+/// for a ticket (the flusher, with the GIL held while it catches up) is let go instead of
+/// waiting for ever.
+struct FailWhenUnwinding(Written);
+
+impl Drop for FailWhenUnwinding {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.set(|p| {
+                p.failed.get_or_insert_with(|| "the file writer's thread failed (internal error)".into());
+            });
+        }
+    }
+}
+
 enum Out<W> {
     Here(Chunker<W>),
     Background {
@@ -809,6 +824,7 @@ impl<W: Write + Send + 'static> Writer<W> {
         let mut nparams = self.nparams.clone();
         let thread =
             squall_trace::quiet_thread::spawn(std::thread::Builder::new().name("squall-writer".into()), move || {
+                let _unwinding = FailWhenUnwinding(progress.clone());
                 let (mut raw, mut streams) = (Vec::new(), Streams::default());
                 for job in rx {
                     let r = match job {

@@ -147,6 +147,31 @@ fn a_background_writers_error_comes_back_to_the_caller() {
 }
 
 #[test]
+fn a_background_writer_that_panics_lets_its_waiters_go() {
+    /// Takes the header, then panics (a bug in the writer's thread, not an I/O error).
+    struct Panics(usize);
+    impl std::io::Write for Panics {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            assert!(self.0 > 0, "a bug in the writer's thread");
+            self.0 -= 1;
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut w = Writer::new(Panics(1), &common::header()).unwrap().in_background().unwrap();
+    let written = w.written().expect("a background writer");
+    // The flusher waits for a ticket with the GIL held while it catches up with a program that
+    // records faster than the file is written: a thread that died without saying so hung it.
+    let ticket = w.forms(&common::forms()).and_then(|()| w.flush());
+    if let Ok(ticket) = ticket {
+        written.wait(ticket);
+    }
+    assert!(written.failed().is_some_and(|e| e.contains("internal error")), "{:?}", written.failed());
+}
+
+#[test]
 fn missing_end_marker_is_cut_short() {
     let rec = read(&common::write(false)).unwrap();
     check_same(&rec, false);

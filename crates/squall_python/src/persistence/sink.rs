@@ -56,6 +56,29 @@ static SINK: GilCell<Option<Sink>> = GilCell::new(None);
 static FLUSHER_RUNNING: AtomicBool = AtomicBool::new(false);
 
 pub const FLUSH_EVERY: Duration = Duration::from_millis(500);
+/// How often the flusher looks while the recordings hold half the memory limit or more
+/// (`PAST_HALF`): a program that records faster than the writer saves must not fill its tables
+/// past their room between two looks (at a billion bytes of entries a second, 20 MB).
+const FLUSH_EVERY_PAST_HALF: Duration = Duration::from_millis(20);
+/// Whether the recordings were last found at half the memory limit or more (by a flush, or by
+/// the recorder's memory check: `past_half`).
+static PAST_HALF: AtomicBool = AtomicBool::new(false);
+/// The running flusher's wake-up (its stop flag's condition variable).
+static FLUSHER_WAKE: Mutex<Option<Stop>> = Mutex::new(None);
+
+/// The recorder's memory check found the recordings at half the memory limit or more while
+/// saving: the flusher looks now (once: then every `FLUSH_EVERY_PAST_HALF`, while its flushes
+/// find the recordings there). Never blocks (the recording thread calls it).
+fn past_half() {
+    if PAST_HALF.swap(true, Ordering::Relaxed) {
+        return;
+    }
+    if let Ok(wake) = FLUSHER_WAKE.try_lock() {
+        if let Some(stop) = wake.as_ref() {
+            stop.1.notify_one();
+        }
+    }
+}
 
 /// What one flush pass hands to the writer at most (entries copied plus value nodes encoded),
 /// as a share of the memory limit: a second to record a lot costs a few passes, each written
@@ -133,6 +156,10 @@ type Stop = Arc<(Mutex<bool>, Condvar)>;
 
 fn spawn_flusher() -> PyResult<(Stop, JoinHandle<()>)> {
     let stop: Stop = Arc::new((Mutex::new(false), Condvar::new()));
+    crate::recorder::engine::set_past_half_hook(past_half);
+    if let Ok(mut wake) = FLUSHER_WAKE.lock() {
+        *wake = Some(Arc::clone(&stop));
+    }
     let flusher = {
         let stop = Arc::clone(&stop);
         squall_trace::quiet_thread::spawn(std::thread::Builder::new().name("squall-flusher".into()), move || {
@@ -237,7 +264,8 @@ fn flusher_loop(stop: &(Mutex<bool>, Condvar)) {
         let guard = if more {
             guard
         } else {
-            let Ok((guard, _)) = cv.wait_timeout(guard, FLUSH_EVERY) else { return };
+            let every = if PAST_HALF.load(Ordering::Relaxed) { FLUSH_EVERY_PAST_HALF } else { FLUSH_EVERY };
+            let Ok((guard, _)) = cv.wait_timeout(guard, every) else { return };
             guard
         };
         if *guard {
@@ -259,8 +287,8 @@ fn flusher_loop(stop: &(Mutex<bool>, Condvar)) {
                     eprintln!("squall flush: {} ms", t0.elapsed().as_millis());
                 }
             });
-            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| flush_now(py))) {
-                Ok(written) => written,
+            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| catch_up(py))) {
+                Ok(written) => written.map(|p| (p.written, p.ticket, p.more)),
                 Err(_) => {
                     // SAFETY: inside `Python::attach` (GIL held); the reference `flush_now` took
                     // was dropped by the unwinding that brought us here.
@@ -318,11 +346,19 @@ fn interpreter_gone() -> bool {
     }
 }
 
+/// A pass handed to the writer: what to wait on for it to be written (the writer's thread and
+/// the pass's ticket), whether more is left for another pass, and whether the program must wait
+/// for the writer (`behind`).
+struct Pass {
+    written: Written,
+    ticket: u64,
+    more: bool,
+    behind: bool,
+}
+
 /// Appends what was recorded since the last flush, a pass's worth at most (`pass_bytes`).
 /// Errors are kept and reported at close; the program is never disturbed.
-/// Returns what to wait on for the pass to be written (the writer's thread and the pass's
-/// ticket), and whether more is left for another pass.
-fn flush_now(_py: Python<'_>) -> Option<(Written, u64, bool)> {
+fn flush_now(_py: Python<'_>) -> Option<Pass> {
     // SAFETY: GIL held.
     let sink = (unsafe { SINK.get() }).as_mut()?;
     if sink.error.is_some() || sink.pid != std::process::id() {
@@ -333,12 +369,55 @@ fn flush_now(_py: Python<'_>) -> Option<(Written, u64, bool)> {
     let budget = pass_bytes(eng.limits.memory_limit);
     eng.writer_reserve = writer_reserve(eng.limits.memory_limit);
     match flush_into(sink, eng, budget) {
-        Ok((ticket, more)) => Some((sink.writer.as_ref()?.written()?, ticket, more)),
+        Ok((ticket, more)) => {
+            let behind = more && behind(sink, eng);
+            Some(Pass { written: sink.writer.as_ref()?.written()?, ticket, more, behind })
+        }
         Err(e) => {
             stop_saving(sink, &e);
             None
         }
     }
+}
+
+/// A flush by the flusher: a pass, or while the writer is behind (`behind`) passes written one
+/// after the other with the GIL kept, so that the program waits for the writer instead of its
+/// recording stopping at the memory limit with entries that were only waiting to be saved
+/// (unpack_sequence records 66 M entries a second, the writer saves ~30 M: docs/benchmarks.md,
+/// "Fifteenth session"). The program's threads wait at their next bytecode, as for any thread
+/// holding the GIL; the flush reads only squall's own data.
+fn catch_up(py: Python<'_>) -> Option<Pass> {
+    let mut pass = flush_now(py)?;
+    while pass.behind && pass.written.failed().is_none() {
+        pass.written.wait(pass.ticket);
+        pass = flush_now(py)?;
+    }
+    Some(pass)
+}
+
+/// Whether the recordings hold half the memory limit or more (`evict_saved` then makes room by
+/// evicting saved entries) while entries and args not handed to the writer yet take an eighth
+/// of it: the program records faster than the writer saves, and waits for it (`catch_up`).
+/// Below that backlog the program and the writer run side by side.
+fn behind(sink: &Sink, eng: &Engine) -> bool {
+    let Some(limit) = eng.limits.memory_limit else { return false };
+    let past_half = eng.bytes() >= limit / 2;
+    PAST_HALF.store(past_half, Ordering::Relaxed);
+    if !past_half {
+        return false;
+    }
+    let unsaved: u64 = eng
+        .recs
+        .iter()
+        .enumerate()
+        .filter_map(|(number, rec)| Some((sink.flushed.get(number).copied().unwrap_or_default(), rec.as_deref()?)))
+        .map(|(done, rec)| {
+            let entries = rec.tl.len().saturating_sub(done.entries) * std::mem::size_of::<squall_trace::Entry>();
+            let args = rec.tl.args_len().saturating_sub(done.args) * std::mem::size_of::<u32>();
+            (entries + args) as u64
+        })
+        .sum();
+    unsaved >= limit / 8
 }
 
 /// Saving failed with `e`: says so once, on stderr, and keeps it for the summary.
@@ -465,7 +544,7 @@ fn evict_saved(sink: &Sink, eng: &mut Engine) {
 pub fn flush_sink(py: Python<'_>) {
     // Pass after pass until everything is handed over (each written before the next: the
     // writer holds one pass at most).
-    while let Some((written, ticket, more)) = flush_now(py) {
+    while let Some(Pass { written, ticket, more, .. }) = flush_now(py) {
         py.detach(|| written.wait(ticket));
         if !more {
             break;

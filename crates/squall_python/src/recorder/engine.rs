@@ -4,6 +4,7 @@ use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::ptr::null_mut;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::OnceLock;
 
 use pyo3::ffi;
 use squall_trace::{display_name, Forms, LimitHit, Limits, Recorded, Timeline, ValRef, Value, ValueStore};
@@ -461,11 +462,18 @@ impl Engine {
     #[cold]
     fn check_memory(&mut self, rec_number: u32) {
         let Some(limit) = self.limits.memory_limit else { return };
+        let bytes = self.bytes();
         // While saving to a file the flusher evicts saved entries past half the limit, so a
-        // long run goes on; value stores stay, and what is held stops at the limit either way
-        // (it allowed half as much again while saving: pyparsing's suite peaked at twice a
-        // 2 GiB limit).
-        if !self.memory_stopped && self.bytes() >= limit {
+        // long run goes on (and the program waits for it when it falls behind: it is told to
+        // look now); value stores stay, and what is held stops at the limit either way (it
+        // allowed half as much again while saving: pyparsing's suite peaked at twice a 2 GiB
+        // limit).
+        if self.writer_held.is_some() && bytes >= limit / 2 {
+            if let Some(hook) = PAST_HALF_HOOK.get() {
+                hook();
+            }
+        }
+        if !self.memory_stopped && bytes >= limit {
             self.memory_stopped = true;
             RECORDING.store(false, Ordering::Relaxed);
             self.report(rec_number, LimitHit::Memory { limit });
@@ -490,6 +498,15 @@ impl Engine {
         // GIL is held; no other reference to IDS is alive here.
         unsafe { crate::recorder::identity::IDS.get() }.clear();
     }
+}
+
+/// What `check_memory` calls while a file is saved and the recordings hold half the memory limit
+/// or more: the file sink's flusher looks at once (`persistence::sink`, which the recorder does
+/// not depend on, sets it).
+static PAST_HALF_HOOK: OnceLock<fn()> = OnceLock::new();
+
+pub fn set_past_half_hook(hook: fn()) {
+    let _ = PAST_HALF_HOOK.set(hook);
 }
 
 /// `str(o)`, or an empty string if that fails (for the engine's own objects, such as a thread
