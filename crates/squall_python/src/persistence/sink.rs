@@ -370,7 +370,8 @@ fn flush_now(_py: Python<'_>) -> Option<Pass> {
     eng.writer_reserve = writer_reserve(eng.limits.memory_limit);
     match flush_into(sink, eng, budget) {
         Ok((ticket, more)) => {
-            let behind = more && behind(sink, eng);
+            // `behind` first: it also notes whether the recordings are past half the limit.
+            let behind = behind(sink, eng) && more;
             Some(Pass { written: sink.writer.as_ref()?.written()?, ticket, more, behind })
         }
         Err(e) => {
