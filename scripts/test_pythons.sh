@@ -21,12 +21,17 @@
 # directory, target/py-other: what does not depend on the Python (zstd, the core crates) is
 # built once, and a version after the first rebuilds only pyo3 and the engine crate (cargo
 # sees the interpreter change): ~25 s instead of ~150 s.
+#
+# SQUALL_TEST_PHASE=install only installs (CI builds them on one core, CARGO_BUILD_JOBS=1, while
+# scripts/test.sh runs beside it); SQUALL_TEST_PHASE=run only runs the suites, on the venvs
+# installed before.
 set -u
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 versions=("$@")
 [ ${#versions[@]} -eq 0 ] && versions=(3.9 3.11 3.13)
 jobs=${SQUALL_TEST_JOBS:-1}
+phase=${SQUALL_TEST_PHASE:-all}
 PYENV_ROOT=$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")
 status=0
 summary=()
@@ -41,6 +46,15 @@ for ver in "${versions[@]}"; do
     fi
     py="$PYENV_ROOT/versions/$full/bin/python"
     venv="$ROOT/.venv-$ver"
+    if [ "$phase" = run ]; then
+        if ! "$venv/bin/python" -c "import squall, pytest" 2>/dev/null; then
+            echo "== $ver: not installed in $venv (SQUALL_TEST_PHASE=run needs an install first)" >&2
+            summary+=("$ver: not installed"); status=1; continue
+        fi
+        install_s[$ver]=0
+        ready+=("$ver")
+        continue
+    fi
     start=$(date +%s)
     echo "== $ver ($full): $venv"
     [ -x "$venv/bin/python" ] || "$py" -m venv "$venv" || { summary+=("$ver: venv failed"); status=1; continue; }
@@ -51,6 +65,12 @@ for ver in "${versions[@]}"; do
     install_s[$ver]=$(( $(date +%s) - start ))
     ready+=("$ver")
 done
+
+if [ "$phase" = install ]; then
+    printf '%s\n' "${summary[@]}"
+    echo "installed: ${ready[*]}"
+    exit $status
+fi
 
 # One version's suite, its output in target/pytest-<ver>.log and its summary line in
 # target/pytest-<ver>.summary (a background job cannot append to this shell's arrays).
