@@ -6,8 +6,9 @@ One group of bars per benchmark: the work ratio (recorded over plain, medians) o
 and calls, and of the peers the run measured, on a log scale, with issue 11's target lines: full mode's
 2.5x (geometric mean) and 4x (any benchmark), calls mode's 1.5x; the title gives the geometric
 means.
-A run that timed out but whose work ended is drawn hatched at its work ratio; one whose work did
-not end is marked with a cross at the top; a failed run is left out (the table says why).
+A run that timed out but whose work ended, or whose recording stopped at the memory limit, is
+drawn hatched at its work ratio; one whose work did not end is marked with a cross at the top;
+a failed run is left out (the table says why).
 """
 
 from __future__ import annotations
@@ -33,11 +34,12 @@ COLOURS = {
 
 
 def kind(status: str, work_ratio: float | None) -> str:
-    """How a cell is drawn: "done", "late" (timed out after its work), "lost" (timed out in its
-    work) or "failed" (failed, or its result differed from plain's)."""
+    """How a cell is drawn: "done", "late" (timed out after its work, or recorded only until the
+    memory limit: a lower bound), "lost" (timed out in its work) or "failed" (failed, or its
+    result differed from plain's)."""
     if status == "ok":
         return "done"
-    if status.startswith("timeout"):
+    if status.startswith(("timeout", "memory limit")):
         return "late" if work_ratio is not None else "lost"
     return "failed"
 
