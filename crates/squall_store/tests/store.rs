@@ -523,7 +523,23 @@ fn arb_snap() -> impl Strategy<Value = Snap> {
     })
 }
 
-/// One recorder event: (op, form, value word).
+/// The codecs a writer can be set to.
+const CODECS: [squall_store::Codec; 3] =
+    [squall_store::Codec::None, squall_store::Codec::Lz4, squall_store::Codec::Zstd(1)];
+
+/// `t`'s entries and args written with `codec` in two chunks (split at entry `s` and arg `sa`),
+/// and read back.
+fn written_in_two(codec: squall_store::Codec, t: &Timeline, s: usize, sa: usize) -> Recording {
+    let (e, a) = (t.entries(), t.args());
+    let mut w = Writer::new(Vec::new(), &Header::default()).unwrap();
+    w.set_codec(codec);
+    w.forms(&common::forms()).unwrap();
+    w.thread(&ThreadMeta::default()).unwrap();
+    w.entries(0, 0, &e[..s], 0, &a[..sa]).unwrap();
+    w.entries(0, s as u64, &e[s..], sa as u64, &a[sa..]).unwrap();
+    read(&w.finish(0, &[]).unwrap()).unwrap()
+}
+
 /// Chunks of many thousand entries and args round-trip: the writer makes room for its streams a
 /// block of entries at a time (`codec::BLOCK`), so a body spans several blocks.
 #[test]
@@ -540,21 +556,15 @@ fn entries_of_many_blocks_round_trip() {
     let t = run_ops(&ops);
     let (e, a) = (t.entries(), t.args());
     assert!(e.len() > 3 * 4096 && a.len() > 4096, "{} entries, {} args", e.len(), a.len());
-    for codec in [squall_store::Codec::None, squall_store::Codec::Lz4, squall_store::Codec::Zstd(1)] {
-        let mut w = Writer::new(Vec::new(), &Header::default()).unwrap();
-        w.set_codec(codec);
-        w.forms(&common::forms()).unwrap();
-        w.thread(&ThreadMeta::default()).unwrap();
-        let (s, sa) = (e.len() / 3, a.len() / 3);
-        w.entries(0, 0, &e[..s], 0, &a[..sa]).unwrap();
-        w.entries(0, s as u64, &e[s..], sa as u64, &a[sa..]).unwrap();
-        let rec = read(&w.finish(0, &[]).unwrap()).unwrap();
+    for codec in CODECS {
+        let rec = written_in_two(codec, &t, e.len() / 3, a.len() / 3);
         assert!(rec.completed, "{:?}", rec.cut_short);
         assert_eq!(rec.timelines[0].timeline.entries(), e);
         assert_eq!(rec.timelines[0].timeline.args(), a);
     }
 }
 
+/// One recorder event: (op, form, value word).
 fn arb_ops() -> impl Strategy<Value = Vec<(u8, u8, u32)>> {
     prop::collection::vec((0u8..8, 0u8..4, any::<u32>()), 0..200)
 }
@@ -648,16 +658,8 @@ proptest! {
     #[test]
     fn entries_round_trip(ops in arb_ops(), split in 0usize..200, codec in 0u8..3) {
         let t = run_ops(&ops);
-        let mut w = Writer::new(Vec::new(), &Header::default()).unwrap();
-        w.set_codec([squall_store::Codec::None, squall_store::Codec::Lz4, squall_store::Codec::Zstd(1)][codec as usize]);
-        w.forms(&common::forms()).unwrap();
-        w.thread(&ThreadMeta::default()).unwrap();
         let (e, a) = (t.entries(), t.args());
-        let s = split.min(e.len());
-        let sa = a.len() / 2;
-        w.entries(0, 0, &e[..s], 0, &a[..sa]).unwrap();
-        w.entries(0, s as u64, &e[s..], sa as u64, &a[sa..]).unwrap();
-        let rec = read(&w.finish(0, &[]).unwrap()).unwrap();
+        let rec = written_in_two(CODECS[codec as usize], &t, split.min(e.len()), a.len() / 2);
         prop_assert!(rec.completed, "{:?}", rec.cut_short);
         prop_assert_eq!(rec.timelines[0].timeline.entries(), e);
         prop_assert_eq!(rec.timelines[0].timeline.args(), a);

@@ -288,7 +288,7 @@ fn flusher_loop(stop: &(Mutex<bool>, Condvar)) {
                 }
             });
             match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| catch_up(py))) {
-                Ok(written) => written.map(|p| (p.written, p.ticket, p.more)),
+                Ok(pass) => pass,
                 Err(_) => {
                     // SAFETY: inside `Python::attach` (GIL held); the reference `flush_now` took
                     // was dropped by the unwinding that brought us here.
@@ -309,8 +309,8 @@ fn flusher_loop(stop: &(Mutex<bool>, Condvar)) {
         // The writer's thread compresses and writes what the flush handed over, without the
         // GIL; the next flush starts once it is on disk, so a killed program loses at most the
         // last half second, as before.
-        more = written.as_ref().is_some_and(|w| w.2);
-        if let Some((written, ticket, _)) = written {
+        more = written.as_ref().is_some_and(|p| p.more);
+        if let Some(Pass { written, ticket, .. }) = written {
             written.wait(ticket);
             if let Some(e) = written.failed() {
                 // SAFETY: GIL held inside `attach`.
