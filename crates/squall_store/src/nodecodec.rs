@@ -22,6 +22,8 @@ const T_OPAQUE: u8 = 12;
 const T_CUT: u8 = 13;
 /// Since format version 4.
 const T_SEQ_DELTA: u8 = 14;
+/// Since format version 6.
+const T_SAME: u8 = 15;
 
 const V_INT: u64 = 0;
 const V_SLOT: u64 = 1;
@@ -156,6 +158,10 @@ pub(crate) fn put_node(out: &mut Vec<u8>, here: u32, n: &Node) {
             put_uv(out, o.obj);
             put_str(out, &o.text);
         }
+        Node::Same(t) => {
+            out.push(T_SAME);
+            put_uv(out, u64::from(here.saturating_sub(*t)));
+        }
         Node::Cut(_) | Node::Ref(_) => {
             // A packed reference is written as any other: the reader packs it again.
             let Some(c) = n.cut() else { unreachable!() };
@@ -228,6 +234,13 @@ pub(crate) fn get_node(r: &mut Rd, here: u32) -> Result<Node, Bad> {
         }
         T_OPAQUE => Node::Opaque(Box::new(OpaqueNode { ty: r.u32v()?, obj: r.uv()?, text: r.str()?.into() })),
         T_CUT => CutNode { ty: r.u32v()?, obj: r.uv()?, len: r.uv()? }.into_node(),
+        T_SAME => {
+            let back = r.u32v()?;
+            if back == 0 || back > here {
+                return Err(Bad("a value recorded again names a node not before it"));
+            }
+            Node::Same(here - back)
+        }
         _ => return Err(Bad("unknown value node tag")),
     })
 }
@@ -262,6 +275,18 @@ mod tests {
             assert_eq!(out, boxed, "the same bytes either way");
             let back = get_node(&mut Rd::new(&out), 5).unwrap();
             assert_eq!(back, node);
+        }
+    }
+    /// A value recorded again is its distance back to the node it names; one that names no
+    /// node before it is refused.
+    #[test]
+    fn a_value_recorded_again_round_trips_and_must_name_an_earlier_node() {
+        let mut out = Vec::new();
+        put_node(&mut out, 9, &Node::Same(4));
+        assert_eq!(out, [T_SAME, 5]);
+        assert_eq!(get_node(&mut Rd::new(&out), 9).unwrap(), Node::Same(4));
+        for bad in [[T_SAME, 0], [T_SAME, 10]] {
+            assert!(get_node(&mut Rd::new(&bad), 9).is_err(), "{bad:?}");
         }
     }
 }

@@ -105,14 +105,15 @@ pub fn history(store: &ValueStore, entries: &NodeEntries, obj: ObjId) -> Vec<Sta
     store.states_of(obj).into_iter().map(|slot| State { slot, idx: entries.entry_of(slot) }).collect()
 }
 
-/// The newest state of object `obj` recorded at or before entry `idx`, above `floor` (a slot
+/// The newest state of object `obj` recorded at or before entry `idx` (or its record again as
+/// a `Node::Same`: `ValueStore::latest_before`), above `floor` (a slot
 /// known to be a state of `obj`, e.g. the bound value). `None`: no newer state than `floor`.
 pub fn latest_state(store: &ValueStore, entries: &NodeEntries, obj: ObjId, idx: u32, floor: u32) -> Option<State> {
     if store.legacy_len() > 0 {
         return None;
     }
     let top = entries.reach_at(idx).min(store.len() as u32);
-    store.state_before(obj, top).filter(|&s| s > floor).map(|slot| State { slot, idx: entries.entry_of(slot) })
+    store.latest_before(obj, top).filter(|&s| s > floor).map(|slot| State { slot, idx: entries.entry_of(slot) })
 }
 
 /// One state in a history merged over several timelines: which of them (as given) and where.

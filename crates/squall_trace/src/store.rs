@@ -57,6 +57,12 @@ pub enum Node {
     /// A `Cut` of no size whose type and identity fit one word (`RefNode`): what most
     /// references to instances are (a receiver's, an expression's), stored without a box.
     Ref(RefNode),
+    /// The value of node `.0` (never itself a `Same`), recorded again at this node's moment:
+    /// the references inside it resolve to states stored before this node, not before that
+    /// one. The recorder reuses an unchanged value's node and, when the value refers to other
+    /// objects' states, names it through one of these rather than prove that none of those
+    /// objects was recorded or written since (format version 6).
+    Same(u32),
 }
 
 const _: () = assert!(std::mem::size_of::<Node>() == 16);
@@ -191,7 +197,7 @@ impl Node {
             Node::Object(n) => boxed(std::mem::size_of::<ObjectNode>()) + allocated(8 * n.attrs.len() as u64),
             Node::Opaque(n) => boxed(std::mem::size_of::<OpaqueNode>()) + allocated(n.text.len() as u64),
             Node::Cut(_) => boxed(std::mem::size_of::<CutNode>()),
-            Node::Ref(_) => 0,
+            Node::Ref(_) | Node::Same(_) => 0,
         }
     }
 
@@ -217,6 +223,7 @@ impl Node {
                 f(v)
             }),
             Node::Object(n) => n.attrs.iter().for_each(|&(_, v)| f(v)),
+            Node::Same(t) => f(ValRef(*t)),
             _ => {}
         }
     }
@@ -310,6 +317,9 @@ struct WriteLog {
 struct StateIndex {
     indexed: usize,
     by_obj: HashMap<ObjId, Vec<u32>, foldhash::fast::FixedState>,
+    /// The slots of the `Node::Same`s naming each object's states, in slot order: the object
+    /// recorded again unchanged, its references as of then (`ValueStore::latest_before`).
+    again: HashMap<ObjId, Vec<u32>, foldhash::fast::FixedState>,
     /// What the lists of `by_obj` hold (their capacities).
     list_bytes: usize,
 }
@@ -364,8 +374,12 @@ impl ValueStore {
         &self.names
     }
 
+    /// Node `slot`, the node it names when it is a [`Node::Same`].
     pub fn node(&self, slot: u32) -> Option<&Node> {
-        self.nodes.get(slot as usize)
+        match self.nodes.get(slot as usize)? {
+            Node::Same(t) => self.nodes.get(*t as usize),
+            n => Some(n),
+        }
     }
 
     pub fn name(&self, id: NameId) -> &str {
@@ -436,6 +450,11 @@ impl ValueStore {
             }
             if let Node::SeqDelta(d) = &node {
                 self.check_delta(here, d)?;
+            }
+            if let Node::Same(t) = node {
+                if matches!(self.nodes.get(t as usize), Some(Node::Same(_))) {
+                    return Err(BadStore(format!("value node {here} names node {t}, which names another")));
+                }
             }
             let ty = match &node {
                 Node::Seq(n) => Some(n.ty),
@@ -603,7 +622,7 @@ impl ValueStore {
     /// The writes (`writes::sync_writes` logs them) to the object of node `slot` made after that
     /// node was stored, by entries up to idx `upto`: how many, and the idx of the last.
     pub fn writes_since(&self, slot: u32, upto: u32) -> Option<(usize, u32)> {
-        let obj = self.nodes.get(slot as usize).map_or(0, Node::obj);
+        let obj = self.node(slot).map_or(0, Node::obj);
         if obj == 0 {
             return None;
         }
@@ -618,7 +637,7 @@ impl ValueStore {
         let mut left = budget.max_nodes;
         let mut path = Walk { objs: Vec::new(), bound: slot, earlier: false, resolved: u32::MAX };
         let mut snap = self.snap_in(ValRef(slot), budget.max_depth, &mut left, &mut path);
-        let obj = self.nodes.get(slot as usize).map_or(0, Node::obj);
+        let obj = self.node(slot).map_or(0, Node::obj);
         if obj != 0 {
             let writes = self.writes_after(obj, slot, upto);
             let _ = self.apply_logged(obj, writes, &mut snap, budget.max_depth, &mut left, &mut path);
@@ -713,18 +732,36 @@ impl ValueStore {
         let index = &mut *index;
         if index.indexed < self.nodes.len() {
             for (slot, node) in self.nodes.iter().enumerate().skip(index.indexed) {
-                let o = node.obj();
-                if o != 0 && !matches!(node, Node::Cut(_) | Node::Ref(_)) {
-                    let list = index.by_obj.entry(o).or_default();
+                let (o, map) = match node {
+                    Node::Cut(_) | Node::Ref(_) => continue,
+                    Node::Same(t) => (self.nodes.get(*t as usize).map_or(0, Node::obj), &mut index.again),
+                    _ => (node.obj(), &mut index.by_obj),
+                };
+                if o != 0 {
+                    let list = map.entry(o).or_default();
                     let before = list.capacity();
                     list.push(slot as u32);
                     index.list_bytes += (list.capacity() - before) * 4;
                 }
             }
             index.indexed = self.nodes.len();
-            self.states_bytes.store(map_bytes(&index.by_obj, index.list_bytes), std::sync::atomic::Ordering::Relaxed);
+            let bytes = map_bytes(&index.by_obj, index.list_bytes) + map_bytes(&index.again, 0);
+            self.states_bytes.store(bytes, std::sync::atomic::Ordering::Relaxed);
         }
         index.by_obj.get(&obj).map(|slots| f(slots))
+    }
+
+    /// The newest node before `bound` that shows object `obj` as it was recorded: a state of
+    /// it, or a `Node::Same` naming one (the object recorded again unchanged, the references
+    /// in it resolving as of then).
+    pub fn latest_before(&self, obj: ObjId, bound: u32) -> Option<u32> {
+        let state = self.state_before(obj, bound);
+        let Ok(index) = self.states.lock() else { return state };
+        let again = index.again.get(&obj).and_then(|slots| {
+            let k = slots.partition_point(|&s| s < bound);
+            k.checked_sub(1).map(|k| slots[k])
+        });
+        state.max(again)
     }
 
     /// The slots of every state of object `obj`, oldest first.
@@ -768,6 +805,21 @@ impl ValueStore {
                 repr: format!("<value #{slot} not recorded>"),
             };
         };
+        if let Node::Same(t) = *node {
+            // Recorded again here: its references resolve as of this node (`Node::Same`).
+            if matches!(self.nodes.get(t as usize), Some(Node::Same(_))) {
+                return Snap::Opaque {
+                    type_name: "<missing>".into(),
+                    id: 0,
+                    repr: format!("<value #{slot} not recorded>"),
+                };
+            }
+            let bound = path.bound;
+            path.bound = bound.max(slot);
+            let snap = self.snap_in(ValRef(t), depth, left, path);
+            path.bound = bound;
+            return snap;
+        }
         if path.earlier && slot != path.resolved {
             if let Some(snap) = self.newer_container(node, slot, depth, left, path) {
                 return snap;
@@ -842,6 +894,8 @@ impl ValueStore {
                 let repr = crate::printer::opaque_repr(&type_name, n.obj, &n.text);
                 Snap::Opaque { type_name, id: n.obj, repr }
             }
+            // Expanded above.
+            Node::Same(_) => Snap::None,
             Node::Cut(_) | Node::Ref(_) => {
                 let Some(n) = node.cut() else { unreachable!() };
                 let cut = Snap::Cut { type_name: self.name(n.ty).into(), id: n.obj, len: n.len };
@@ -910,7 +964,7 @@ impl ValueStore {
     pub fn obj_of(&self, v: impl Into<Value>) -> ObjId {
         let Value::Ref(v) = v.into() else { return 0 };
         match self.entry_ref(v).decode() {
-            Decoded::Slot(s) => self.nodes.get(s as usize).map_or(0, Node::obj),
+            Decoded::Slot(s) => self.node(s).map_or(0, Node::obj),
             _ => 0,
         }
     }
@@ -1073,6 +1127,46 @@ mod tests {
         let Snap::Earlier { value, slot: 3, .. } = child(later) else { panic!("{:?}", child(later)) };
         assert!(matches!(*value, Snap::Object { ref attrs, .. } if attrs[0].1 == Snap::Int(2)));
         assert_eq!(s.state_before(7, 0), None);
+    }
+
+    /// An unchanged value recorded again names its earlier node through a `Same`: its
+    /// references resolve as of the `Same`, the earlier node's as of itself.
+    #[test]
+    fn a_value_recorded_again_resolves_its_references_as_of_then() {
+        let mut s = ValueStore::new();
+        let (one, two) = (ValRef::small_int(1).unwrap(), ValRef::small_int(2).unwrap());
+        object(&mut s, 7, &[("n", one)]);
+        let r = reference(&mut s, 7);
+        let first = object(&mut s, 1, &[("child", r)]);
+        object(&mut s, 7, &[("n", two)]);
+        let again = s.push(Node::Same(first.0)).unwrap();
+        let child_n = |v: ValRef| match s.to_snap(v, ExpandBudget::FULL) {
+            Snap::Object { attrs, id: 1, .. } => match &attrs[0].1 {
+                Snap::Earlier { value, .. } => match &**value {
+                    Snap::Object { attrs, .. } => attrs[0].1.clone(),
+                    other => panic!("{other:?}"),
+                },
+                other => panic!("{other:?}"),
+            },
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(child_n(first), Snap::Int(1));
+        assert_eq!(child_n(again), Snap::Int(2));
+        // Queries of the node itself see the value it names; it is no state of its own.
+        assert!(matches!(s.node(again.0), Some(Node::Object(o)) if o.obj == 1));
+        assert_eq!(s.obj_of(again), 1);
+        assert_eq!(s.states_of(1), vec![first.0]);
+    }
+
+    #[test]
+    fn a_value_recorded_again_must_name_a_node_before_it_that_is_no_other_such() {
+        let mut s = ValueStore::new();
+        let err = s.extend_checked(0, Vec::new(), 0, vec![Node::Int(1 << 40), Node::Same(1)]).unwrap_err();
+        assert!(err.0.contains("not before it"), "{}", err.0);
+        let mut s = ValueStore::new();
+        let err =
+            s.extend_checked(0, Vec::new(), 0, vec![Node::Int(1 << 40), Node::Same(0), Node::Same(1)]).unwrap_err();
+        assert!(err.0.contains("names another"), "{}", err.0);
     }
 
     #[test]

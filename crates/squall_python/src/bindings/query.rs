@@ -73,7 +73,7 @@ fn after_write_ref(rec: &TlView<'_>, write_idx: u32) -> u64 {
 pub(crate) fn after_write(store: &ValueStore, tl: &Timeline, forms: &Forms, idx: u32) -> Option<squall_trace::Snap> {
     let (obj, _, store_len) = tl.write_record(idx as usize)?;
     squall_trace::sync_writes(tl, forms, store);
-    let state = store.state_before(obj, store_len)?;
+    let state = store.latest_before(obj, store_len)?;
     Some(store.node_as_of(state, idx, squall_trace::ExpandBudget::FULL))
 }
 

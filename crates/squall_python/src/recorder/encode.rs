@@ -164,8 +164,6 @@ pub struct EncodeCache {
     text: String,
     /// The addresses of the objects with identity being encoded (a cycle is a reference).
     path: Vec<usize>,
-    /// The store length at the last write to the object at each address (`note_write`).
-    written: LastNodes,
     /// The store length at the last write to any object.
     last_write: u32,
     /// Per type with members (`TypeInfo::members`): each member's interned name and offset.
@@ -354,7 +352,6 @@ impl Default for EncodeCache {
             text: String::new(),
             member_lists: Vec::new(),
             path: Vec::new(),
-            written: LastNodes::with_slots(CUT_SLOTS, ValRef::ABSENT),
             last_write: 0,
             prints: fingerprint::Prints::default(),
             memos: memo::Memos::default(),
@@ -364,10 +361,9 @@ impl Default for EncodeCache {
 }
 
 impl EncodeCache {
-    /// A write to the object at `addr` was recorded when the store held `store_len` nodes.
+    /// A write was recorded when the store held `store_len` nodes.
     #[inline]
-    pub fn note_write(&mut self, addr: usize, store_len: u32) {
-        self.written.insert(addr, ValRef(store_len));
+    pub fn note_write(&mut self, store_len: u32) {
         self.last_write = self.last_write.max(store_len);
     }
 
@@ -376,8 +372,8 @@ impl EncodeCache {
             + (self.heap_types.capacity() * 16 + self.attr_names.len() * 24) as u64
             + (self.pairs.capacity() * 8 + self.attrs.capacity() * 8 + self.text.capacity()) as u64
             + self.prints.bytes() as u64
-            // The write marks, the type cache, the cycle path and the types' member lists.
-            + (self.written.bytes() + std::mem::size_of_val(&*self.types.slots) + self.path.capacity() * 8) as u64
+            // The type cache, the cycle path and the types' member lists.
+            + (std::mem::size_of_val(&*self.types.slots) + self.path.capacity() * 8) as u64
             + self.member_lists.iter().map(|m| 16 + std::mem::size_of_val(&**m) as u64).sum::<u64>()
             + self.memos.bytes() as u64
             + self.key_names.bytes() as u64
@@ -663,9 +659,25 @@ unsafe fn encode_at_level(
             return v;
         }
         let mut left = budget.max_items;
+        let len = store.len();
         let mut cx =
-            Cx { budget, registered, store, cache, left: &mut left, obj_left, newest_dep: 0, last_known: None };
-        cx.enc(o, budget.max_depth)
+            Cx { budget, registered, store, cache, left: &mut left, obj_left, has_dep: false, last_known: None };
+        let v = cx.enc(o, budget.max_depth);
+        let has_dep = cx.has_dep;
+        match v.decode() {
+            // An unchanged value's earlier node, which refers to other objects' states: named
+            // again here, so that a reader resolves those references as of now (`Node::Same`),
+            // unless nothing was stored or written since that node.
+            squall_trace::Decoded::Slot(s)
+                if has_dep
+                    && (s as usize) < len
+                    && (s as usize + 1 != len || cache.last_write > s)
+                    && !matches!(store.node(s), Some(Node::Cut(_) | Node::Ref(_))) =>
+            {
+                store.push(Node::Same(s)).unwrap_or(ValRef::ABSENT)
+            }
+            _ => v,
+        }
     }
 }
 
@@ -677,9 +689,9 @@ struct Cx<'a> {
     left: &'a mut usize,
     /// Levels of objects with an identity still encoded afresh below this point (`object_depth`).
     obj_left: u32,
-    /// The store length the value's node must reach for its references to resolve as of now:
-    /// past the newest state and write of every object it refers to (`fresh_enough`).
-    newest_dep: u32,
+    /// The value refers to an object's earlier state (a reference at the depth limit): an
+    /// earlier node of it is named again through a `Node::Same` (`encode_at_level`).
+    has_dep: bool,
     /// The last reference `known_at_limit` made to an instance's earlier state: (its address,
     /// its identity), for `memo`.
     last_known: Option<(usize, ObjId)>,
@@ -1223,10 +1235,8 @@ impl Cx<'_> {
             self.ascend(obj, outer);
             let addr = o as usize;
             if let Some(node) = replayed {
-                if self.fresh_enough(node) {
-                    self.cache.stack.truncate(base);
-                    return node;
-                }
+                self.cache.stack.truncate(base);
+                return node;
             }
             let items = &self.cache.stack[base..];
             // The last state at this address: the same one again, or the full state a delta of
@@ -1235,7 +1245,7 @@ impl Cx<'_> {
             if let Some(prev) = self.cache.last.get(addr) {
                 match self.store.node(prev.0) {
                     Some(Node::Seq(p)) if p.obj == obj && p.ty == ty && p.kind == kind => {
-                        if p.len == len && *p.items == *items && self.fresh_enough(prev) {
+                        if p.len == len && *p.items == *items {
                             self.cache.stack.truncate(base);
                             self.memo_node(addr, prev);
                             return prev;
@@ -1243,7 +1253,7 @@ impl Cx<'_> {
                         delta_base = Some(prev.0);
                     }
                     Some(Node::SeqDelta(d)) if d.obj == obj && d.ty == ty && d.kind == kind => {
-                        if d.len == len && delta_equals(self.store, d, items) && self.fresh_enough(prev) {
+                        if d.len == len && delta_equals(self.store, d, items) {
                             self.cache.stack.truncate(base);
                             self.memo_node(addr, prev);
                             return prev;
@@ -1312,7 +1322,7 @@ impl Cx<'_> {
             let entries = &self.cache.pairs[base..];
             if let Some(prev) = self.cache.last.get(addr) {
                 if let Some(Node::Map(p)) = self.store.node(prev.0) {
-                    if p.obj == obj && p.ty == ty && p.len == len && *p.entries == *entries && self.fresh_enough(prev) {
+                    if p.obj == obj && p.ty == ty && p.len == len && *p.entries == *entries {
                         self.cache.pairs.truncate(base);
                         return prev;
                     }
@@ -1361,14 +1371,9 @@ impl Cx<'_> {
                     memo::Head { obj, ty, depth, obj_left: outer, shape: memo::SHAPE_INLINE, dict: 0, version: 0 };
                 let left_before = *self.left;
                 match self.memo_inline_whole(o, &head, at.0, at.1, depth - 1) {
-                    memo::Whole::Same { node, i, n } => {
+                    memo::Whole::Same { node } => {
                         self.ascend(obj, outer);
-                        if self.fresh_enough(node) {
-                            return node;
-                        }
-                        // A newer node is made below, of the same fields.
-                        self.descend(o, obj, true);
-                        resume = Some((i, n, None));
+                        return node;
                     }
                     memo::Whole::Prefix { i, n, changed } => resume = Some((i, n, changed)),
                     memo::Whole::No => {}
@@ -1507,10 +1512,8 @@ impl Cx<'_> {
             }
             self.ascend(obj, outer);
             if let Some(node) = replayed {
-                if self.fresh_enough(node) {
-                    self.cache.attrs.truncate(base);
-                    return node;
-                }
+                self.cache.attrs.truncate(base);
+                return node;
             }
             if self.cache.attrs.len() == base && !has_base_value && !info.exception {
                 return self.opaque(o, String::new());
@@ -1519,7 +1522,7 @@ impl Cx<'_> {
             let attrs = &self.cache.attrs[base..];
             if let Some(prev) = self.cache.last.get(addr) {
                 if let Some(Node::Object(p)) = self.store.node(prev.0) {
-                    if p.obj == obj && p.ty == ty && *p.attrs == *attrs && self.fresh_enough(prev) {
+                    if p.obj == obj && p.ty == ty && *p.attrs == *attrs {
                         self.cache.attrs.truncate(base);
                         self.memo_node(addr, prev);
                         return prev;
@@ -1757,10 +1760,7 @@ impl Cx<'_> {
             state
         };
         if known {
-            // What a reader resolving this reference needs the value's node to be above: the
-            // state it finds, and the writes to the object since (see `fresh_enough`).
-            let written = self.cache.written.get(o as usize).map_or(0, |w| w.0);
-            self.newest_dep = self.newest_dep.max(prev.0 + 1).max(written);
+            self.has_dep = true;
             self.last_known = Some((o as usize, obj));
         }
         known.then_some(CutNode { ty, obj, len })
@@ -1785,15 +1785,6 @@ impl Cx<'_> {
             self.cache.path.pop();
         }
         self.obj_left = outer;
-    }
-
-    /// Whether the recorded value may be `prev`, an equal node stored earlier: a reader resolves
-    /// the references inside a value to the states and writes stored before the value's node, so
-    /// a reused node must be above every state and write its references need (`newest_dep`),
-    /// or the value would be shown as of an older entry than it was recorded at. Nodes inside
-    /// the value are resolved with the value's own bound: only the value itself is checked.
-    fn fresh_enough(&self, prev: ValRef) -> bool {
-        !self.cache.path.is_empty() || self.newest_dep <= prev.0
     }
 
     /// A reference node for the object at `o`, shared with the last one made there when equal.

@@ -116,7 +116,7 @@ unsafe fn write_fast(
             }
         };
         let store_len = rec.values.len() as u32;
-        rec.enc.note_write(obj as usize, store_len);
+        rec.enc.note_write(store_len);
         rec.tl.push_write(site_id, frame, id, key_ref, new, store_len);
         if memory_check_due(rec) {
             let step = || ENGINE.get().note(rec, Recorded::Written);
@@ -159,7 +159,7 @@ unsafe fn record_write_slow(
         };
         let new = if value.is_null() { ValRef::ABSENT } else { capture(eng, rec, value) };
         let store_len = rec.values.len() as u32;
-        rec.enc.note_write(obj as usize, store_len);
+        rec.enc.note_write(store_len);
         let outcome = rec.tl.write(site_id, form, resumable, id, key_ref, new, store_len, &eng.limits);
         eng.note(rec, outcome);
     };

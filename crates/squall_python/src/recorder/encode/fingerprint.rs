@@ -12,8 +12,7 @@
 //! fingerprint now equals the one taken then, the node made then is its value. Containers
 //! holding anything else (instances, ints past 64 bits, non-ASCII strs ...) take none. A
 //! container at the depth limit is what the encoder makes of it there, a reference by type,
-//! identity and length: it carries no dependency (`Cx::newest_dep`), as the encoder's own
-//! reuse of an equal node does not either.
+//! identity and length: it refers to no earlier state (`Cx::has_dep`).
 //!
 //! A fingerprint is compared with the one taken then as the walk reads it (`Words`): a
 //! changed container costs the walk up to its first difference, and nothing is stored.

@@ -15,9 +15,7 @@
 //! - an instance at the object-depth limit, encoded then as a reference to its earlier state:
 //!   same type (same version tag) and same identity (`Identities::find`: deaths are hooked, so
 //!   an identity is one object's life): the reference node is the same whatever states the
-//!   object was recorded in since. The reference's dependencies are taken again from the newest
-//!   state at its address now (`Cx::newest_dep`); with no state in the cache there (evicted),
-//!   it is encoded again;
+//!   object was recorded in since (the value then refers to an earlier state: `Cx::has_dep`);
 //! - anything else (containers, which change in place; strs; instances above the limit) is
 //!   encoded again.
 //!
@@ -33,8 +31,8 @@
 //! unchanged list of references costs a few compares per item.
 //!
 //! When every field is reused, the record is the last one and its node, still the last made
-//! at the address, is the value (`Cx::fresh_enough` still decides whether an older node may
-//! stand for this entry).
+//! at the address, is the value (named again through a `Node::Same` when it refers to other
+//! objects' states: `encode_at_level`).
 //!
 //! An inline-values instance is first compared with its memo where the memo lies
 //! (`memo_inline_whole`), by the same checks, a container encoded and compared with the node
@@ -253,7 +251,7 @@ pub(super) enum Whole {
     /// No memo of this record's thing, read whole, with its node the last at its address.
     No,
     /// The record is the memo's last one: its node; as `Prefix` with every field.
-    Same { node: ValRef, i: usize, n: usize },
+    Same { node: ValRef },
     /// The memo's first `n` fields are this record's, the last of them `changed` to another
     /// node (with how it replays now); the next attribute is at slot `i` of the order.
     Prefix { i: usize, n: usize, changed: Option<(ValRef, Replay)> },
@@ -463,14 +461,14 @@ impl Cx<'_> {
         // SAFETY: this fn's contract: each item is live, read by the layout its type gives.
         unsafe {
             let cache = &mut *self.cache;
-            let (stack, last, written, store) = (&mut cache.stack, &cache.last, &cache.written, &*self.store);
+            let (stack, last, store) = (&mut cache.stack, &cache.last, &*self.store);
             let fields = &open.fields;
             let end = n.min(fields.len());
-            let (mut i, mut left, mut dep, mut reusable) = (open.n, *self.left, self.newest_dep, 0);
+            let (mut i, mut left, mut dep, mut reusable) = (open.n, *self.left, self.has_dep, 0);
             while i < end && left > 0 {
                 let p = *items.add(i);
                 let f = &fields[i];
-                if f.value != p as usize || f.name != 0 || !replays(p, f, store, last, written, &mut dep) {
+                if f.value != p as usize || f.name != 0 || !replays(p, f, store, last, &mut dep) {
                     break;
                 }
                 if !f.how.inline() {
@@ -481,7 +479,7 @@ impl Cx<'_> {
                 i += 1;
             }
             *self.left = left;
-            self.newest_dep = dep;
+            self.has_dep = dep;
             open.reusable += reusable;
             open.n = i;
             i
@@ -512,10 +510,10 @@ impl Cx<'_> {
         unsafe {
             let max_length = self.budget.max_length;
             let cache = &mut *self.cache;
-            let (attrs, last, written, store) = (&mut cache.attrs, &cache.last, &cache.written, &*self.store);
+            let (attrs, last, store) = (&mut cache.attrs, &cache.last, &*self.store);
             let names = &cache.key_names.slots[ks].1;
             let fields = &open.fields;
-            let (mut i, mut n, mut left, mut dep, mut reusable) = (from, open.n, *self.left, self.newest_dep, 0);
+            let (mut i, mut n, mut left, mut dep, mut reusable) = (from, open.n, *self.left, self.has_dep, 0);
             while attrs.len() - base < max_length && left > 0 {
                 let Some(slot) = super::inline_attr(values, keys, i) else { break };
                 let Some((ix, k, v)) = slot else {
@@ -527,7 +525,7 @@ impl Cx<'_> {
                 let hash = (*k.cast::<ffi::PyASCIIObject>()).hash;
                 let named =
                     names.get(ix).is_some_and(|&(a, h, id)| a == k as usize && h == hash && hash != -1 && id == f.name);
-                if f.value != v as usize || !named || !replays(v, f, store, last, written, &mut dep) {
+                if f.value != v as usize || !named || !replays(v, f, store, last, &mut dep) {
                     break;
                 }
                 if !f.how.inline() {
@@ -539,7 +537,7 @@ impl Cx<'_> {
                 n += 1;
             }
             *self.left = left;
-            self.newest_dep = dep;
+            self.has_dep = dep;
             open.reusable += reusable;
             open.n = n;
             i
@@ -553,8 +551,8 @@ impl Cx<'_> {
     /// order, each the memo's object under the memo's name that replays by its own check
     /// (`replays`) or, one the memo encodes again (a container), encodes (at `depth`) to the
     /// node it had. Writes nothing but what those encodings write: no field pushed, the memo
-    /// as it was. Takes from the item budget what those fields take and raises `newest_dep`
-    /// by their references, as reading them through the memo would.
+    /// as it was. Takes from the item budget what those fields take and sets `has_dep` for
+    /// their references, as reading them through the memo would.
     ///
     /// # Safety
     /// GIL held; `values` and `keys` what `inline_values` gave for the live instance `o`.
@@ -615,8 +613,8 @@ impl Cx<'_> {
                         None if order.is_some() => &[],
                         None => return Whole::Prefix { i, n, changed: None },
                     };
-                    let (last, written, store) = (&cache.last, &cache.written, &*self.store);
-                    let (mut left, mut dep) = (*self.left, self.newest_dep);
+                    let (last, store) = (&cache.last, &*self.store);
+                    let (mut left, mut dep) = (*self.left, self.has_dep);
                     let again = loop {
                         // The reading loop's own stops (`Cx::object`): the record would not be
                         // complete.
@@ -657,7 +655,7 @@ impl Cx<'_> {
                             n += 1;
                             break Ok(Some((v, f.v)));
                         }
-                        if !replays(v, f, store, last, written, &mut dep) {
+                        if !replays(v, f, store, last, &mut dep) {
                             break Err(());
                         }
                         if !f.how.inline() {
@@ -667,7 +665,7 @@ impl Cx<'_> {
                         n += 1;
                     };
                     *self.left = left;
-                    self.newest_dep = dep;
+                    self.has_dep = dep;
                     again
                 };
                 match again {
@@ -694,7 +692,7 @@ impl Cx<'_> {
             if m.order_keys == 0 {
                 self.memo_inline_order(o, head, values, keys);
             }
-            Whole::Same { node, i, n }
+            Whole::Same { node }
         }
     }
 
@@ -747,8 +745,8 @@ impl Cx<'_> {
                         return Some(Whole::Lost);
                     }
                     let Some(io) = cache.memos.order_of(k) else { return Some(Whole::Lost) };
-                    let (last, written, store) = (&cache.last, &cache.written, &*self.store);
-                    let (mut left, mut dep) = (*self.left, self.newest_dep);
+                    let (last, store) = (&cache.last, &*self.store);
+                    let (mut left, mut dep) = (*self.left, self.has_dep);
                     let again = loop {
                         let Some(&n) = io.checks[..usize::from(io.checks_len)].get(c) else { break Ok(None) };
                         let n = usize::from(n);
@@ -758,7 +756,7 @@ impl Cx<'_> {
                             break Ok(Some((n, f.value, f.v)));
                         }
                         let p = f.value as *mut ffi::PyObject;
-                        if !replays(p, f, store, last, written, &mut dep) {
+                        if !replays(p, f, store, last, &mut dep) {
                             break Err(n);
                         }
                         if !f.how.inline() {
@@ -770,7 +768,7 @@ impl Cx<'_> {
                         }
                     };
                     *self.left = left;
-                    self.newest_dep = dep;
+                    self.has_dep = dep;
                     again
                 };
                 match again {
@@ -792,7 +790,7 @@ impl Cx<'_> {
             if encoded && !m.is_of(o, head, max_string) {
                 return Some(Whole::Lost);
             }
-            Some(Whole::Same { node: m.node, i: len, n: len })
+            Some(Whole::Same { node: m.node })
         }
     }
 
@@ -1045,15 +1043,11 @@ impl Cx<'_> {
                 Replay::Cut { tp: t, key, obj } => {
                     // The same object alive since: every node at its address since the memo
                     // is a state of it (or, its attributes all deleted, an empty one).
-                    let newest = (tp as usize == t && type_key(tp) == key && (held || IDS.get().find(p) == Some(obj)))
-                        .then(|| self.cache.last.get(p as usize))
-                        .flatten();
-                    if let Some(state) = newest {
-                        // What `known_at_limit` takes for it: the reference's dependencies.
-                        let written = self.cache.written.get(p as usize).map_or(0, |w| w.0);
-                        self.newest_dep = self.newest_dep.max(state.0 + 1).max(written);
-                    }
-                    newest.is_some()
+                    // The same object alive since (deaths are hooked: an identity is one
+                    // object's life), so it has the state the reference was made after.
+                    let same = tp as usize == t && type_key(tp) == key && (held || IDS.get().find(p) == Some(obj));
+                    self.has_dep |= same;
+                    same
                 }
                 Replay::Again => false,
             };
@@ -1127,14 +1121,7 @@ unsafe fn same_order(values: *mut *mut ffi::PyObject, order: &InlineOrder) -> bo
 /// # Safety
 /// GIL held; `p` a valid borrowed reference.
 #[inline(always)]
-unsafe fn replays(
-    p: *mut ffi::PyObject,
-    f: &FieldMemo,
-    store: &ValueStore,
-    last: &LastNodes,
-    written: &LastNodes,
-    dep: &mut u32,
-) -> bool {
+unsafe fn replays(p: *mut ffi::PyObject, f: &FieldMemo, store: &ValueStore, last: &LastNodes, dep: &mut bool) -> bool {
     // SAFETY: this fn's contract: `p` is live, read by the layout its type gives.
     unsafe {
         let tp = ffi::Py_TYPE(p);
@@ -1143,9 +1130,7 @@ unsafe fn replays(
                 if tp as usize != t || type_key(tp) != key || IDS.get().find(p) != Some(obj) {
                     return false;
                 }
-                let Some(state) = last.get(p as usize) else { return false };
-                let w = written.get(p as usize).map_or(0, |w| w.0);
-                *dep = (*dep).max(state.0 + 1).max(w);
+                *dep = true;
                 true
             }
             Replay::Float(bits) => tp == &raw mut ffi::PyFloat_Type && ffi::PyFloat_AS_DOUBLE(p).to_bits() == bits,
