@@ -331,7 +331,8 @@ def test_fingerprints_with_kept_identities_see_each_change():
     then is that object. Each way of putting another object there, or changing one in place,
     shows at the next record: a frozenset freed and another made at its address (``id``
     equal), a nested list the same, a nested list sorted and a set added to by C code, a
-    nested list grown."""
+    nested list grown, emptied, shrunk, refilled, an item set to another immortal or to an int
+    that is not one."""
     sets = [frozenset(range(i, i + 5)) for i in range(20)]
     rows = [[i, i + 1] for i in range(20)]
     bag = set(range(20))
@@ -376,6 +377,18 @@ def test_fingerprints_with_kept_identities_see_each_change():
         ("set added to", lambda: bag.add(99)),
         ("again", lambda: None),
         ("row grown", lambda: rows[7].append(70)),
+        ("again", lambda: None),
+        # Rows of immortals (small ints, None, bools) are passed by one compare of their
+        # addresses (`same_immortal_list`): each change in place shows too.
+        ("row item set to True", lambda: rows[5].__setitem__(0, True)),
+        ("again", lambda: None),
+        ("row emptied", rows[6].clear),
+        ("again", lambda: None),
+        ("row holds a big int", lambda: rows[8].__setitem__(1, 10**6)),
+        ("again", lambda: None),
+        ("row shrunk", lambda: rows[9].remove(10)),
+        ("again", lambda: None),
+        ("row refilled", lambda: rows[6].extend([None, False])),
         ("again", lambda: None),
     ]
     got = _record_keeps(top, [(tag, step(c)) for tag, c in changes])
