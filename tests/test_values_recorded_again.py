@@ -22,7 +22,11 @@ from squall import agent, api, indexes
 from squall._instrument import rewrite
 from test_values_as_recorded import SQUALL, _run
 
-PROGRAM = Path(__file__).resolve().parent / "reference_programs" / "recorded_again.py"
+HERE = Path(__file__).resolve().parent
+PROGRAM = HERE / "reference_programs" / "recorded_again.py"
+#: ``squall run --mode full`` of PROGRAM by the last engine that wrote format version 5 (547149f),
+#: which made a new node where this one names an earlier one again.
+V5_FIXTURE = HERE.parent / "crates" / "squall_store" / "tests" / "fixtures" / "v5_recorded_again.sqrec"
 
 
 def _anon(text: str) -> str:
@@ -70,12 +74,12 @@ def _saved(tmp_path):
     return out
 
 
-@pytest.mark.parametrize("front", ["live", "file"])
+@pytest.mark.parametrize("front", ["live", "file", "version 5 file"])
 def test_a_value_recorded_again_shows_its_references_as_of_that_record(front, tmp_path):
     if front == "live":
         shows, local = _live()
     else:
-        rec = squall.load(_saved(tmp_path))
+        rec = squall.load(_saved(tmp_path) if front == "file" else V5_FIXTURE)
         shows, local = _answers(rec, rec._b.deref)
     assert shows == [
         "Box#(leaf=(earlier) Leaf#(n=1), size=1)",

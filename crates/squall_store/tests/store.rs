@@ -436,6 +436,28 @@ fn version_4_files_open_with_their_floats() {
     assert_eq!(shown(Kind::Return).first().map(String::as_str), Some("3.0"));
 }
 
+/// A version 5 file (written by 547149f from `tests/reference_programs/recorded_again.py`):
+/// its writer made a new node where a value recorded again refers to a newer state, so it has
+/// no `Node::Same` and reads as it was written.
+#[test]
+fn version_5_files_open_with_their_values_recorded_again() {
+    let bytes = include_bytes!("fixtures/v5_recorded_again.sqrec");
+    assert_eq!(u32::from_le_bytes(bytes[8..12].try_into().unwrap()), 5);
+    let rec = read(bytes).unwrap();
+    assert!(rec.completed, "{:?}", rec.cut_short);
+    let t = &rec.timelines[0];
+    assert!(!t.values.nodes().iter().any(|n| matches!(n, squall_trace::Node::Same(_))));
+    let binds: Vec<String> = t
+        .timeline
+        .entries()
+        .iter()
+        .filter(|e| e.kind() == Kind::Bind)
+        .map(|e| squall_store::preview_ref(e.value(), &t.values, 80))
+        .collect();
+    // `again = box`, after the leaf was renamed and the box passed to `show` again.
+    assert!(binds.iter().any(|b| b == "Box#2(leaf=(earlier) Leaf#1(n=2), size=1)"), "{binds:?}");
+}
+
 /// Returns, expressions and bindings holding floats (version 5) read back bit for bit: NaN
 /// payloads, -0.0, the infinities, next to value codes in the same streams.
 #[test]
