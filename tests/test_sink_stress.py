@@ -200,10 +200,11 @@ def test_exit_under_load_while_flushing(tmp_path, mode):
             excs = [e for e in rec.exceptions() if e["exc_type"] in ("ValueError", "RuntimeError")]
             assert len(excs) == {"thread_exc": 1, "main_exc": 1}.get(mode, 0)
         else:
-            rec, cut = _assert_cut(out, summary, show=rep == 0)
-            # os._exit cannot run during a flush (a flush holds the GIL): the file ends exactly
-            # at the end of the last flush, with no chunk cut in half.
-            assert "no end marker" in cut, cut
+            # The file writer's thread writes without the GIL, so os._exit can come in the
+            # middle of a chunk's write, which the kernel then ends at a page boundary: the file
+            # says so ("truncated chunk at byte N: the file ends inside it"), or, between two
+            # writes, that it has no end marker (`_assert_cut` accepts either).
+            rec, _ = _assert_cut(out, summary, show=rep == 0)
             assert 0 < _calls(rec, "work") <= calls
 
 
