@@ -324,6 +324,16 @@ struct StateIndex {
     list_bytes: usize,
 }
 
+/// The newest of `slots` (in slot order) below `bound`.
+fn newest_before(slots: &[u32], bound: u32) -> Option<u32> {
+    slots.partition_point(|&s| s < bound).checked_sub(1).map(|k| slots[k])
+}
+
+/// A value slot that holds no value (a reader's answer, never an error).
+fn not_recorded(slot: u32) -> Snap {
+    Snap::Opaque { type_name: "<missing>".into(), id: 0, repr: format!("<value #{slot} not recorded>") }
+}
+
 /// What a map of lists by object holds: its table (a control byte per bucket) and its lists.
 fn map_bytes<V>(map: &HashMap<ObjId, Vec<V>, foldhash::fast::FixedState>, list_bytes: usize) -> u64 {
     (map.capacity() * (std::mem::size_of::<(ObjId, Vec<V>)>() + 1) + list_bytes) as u64
@@ -725,6 +735,12 @@ impl ValueStore {
     /// a reference stopped before its contents), oldest first, indexing nodes stored since the
     /// last call.
     fn with_states<T>(&self, obj: ObjId, f: impl FnOnce(&[u32]) -> T) -> Option<T> {
+        self.with_index(obj, |index| index.by_obj.get(&obj).map(|slots| f(slots))).flatten()
+    }
+
+    /// `f` over the index of each object's states and records again, indexing nodes stored
+    /// since the last call (`None` for no object, or a poisoned lock).
+    fn with_index<T>(&self, obj: ObjId, f: impl FnOnce(&StateIndex) -> T) -> Option<T> {
         if obj == 0 {
             return None;
         }
@@ -748,20 +764,18 @@ impl ValueStore {
             let bytes = map_bytes(&index.by_obj, index.list_bytes) + map_bytes(&index.again, 0);
             self.states_bytes.store(bytes, std::sync::atomic::Ordering::Relaxed);
         }
-        index.by_obj.get(&obj).map(|slots| f(slots))
+        Some(f(index))
     }
 
     /// The newest node before `bound` that shows object `obj` as it was recorded: a state of
     /// it, or a `Node::Same` naming one (the object recorded again unchanged, the references
     /// in it resolving as of then).
     pub fn latest_before(&self, obj: ObjId, bound: u32) -> Option<u32> {
-        let state = self.state_before(obj, bound);
-        let Ok(index) = self.states.lock() else { return state };
-        let again = index.again.get(&obj).and_then(|slots| {
-            let k = slots.partition_point(|&s| s < bound);
-            k.checked_sub(1).map(|k| slots[k])
-        });
-        state.max(again)
+        self.with_index(obj, |index| {
+            let state = index.by_obj.get(&obj).and_then(|slots| newest_before(slots, bound));
+            state.max(index.again.get(&obj).and_then(|slots| newest_before(slots, bound)))
+        })
+        .flatten()
     }
 
     /// The slots of every state of object `obj`, oldest first.
@@ -771,11 +785,7 @@ impl ValueStore {
 
     /// The newest state of object `obj` stored before node `bound`.
     pub fn state_before(&self, obj: ObjId, bound: u32) -> Option<u32> {
-        self.with_states(obj, |slots| {
-            let k = slots.partition_point(|&s| s < bound);
-            k.checked_sub(1).map(|k| slots[k])
-        })
-        .flatten()
+        self.with_states(obj, |slots| newest_before(slots, bound)).flatten()
     }
 
     fn snap_at(&self, v: ValRef, depth: u32, left: &mut usize) -> Snap {
@@ -798,21 +808,11 @@ impl ValueStore {
             Decoded::Float(f) => return Snap::Float(f),
             Decoded::Slot(s) => s,
         };
-        let Some(node) = self.nodes.get(slot as usize) else {
-            return Snap::Opaque {
-                type_name: "<missing>".into(),
-                id: 0,
-                repr: format!("<value #{slot} not recorded>"),
-            };
-        };
+        let Some(node) = self.nodes.get(slot as usize) else { return not_recorded(slot) };
         if let Node::Same(t) = *node {
             // Recorded again here: its references resolve as of this node (`Node::Same`).
             if matches!(self.nodes.get(t as usize), Some(Node::Same(_))) {
-                return Snap::Opaque {
-                    type_name: "<missing>".into(),
-                    id: 0,
-                    repr: format!("<value #{slot} not recorded>"),
-                };
+                return not_recorded(slot);
             }
             let bound = path.bound;
             path.bound = bound.max(slot);
