@@ -58,6 +58,22 @@ pub struct Writer<W: Write> {
     body: Vec<u8>,
     /// The bytes this writer's buffers hold, on both threads (`Held`).
     held: Arc<Held>,
+    /// How chunk bodies are compressed (the chunker's codec, known here for `Helper`).
+    codec: Codec,
+    /// The caller's share of encoding entries, while it helps (`Writer::set_helping`).
+    helper: Option<Helper>,
+}
+
+/// The caller's own compressor, for the ENTRIES chunks it encodes and frames itself while it
+/// helps the background thread: every other piece of a hand-over, so that both threads encode
+/// and compress at once, and the chunks still reach the file in order (the thread writes a
+/// framed one as it comes, after the pieces before it).
+#[derive(Default)]
+struct Helper {
+    zstd: Compressor,
+    payload: Vec<u8>,
+    /// Pieces handed over while helping: the odd ones are framed here.
+    pieces: u64,
 }
 
 /// The bytes a writer's buffers hold, kept up to date by both of its threads, so that a caller
@@ -151,6 +167,8 @@ impl<W: Write> Chunker<W> {
 
 enum Job {
     Chunk(u8, u8, Vec<u8>),
+    /// Whole chunks, compressed and framed by the caller (`Helper`): written as they are.
+    Framed(Vec<u8>),
     /// Entries to encode into ENTRIES chunks there (`Writer::entries`' arguments, copied).
     Entries {
         timeline: u32,
@@ -275,6 +293,8 @@ impl<W: Write> Writer<W> {
             raw: Vec::new(),
             body: Vec::new(),
             held: Arc::default(),
+            codec: Codec::default(),
+            helper: None,
         };
         let mut p = Vec::new();
         put_str(&mut p, &header.program);
@@ -302,7 +322,23 @@ impl<W: Write> Writer<W> {
     pub fn set_codec(&mut self, codec: Codec) {
         if let Out::Here(c) = &mut self.out {
             c.codec = codec;
+            self.codec = codec;
         }
+    }
+
+    /// With `true`, the caller encodes and compresses every other ENTRIES chunk of what it hands
+    /// over to the background thread itself, at the same time as the thread does the others: for
+    /// a caller that would otherwise wait for the thread (a recorder whose program records faster
+    /// than the file is written, or the save at its end), the saving goes at the speed of two
+    /// threads. `false` (the default) hands everything over, for the background thread alone.
+    /// Without a background thread it changes nothing.
+    pub fn set_helping(&mut self, help: bool) {
+        if !help {
+            self.helper = None;
+        } else if self.helper.is_none() {
+            self.helper = Some(Helper::default());
+        }
+        self.note_caller();
     }
 
     /// Gives back the underlying stream without writing the end marker (after flushing it): the
@@ -373,6 +409,9 @@ impl<W: Write> Writer<W> {
         let mut n = self.raw.capacity() + self.body.capacity() + self.streams.held();
         if let Out::Here(c) = &mut self.out {
             n += c.held();
+        }
+        if let Some(h) = self.helper.as_mut() {
+            n += h.payload.capacity() + h.zstd.held();
         }
         self.held.caller.store(n as u64, Ordering::Relaxed);
     }
@@ -551,10 +590,49 @@ impl<W: Write> Writer<W> {
         if entries.is_empty() && args.is_empty() {
             return Ok(());
         }
-        if let Out::Background { tx, spent_entries, .. } = &self.out {
+        if let Out::Background { tx, spent, spent_entries, .. } = &self.out {
             // Encoded by the writer's thread: the caller only copies them, a chunk's worth per
-            // job (the queue's bound then bounds the copies).
+            // job (the queue's bound then bounds the copies). A helping caller frames every
+            // other chunk itself.
             for (idx, piece, args_at, piece_args) in chunk_pieces(first_idx, entries, args_first, args) {
+                if let Some(h) = self.helper.as_mut() {
+                    h.pieces += 1;
+                    if h.pieces % 2 == 0 {
+                        let mut out = spent.try_recv().unwrap_or_default();
+                        self.held.sub_queued(out.capacity());
+                        out.clear();
+                        self.raw.clear();
+                        encode_entries(
+                            &mut self.raw,
+                            &mut self.streams,
+                            timeline,
+                            idx,
+                            piece,
+                            args_at,
+                            piece_args,
+                            &self.nparams,
+                        );
+                        h.payload.clear();
+                        put_body_with(&mut h.payload, self.codec, &self.raw, &mut h.zstd);
+                        put_chunk(&mut out, chunk::ENTRIES, 0, &h.payload);
+                        let n = out.capacity();
+                        self.held.add_queued(n);
+                        let caller = self.raw.capacity()
+                            + self.body.capacity()
+                            + self.streams.held()
+                            + h.payload.capacity()
+                            + h.zstd.held();
+                        self.held.caller.store(caller as u64, Ordering::Relaxed);
+                        if tx.as_ref().is_none_or(|tx| tx.send(Job::Framed(out)).is_err()) {
+                            self.held.sub_queued(n);
+                            return self
+                                .join()
+                                .map(|_| ())
+                                .and(Err(StoreError::Usage("the writer's thread stopped".into())));
+                        }
+                        continue;
+                    }
+                }
                 let (mut e, mut g) = spent_entries.try_recv().unwrap_or_default();
                 self.held.sub_queued(entry_buffers_bytes(&e, &g));
                 e.clear();
@@ -849,6 +927,17 @@ impl<W: Write + Send + 'static> Writer<W> {
                         Job::Params(more) => {
                             nparams.extend_from_slice(&more);
                             Ok(())
+                        }
+                        Job::Framed(out) => {
+                            let r = c.w.write_all(&out).map_err(StoreError::from);
+                            if r.is_ok() {
+                                c.bytes.fetch_add(out.len() as u64, Ordering::Relaxed);
+                            }
+                            let n = out.capacity();
+                            if spent_tx.try_send(out).is_err() {
+                                held.sub_queued(n);
+                            }
+                            r
                         }
                         Job::Chunk(ty, flags, raw) => {
                             let r = c.emit(ty, flags, &raw);

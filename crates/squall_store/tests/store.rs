@@ -110,6 +110,32 @@ fn a_writer_in_the_background_writes_the_same_file() {
 }
 
 #[test]
+fn a_caller_helping_the_background_writer_writes_the_same_file() {
+    let write = |help: bool| {
+        let mut w = Writer::new(Vec::new(), &common::header()).unwrap().in_background().unwrap();
+        w.set_helping(help);
+        w.forms(&common::forms()).unwrap();
+        for (i, meta) in common::metas().iter().enumerate() {
+            w.thread(meta).unwrap();
+            // The first spans several ENTRIES chunks: the helper frames every other one.
+            let t = common::timeline(if i == 0 { 60_000 } else { i as u32 });
+            let half = t.entries().len() / 2;
+            let half_args = t.args().len() / 2;
+            w.entries(meta.timeline, 0, &t.entries()[..half], 0, &t.args()[..half_args]).unwrap();
+            w.entries(meta.timeline, half as u64, &t.entries()[half..], half_args as u64, &t.args()[half_args..])
+                .unwrap();
+            w.flush().unwrap();
+        }
+        w.finish(7, &[("entries".into(), 3)]).unwrap()
+    };
+    let (alone, helped) = (write(false), write(true));
+    assert_eq!(alone, helped);
+    let rec = read(&helped).unwrap();
+    assert!(rec.completed);
+    assert_eq!(rec.timelines[0].timeline.entries(), common::timeline(60_000).entries());
+}
+
+#[test]
 fn a_background_writers_error_comes_back_to_the_caller() {
     /// Takes the header, then fails every write.
     struct Full(usize);

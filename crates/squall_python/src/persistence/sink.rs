@@ -356,9 +356,11 @@ struct Pass {
     behind: bool,
 }
 
-/// Appends what was recorded since the last flush, a pass's worth at most (`pass_bytes`).
-/// Errors are kept and reported at close; the program is never disturbed.
-fn flush_now(_py: Python<'_>) -> Option<Pass> {
+/// Appends what was recorded since the last flush, a pass's worth at most (`pass_bytes`);
+/// with `help`, this thread encodes and compresses every other chunk of the pass while the
+/// writer's thread does the others (`Writer::set_helping`: it would wait for that thread
+/// anyway). Errors are kept and reported at close; the program is never disturbed.
+fn flush_now(_py: Python<'_>, help: bool) -> Option<Pass> {
     // SAFETY: GIL held.
     let sink = (unsafe { SINK.get() }).as_mut()?;
     if sink.error.is_some() || sink.pid != std::process::id() {
@@ -368,6 +370,9 @@ fn flush_now(_py: Python<'_>) -> Option<Pass> {
     let eng = unsafe { ENGINE.get() };
     let budget = pass_bytes(eng.limits.memory_limit);
     eng.writer_reserve = writer_reserve(eng.limits.memory_limit);
+    if let Some(w) = sink.writer.as_mut() {
+        w.set_helping(help);
+    }
     match flush_into(sink, eng, budget) {
         Ok((ticket, more)) => {
             // `behind` first: it also notes whether the recordings are past half the limit.
@@ -386,12 +391,13 @@ fn flush_now(_py: Python<'_>) -> Option<Pass> {
 /// recording stopping at the memory limit with entries that were only waiting to be saved
 /// (unpack_sequence records 66 M entries a second, the writer saves ~30 M: docs/benchmarks.md,
 /// "Fifteenth session"). The program's threads wait at their next bytecode, as for any thread
-/// holding the GIL; the flush reads only squall's own data.
+/// holding the GIL; the flush reads only squall's own data. While the program waits, this
+/// thread helps the writer's (`flush_now`'s `help`): with the program stopped, a core is free.
 fn catch_up(py: Python<'_>) -> Option<Pass> {
-    let mut pass = flush_now(py)?;
+    let mut pass = flush_now(py, false)?;
     while pass.behind && pass.written.failed().is_none() {
         pass.written.wait(pass.ticket);
-        pass = flush_now(py)?;
+        pass = flush_now(py, true)?;
     }
     Some(pass)
 }
@@ -545,7 +551,7 @@ fn evict_saved(sink: &Sink, eng: &mut Engine) {
 pub fn flush_sink(py: Python<'_>) {
     // Pass after pass until everything is handed over (each written before the next: the
     // writer holds one pass at most).
-    while let Some(Pass { written, ticket, more, .. }) = flush_now(py) {
+    while let Some(Pass { written, ticket, more, .. }) = flush_now(py, false) {
         py.detach(|| written.wait(ticket));
         if !more {
             break;
@@ -590,7 +596,12 @@ pub fn close_sink(py: Python<'_>, mut stats: Vec<(String, u64)>) -> PyResult<Opt
     py.detach(crate::recorder::bigalloc::stop_prefaulter);
     if sink.error.is_none() {
         // Pass after pass, each written (with the GIL released) before the next is made: the
-        // rest of a long recording is not copied into the writer's queue all at once.
+        // rest of a long recording is not copied into the writer's queue all at once. The
+        // program is done: this thread encodes every other chunk while the writer's does the
+        // others.
+        if let Some(w) = sink.writer.as_mut() {
+            w.set_helping(true);
+        }
         let mut passes = 0;
         loop {
             // SAFETY: GIL held (`py`, taken again after each wait); the sink was taken out of its
