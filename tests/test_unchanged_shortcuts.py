@@ -899,3 +899,80 @@ def test_opaque_items_without_identity_show_their_type_and_its_new_name_in_a_big
     assert names[0] == names[1] == ["_Row"] * 20, names[:2]
     assert names[2] == ["RenamedRow"] * 20, names[2]
     assert names[3] == ["RenamedRow"] * 5 + ["array"] + ["RenamedRow"] * 14, names[3]
+
+
+class _IdsHolder:
+    def __init__(self, ids):
+        self.ids = ids
+
+
+def test_short_rows_of_immortals_recorded_again_show_each_change():
+    """A list or tuple shorter than a fingerprint's minimum whose items are all immortals, found
+    unchanged, keeps its items' addresses (``encode/rows.rs``): the next record with the same
+    addresses reuses its node without encoding an item. Each change shows at the next record:
+    an item set to another immortal or to an int past the cache, the list reversed and grown
+    by C code, emptied, a new list made at the freed one's address (another identity), a tuple
+    of immortals replaced, and the same row held by an instance's field."""
+    holder = _IdsHolder([7, 8, 9])
+    # The row is reached through `top` only, so that it can be freed below.
+    top = [[1, 2, 3, None, True], holder, (4, 5, None)]
+    seen, identities = [], []
+
+    def step(change):
+        def run():
+            change()
+            seen.append([[repr(x) for x in top[0]], [repr(x) for x in holder.ids], [repr(x) for x in top[2]]])
+
+        return run
+
+    def set_item(lst, i, v):
+        return lambda: lst.__setitem__(i, v)
+
+    def in_row(change):
+        return lambda: change(top[0])
+
+    def new_list_at_its_address():
+        # The row freed and another made with the same items, kept until one takes its address.
+        old, made = id(top[0]), []
+        top[0] = None
+        x = [1, 2, 3]
+        while id(x) != old and len(made) < 100_000:
+            made.append(x)
+            x = [1, 2, 3]
+        identities.append(id(x) == old)
+        top[0] = x
+
+    changes = [
+        ("start", lambda: None),
+        ("again", lambda: None),
+        ("again", lambda: None),
+        ("immortal changed", in_row(lambda r: r.__setitem__(0, 5))),
+        ("again", lambda: None),
+        ("past the cache", in_row(lambda r: r.__setitem__(1, int("257")))),
+        ("cache's edge", in_row(lambda r: r.__setitem__(1, 256))),
+        ("again", lambda: None),
+        ("reversed", in_row(list.reverse)),
+        ("again", lambda: None),
+        ("grown", in_row(lambda r: r.append(False))),
+        ("again", lambda: None),
+        ("emptied", in_row(list.clear)),
+        ("again", lambda: None),
+        ("field's row changed", set_item(holder.ids, 2, -5)),
+        ("again", lambda: None),
+        ("field replaced", lambda: setattr(holder, "ids", [7, 8, 9])),
+        ("again", lambda: None),
+        ("tuple replaced", set_item(top, 2, (4, 6, None))),
+        ("again", lambda: None),
+        ("new list at its address", new_list_at_its_address),
+        ("again", lambda: None),
+    ]
+    got = _record_keeps(top, [(tag, step(c)) for tag, c in changes])
+    assert [tag for tag, _ in got] == [tag for tag, _ in changes]
+    for (tag, v), expected in zip(got, seen):
+        if isinstance(v, values.Earlier):
+            v = v.value
+        shown_row, shown_holder, shown_tuple = v
+        assert [repr(x) for x in shown_row] == expected[0], tag
+        assert [repr(x) for x in shown_holder.ids] == expected[1], tag
+        assert [repr(x) for x in shown_tuple] == expected[2], tag
+    assert identities == [True]

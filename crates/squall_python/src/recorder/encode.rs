@@ -30,6 +30,7 @@ use crate::recorder::identity::IDS;
 
 mod fingerprint;
 mod memo;
+mod rows;
 
 /// `f(o)` with this thread's recording suspended: how a user-registered encoder is called.
 ///
@@ -174,6 +175,8 @@ pub struct EncodeCache {
     memos: memo::Memos,
     /// Attribute names of inline values by their split keys (`key_names`).
     key_names: KeyNames,
+    /// Lists and tuples of immortals found unchanged: their items' addresses (`rows`).
+    rows: rows::Rows,
 }
 
 /// The interned names of split keys' entries, direct-mapped by the keys' address: per entry
@@ -356,6 +359,7 @@ impl Default for EncodeCache {
             prints: fingerprint::Prints::default(),
             memos: memo::Memos::default(),
             key_names: KeyNames::default(),
+            rows: rows::Rows::default(),
         }
     }
 }
@@ -377,6 +381,7 @@ impl EncodeCache {
             + self.member_lists.iter().map(|m| 16 + std::mem::size_of_val(&**m) as u64).sum::<u64>()
             + self.memos.bytes() as u64
             + self.key_names.bytes() as u64
+            + self.rows.bytes() as u64
     }
 }
 
@@ -1168,6 +1173,16 @@ impl Cx<'_> {
                 }
                 return self.cut(o, cut);
             }
+            // A list's or tuple's items as they are in storage, for `same_row` and `keep_row`.
+            let array = match items {
+                Items::Array(p, n) if matches!(kind, SeqKind::List | SeqKind::Tuple) => Some((p, n)),
+                _ => None,
+            };
+            if let Some((p, n)) = array {
+                if let Some(node) = self.same_row(o, rows::RowOf { obj, ty, kind }, p, n) {
+                    return node;
+                }
+            }
             let outer = self.descend(o, obj, false);
             let max = self.budget.max_length;
             // A list's or tuple's items reuse what its last record read (`memo`); `replayed`:
@@ -1235,7 +1250,11 @@ impl Cx<'_> {
             self.ascend(obj, outer);
             let addr = o as usize;
             if let Some(node) = replayed {
+                let row = array.filter(|_| rows::all_inline(&self.cache.stack[base..]));
                 self.cache.stack.truncate(base);
+                if let Some((p, n)) = row {
+                    self.keep_row(o, rows::RowOf { obj, ty, kind }, p, n, depth, node);
+                }
                 return node;
             }
             let items = &self.cache.stack[base..];
@@ -1246,16 +1265,24 @@ impl Cx<'_> {
                 match self.store.node(prev.0) {
                     Some(Node::Seq(p)) if p.obj == obj && p.ty == ty && p.kind == kind => {
                         if p.len == len && *p.items == *items {
+                            let row = array.filter(|_| rows::all_inline(items));
                             self.cache.stack.truncate(base);
                             self.memo_node(addr, prev);
+                            if let Some((p, n)) = row {
+                                self.keep_row(o, rows::RowOf { obj, ty, kind }, p, n, depth, prev);
+                            }
                             return prev;
                         }
                         delta_base = Some(prev.0);
                     }
                     Some(Node::SeqDelta(d)) if d.obj == obj && d.ty == ty && d.kind == kind => {
                         if d.len == len && delta_equals(self.store, d, items) {
+                            let row = array.filter(|_| rows::all_inline(items));
                             self.cache.stack.truncate(base);
                             self.memo_node(addr, prev);
+                            if let Some((p, n)) = row {
+                                self.keep_row(o, rows::RowOf { obj, ty, kind }, p, n, depth, prev);
+                            }
                             return prev;
                         }
                         delta_base = Some(d.base);
