@@ -729,7 +729,11 @@ impl Cx<'_> {
                     let frozen_kept = words.kept && depth > 1 && plain;
                     while i < n && *left > 0 {
                         let item = *p.add(i);
-                        if immortal(item) {
+                        let item_tp = ffi::Py_TYPE(item);
+                        // An exact list first: never an immortal, and the rows of a table
+                        // (hexiom's cells: a receiver read whole at every subscript) are most of
+                        // what such a walk compares.
+                        if item_tp != &raw mut ffi::PyList_Type && immortal(item) {
                             // A run of items whose addresses are their values: compared with
                             // the addresses then in one slice compare (equal addresses of such
                             // objects are such items). The run then was as long as such items
@@ -758,13 +762,17 @@ impl Cx<'_> {
                             i += k;
                             continue;
                         }
-                        let item_tp = ffi::Py_TYPE(item);
                         let before = *left;
-                        // `walk` of an inline scalar, a float or an exact list, without the call
+                        // `walk` of an exact list, an inline scalar or a float, without the call
                         // and its tests of other kinds; `walk`'s own first test for a frozenset
                         // not repeated next (a run is counted below), here without a call per
                         // item (a list of thousands of them: meteor_contest's).
-                        let walked = if item_tp == &raw mut ffi::PyLong_Type {
+                        let walked = if item_tp == &raw mut ffi::PyList_Type && plain {
+                            *left -= 1;
+                            !words.differs
+                                && (self.same_immortal_list(item, depth - 1, words, *left)
+                                    || self.walk_container(item, depth - 1, words, left))
+                        } else if item_tp == &raw mut ffi::PyLong_Type {
                             walk_int(item, words, left) && !words.differs
                         } else if let Some(v) = inline_value(item) {
                             words.push(TAG_INLINE | u64::from(v.0));
@@ -773,11 +781,6 @@ impl Cx<'_> {
                             *left -= 1;
                             words.extend([TAG_FLOAT, ffi::PyFloat_AS_DOUBLE(item).to_bits()]);
                             !words.differs
-                        } else if item_tp == &raw mut ffi::PyList_Type && plain {
-                            *left -= 1;
-                            !words.differs
-                                && (self.same_immortal_list(item, depth - 1, words, *left)
-                                    || self.walk_container(item, depth - 1, words, left))
                         } else if frozen_kept
                             && item_tp == &raw mut ffi::PyFrozenSet_Type
                             && (i + 1 == n || *p.add(i + 1) != item)
