@@ -666,6 +666,73 @@ impl Cx<'_> {
         }
     }
 
+    /// Compare mode, identities kept, no encoder registered, items at depth 1 or more: from
+    /// item `i` of the `n` at `p` (a list's or tuple's, walked at `depth` > 1), the run of exact
+    /// lists that are each the group expected, unchanged, every item an immortal
+    /// (`same_immortal_list`), passed with their repeats (`TAG_REPEAT`) as the item loop of
+    /// `walk_container` would, its per-item tests and the row's own ones made once for the run
+    /// (hexiom's table of candidate digits, compared whole at every subscript of it). Returns
+    /// the index of the first item not passed, for that loop to walk.
+    ///
+    /// # Safety
+    /// GIL held; `p` the live container's `n` item pointers.
+    #[inline(never)]
+    unsafe fn same_immortal_rows(
+        &self,
+        p: *mut *mut ffi::PyObject,
+        mut i: usize,
+        n: usize,
+        words: &mut Words,
+        left: &mut usize,
+    ) -> usize {
+        let max = self.budget.max_length;
+        // SAFETY: this fn's contract: items are read below `n`, each row's below its size.
+        unsafe {
+            while i < n && *left > 0 && !words.differs {
+                let item = *p.add(i);
+                if ffi::Py_TYPE(item) != &raw mut ffi::PyList_Type {
+                    break;
+                }
+                // The row takes one from the budget; its items (immortals) take nothing.
+                let after = *left - 1;
+                let m = ffi::PyList_GET_SIZE(item).max(0) as usize;
+                if m > max || (m > 0 && after == 0) {
+                    break;
+                }
+                let at = words.pos;
+                let end = at + 6 + if m > 0 { 1 + m } else { 0 };
+                let Some(g) = words.buf.get(at..end) else { break };
+                if g[0] != TAG_SEQ
+                    || g[1] != &raw mut ffi::PyList_Type as u64
+                    || g[3] == 0
+                    || g[4] != m as u64
+                    || g[5] != item as u64
+                    || (m > 0 && g[6] != TAG_IMMORTALS | m as u64)
+                {
+                    break;
+                }
+                let items = std::slice::from_raw_parts((*item.cast::<ffi::PyListObject>()).ob_item.cast::<u64>(), m);
+                if m > 0 && g[7..].iter().zip(items).any(|(a, b)| a != b) {
+                    break;
+                }
+                words.pos = end;
+                *left = after;
+                i += 1;
+                // The same row again: a repeat, as `walk_container` counts it (the row took 1).
+                let mut run = 0;
+                while i < n && *p.add(i) == item && *left > 1 {
+                    *left -= 1;
+                    run += 1;
+                    i += 1;
+                }
+                if run > 0 {
+                    words.push(TAG_REPEAT | run);
+                }
+            }
+            i
+        }
+    }
+
     /// A list's, tuple's, set's, frozenset's or dict's fingerprint (`walk` of one).
     unsafe fn walk_container(
         &mut self,
@@ -727,6 +794,18 @@ impl Cx<'_> {
                     let mut i = 0;
                     let plain = self.registered.is_empty();
                     let frozen_kept = words.kept && depth > 1 && plain;
+                    // A table's rows from its first item on (`same_immortal_rows`), outside the
+                    // loop: its tests per item would cost the walks of other containers.
+                    if words.check
+                        && words.kept
+                        && depth > 1
+                        && plain
+                        && n > 0
+                        && *left > 0
+                        && ffi::Py_TYPE(*p) == &raw mut ffi::PyList_Type
+                    {
+                        i = self.same_immortal_rows(p, 0, n, words, left);
+                    }
                     while i < n && *left > 0 {
                         let item = *p.add(i);
                         let item_tp = ffi::Py_TYPE(item);
