@@ -1178,7 +1178,7 @@ impl Cx<'_> {
                 Items::Array(p, n) if matches!(kind, SeqKind::List | SeqKind::Tuple) => Some((p, n)),
                 _ => None,
             };
-            if let Some((p, n)) = array {
+            if let Some((p, n)) = array.filter(|&(p, n)| n == 0 || rows::may_be_immortal(*p)) {
                 if let Some(node) = self.same_row(o, rows::RowOf { obj, ty, kind }, p, n) {
                     return node;
                 }

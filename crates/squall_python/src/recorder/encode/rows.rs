@@ -63,6 +63,23 @@ pub(super) fn all_inline(items: &[ValRef]) -> bool {
     items.iter().all(|v| v.0 >= MAX_SLOT)
 }
 
+/// Whether `o` may be an immortal, told by its address and type alone: a row whose first item
+/// is not is not kept, and is not looked up (lists of instances, go's and deltablue's, paid
+/// the lookup at every record).
+///
+/// # Safety
+/// GIL held; `o` live.
+#[inline(always)]
+pub(super) unsafe fn may_be_immortal(o: *mut ffi::PyObject) -> bool {
+    // SAFETY: this fn's contract: `o` is live, so its type is readable.
+    unsafe {
+        o == ffi::Py_None()
+            || o == ffi::Py_True()
+            || o == ffi::Py_False()
+            || ffi::Py_TYPE(o) == &raw mut ffi::PyLong_Type
+    }
+}
+
 impl Cx<'_> {
     /// The node of the list or tuple at `o` (`of`), whose `n` items are at `items`, when they
     /// are the immortals of the row kept for it.
