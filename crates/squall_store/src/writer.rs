@@ -155,14 +155,26 @@ impl<W: Write> Chunker<W> {
     }
 
     fn emit(&mut self, ty: u8, flags: u8, raw: &[u8]) -> Result<(), StoreError> {
-        self.payload.clear();
-        put_body_with(&mut self.payload, self.codec, raw, &mut self.zstd);
         self.out.clear();
-        put_chunk(&mut self.out, ty, flags, &self.payload);
+        frame(&mut self.out, &mut self.payload, &mut self.zstd, self.codec, ty, flags, raw);
         self.w.write_all(&self.out)?;
         self.bytes.fetch_add(self.out.len() as u64, Ordering::Relaxed);
         Ok(())
     }
+}
+
+/// Appends to `out` the chunk of type `ty` whose body is `raw` compressed by `codec` (through
+/// `payload`, a buffer kept between chunks).
+fn frame(out: &mut Vec<u8>, payload: &mut Vec<u8>, zstd: &mut Compressor, codec: Codec, ty: u8, flags: u8, raw: &[u8]) {
+    payload.clear();
+    put_body_with(payload, codec, raw, zstd);
+    put_chunk(out, ty, flags, payload);
+}
+
+/// The bytes the caller's own buffers hold: the raw chunk, a NODES chunk's body, the entry
+/// streams, and a helper's payload and compressor.
+fn caller_bytes(raw: &Vec<u8>, body: &Vec<u8>, streams: &Streams, helper: Option<&mut Helper>) -> usize {
+    raw.capacity() + body.capacity() + streams.held() + helper.map_or(0, |h| h.payload.capacity() + h.zstd.held())
 }
 
 enum Job {
@@ -380,7 +392,7 @@ impl<W: Write> Writer<W> {
                 let raw = std::mem::replace(&mut self.raw, next);
                 let n = raw.capacity();
                 self.held.add_queued(n);
-                let caller = self.raw.capacity() + self.body.capacity() + self.streams.held();
+                let caller = caller_bytes(&self.raw, &self.body, &self.streams, self.helper.as_mut());
                 self.held.caller.store(caller as u64, Ordering::Relaxed);
                 if tx.as_ref().is_some_and(|tx| tx.send(Job::Chunk(ty, flags, raw)).is_ok()) {
                     return Ok(());
@@ -406,12 +418,9 @@ impl<W: Write> Writer<W> {
     /// Notes what the caller's own buffers hold (and, without a background thread, the
     /// chunker's: the caller compresses then).
     fn note_caller(&mut self) {
-        let mut n = self.raw.capacity() + self.body.capacity() + self.streams.held();
+        let mut n = caller_bytes(&self.raw, &self.body, &self.streams, self.helper.as_mut());
         if let Out::Here(c) = &mut self.out {
             n += c.held();
-        }
-        if let Some(h) = self.helper.as_mut() {
-            n += h.payload.capacity() + h.zstd.held();
         }
         self.held.caller.store(n as u64, Ordering::Relaxed);
     }
@@ -612,16 +621,10 @@ impl<W: Write> Writer<W> {
                             piece_args,
                             &self.nparams,
                         );
-                        h.payload.clear();
-                        put_body_with(&mut h.payload, self.codec, &self.raw, &mut h.zstd);
-                        put_chunk(&mut out, chunk::ENTRIES, 0, &h.payload);
+                        frame(&mut out, &mut h.payload, &mut h.zstd, self.codec, chunk::ENTRIES, 0, &self.raw);
                         let n = out.capacity();
                         self.held.add_queued(n);
-                        let caller = self.raw.capacity()
-                            + self.body.capacity()
-                            + self.streams.held()
-                            + h.payload.capacity()
-                            + h.zstd.held();
+                        let caller = caller_bytes(&self.raw, &self.body, &self.streams, Some(h));
                         self.held.caller.store(caller as u64, Ordering::Relaxed);
                         if tx.as_ref().is_none_or(|tx| tx.send(Job::Framed(out)).is_err()) {
                             self.held.sub_queued(n);
