@@ -1262,32 +1262,25 @@ impl Cx<'_> {
             // this one is made against.
             let mut delta_base = None;
             if let Some(prev) = self.cache.last.get(addr) {
-                match self.store.node(prev.0) {
+                let same = match self.store.node(prev.0) {
                     Some(Node::Seq(p)) if p.obj == obj && p.ty == ty && p.kind == kind => {
-                        if p.len == len && *p.items == *items {
-                            let row = array.filter(|_| rows::all_inline(items));
-                            self.cache.stack.truncate(base);
-                            self.memo_node(addr, prev);
-                            if let Some((p, n)) = row {
-                                self.keep_row(o, rows::RowOf { obj, ty, kind }, p, n, depth, prev);
-                            }
-                            return prev;
-                        }
                         delta_base = Some(prev.0);
+                        p.len == len && *p.items == *items
                     }
                     Some(Node::SeqDelta(d)) if d.obj == obj && d.ty == ty && d.kind == kind => {
-                        if d.len == len && delta_equals(self.store, d, items) {
-                            let row = array.filter(|_| rows::all_inline(items));
-                            self.cache.stack.truncate(base);
-                            self.memo_node(addr, prev);
-                            if let Some((p, n)) = row {
-                                self.keep_row(o, rows::RowOf { obj, ty, kind }, p, n, depth, prev);
-                            }
-                            return prev;
-                        }
                         delta_base = Some(d.base);
+                        d.len == len && delta_equals(self.store, d, items)
                     }
-                    _ => {}
+                    _ => false,
+                };
+                if same {
+                    let row = array.filter(|_| rows::all_inline(items));
+                    self.cache.stack.truncate(base);
+                    self.memo_node(addr, prev);
+                    if let Some((p, n)) = row {
+                        self.keep_row(o, rows::RowOf { obj, ty, kind }, p, n, depth, prev);
+                    }
+                    return prev;
                 }
             }
             let node =

@@ -296,6 +296,33 @@ impl Words {
     }
 }
 
+/// Compare mode: where the group expected at this point ends, when it is the one
+/// `walk_container` writes for exact list `o` of `n` immortals, unchanged: [TAG_SEQ, type, name,
+/// identity, length, address], then one run of its `n` immortals' addresses (none for an empty
+/// list). The type is the exact list type, whose name never changes.
+///
+/// # Safety
+/// GIL held; `o` a live exact list of `n` items.
+#[inline(always)]
+unsafe fn immortal_row_end(words: &Words, o: *mut ffi::PyObject, n: usize) -> Option<usize> {
+    let at = words.pos;
+    let end = at + 6 + if n > 0 { 1 + n } else { 0 };
+    let g = words.buf.get(at..end)?;
+    if g[0] != TAG_SEQ
+        || g[1] != &raw mut ffi::PyList_Type as u64
+        || g[3] == 0
+        || g[4] != n as u64
+        || g[5] != o as u64
+        || (n > 0 && g[6] != TAG_IMMORTALS | n as u64)
+    {
+        return None;
+    }
+    // SAFETY: this fn's contract: the list's items are read below its size. Item by item: a
+    // slice compare of a few words is a call to memcmp.
+    let items = unsafe { std::slice::from_raw_parts((*o.cast::<ffi::PyListObject>()).ob_item.cast::<u64>(), n) };
+    (n == 0 || g[7..].iter().zip(items).all(|(a, b)| a == b)).then_some(end)
+}
+
 impl Prints {
     fn slot(addr: usize) -> usize {
         ((addr >> 4) ^ (addr >> 14)) & (SLOTS - 1)
@@ -639,26 +666,7 @@ impl Cx<'_> {
             if n > self.budget.max_length || (n > 0 && left == 0) {
                 return false;
             }
-            // The group `walk_container` writes: [TAG_SEQ, type, name, identity, length, address],
-            // then one run of `n` immortals (none for an empty list). The type is the exact list
-            // type, whose name never changes.
-            let at = words.pos;
-            let end = at + 6 + if n > 0 { 1 + n } else { 0 };
-            let Some(g) = words.buf.get(at..end) else { return false };
-            if g[0] != TAG_SEQ
-                || g[1] != ffi::Py_TYPE(o) as u64
-                || g[3] == 0
-                || g[4] != n as u64
-                || g[5] != o as u64
-                || (n > 0 && g[6] != TAG_IMMORTALS | n as u64)
-            {
-                return false;
-            }
-            // Item by item: a slice compare of a few words is a call to memcmp.
-            let items = std::slice::from_raw_parts((*o.cast::<ffi::PyListObject>()).ob_item.cast::<u64>(), n);
-            if n > 0 && g[7..].iter().zip(items).any(|(a, b)| a != b) {
-                return false;
-            }
+            let Some(end) = immortal_row_end(words, o, n) else { return false };
             // No cycle to look for (`cache.path`): a list of immortals holds no container, so it
             // is none of the containers being encoded, which all hold the one walked.
             words.pos = end;
@@ -699,22 +707,7 @@ impl Cx<'_> {
                 if m > max || (m > 0 && after == 0) {
                     break;
                 }
-                let at = words.pos;
-                let end = at + 6 + if m > 0 { 1 + m } else { 0 };
-                let Some(g) = words.buf.get(at..end) else { break };
-                if g[0] != TAG_SEQ
-                    || g[1] != &raw mut ffi::PyList_Type as u64
-                    || g[3] == 0
-                    || g[4] != m as u64
-                    || g[5] != item as u64
-                    || (m > 0 && g[6] != TAG_IMMORTALS | m as u64)
-                {
-                    break;
-                }
-                let items = std::slice::from_raw_parts((*item.cast::<ffi::PyListObject>()).ob_item.cast::<u64>(), m);
-                if m > 0 && g[7..].iter().zip(items).any(|(a, b)| a != b) {
-                    break;
-                }
+                let Some(end) = immortal_row_end(words, item, m) else { break };
                 words.pos = end;
                 *left = after;
                 i += 1;
