@@ -976,3 +976,92 @@ def test_short_rows_of_immortals_recorded_again_show_each_change():
         assert [repr(x) for x in shown_holder.ids] == expected[1], tag
         assert [repr(x) for x in shown_tuple] == expected[2], tag
     assert identities == [True]
+
+
+class _Square:
+    def __init__(self, n):
+        self.n = n
+
+
+class _OtherSquare:
+    def __init__(self, n):
+        self.n = n
+
+
+class _Board:
+    def __init__(self, squares):
+        self.squares = squares
+
+
+def test_rows_of_references_recorded_again_name_each_object():
+    """A list held by an instance read with no object level left is a row of references to its
+    items' earlier states; found unchanged, it keeps its items' addresses, types and identities
+    (``encode/rows.rs``), and the next record with the same addresses reuses its node. Each
+    change shows at the next record as references to the objects the list then holds: an item
+    replaced, an item freed and a new object made at its address (another identity), an item's
+    class changed, its class renamed. ``MIRROR`` holds the same squares at the top, where
+    each is read afresh, so its snapshots name the identities and types the row must name."""
+    squares = [_Square(i) for i in range(5)]
+    board = _Board(list(squares))
+    mirror = list(squares)
+    top = [board, mirror]
+    spare = _Square(9)
+    made_at_address = []
+
+    def replace_item():
+        board.squares[0] = mirror[0] = spare
+
+    def new_square_at_its_address():
+        old = id(board.squares[2])
+        board.squares[2] = mirror[2] = squares[2] = None
+        made = []
+        x = _Square(20)
+        while id(x) != old and len(made) < 100_000:
+            made.append(x)
+            x = _Square(20)
+        made_at_address.append(id(x) == old)
+        board.squares[2] = mirror[2] = x
+
+    def change_class():
+        board.squares[3].__class__ = _OtherSquare
+
+    def rename_class():
+        _Square.__qualname__ = "_RenamedSquare"
+
+    changes = [
+        ("start", lambda: None),
+        ("again", lambda: None),
+        ("again", lambda: None),
+        ("item replaced", replace_item),
+        ("again", lambda: None),
+        ("again", lambda: None),
+        ("new square at its address", new_square_at_its_address),
+        ("again", lambda: None),
+        ("class changed", change_class),
+        ("again", lambda: None),
+        ("class renamed", rename_class),
+        ("again", lambda: None),
+    ]
+    seen = []
+
+    def step(change):
+        def run():
+            change()
+            seen.append([type(x).__qualname__ for x in board.squares])
+
+        return run
+
+    try:
+        got = _record_keeps(top, [(tag, step(c)) for tag, c in changes])
+    finally:
+        _Square.__qualname__ = "_Square"
+    assert made_at_address == [True]
+    assert [tag for tag, _ in got] == [tag for tag, _ in changes]
+    for (tag, v), types_then in zip(got, seen):
+        if isinstance(v, values.Earlier):
+            v = v.value
+        shown_board, shown_mirror = v
+        row = list(shown_board.squares)
+        assert [x.obj_id for x in row] == [x.obj_id for x in shown_mirror], tag
+        assert all(x.obj_id for x in row), tag
+        assert [x.type_name.rsplit(".", 1)[-1] for x in row] == types_then, tag

@@ -15,12 +15,23 @@
 //! the same value, encodes the same at every depth, and takes nothing from the item budget
 //! (inline values), so the reading would have made that node again. The memo is left as it is:
 //! its node is taken only while it is still the last at the address (`memo_end`).
+//!
+//! Rows of references: a list or tuple read where instances are references to their earlier
+//! states (no object level left, `Cx::obj_left`), every item of which the reused node holds as a
+//! reference to that item's identity (go's `Board.squares`, 81 squares, and each square's
+//! neighbours, at every record of a board or a square). A later record whose items are those
+//! addresses, each of the same type at the same type version, each object alive since, is that
+//! node: the memo would replay each item as the same reference (`memo::Replay::Cut`, by the same
+//! checks), and take one item of the budget for each. "Alive since" is one count when no
+//! recorded object died since the row was last found (`Identities::kept_since`), else a lookup
+//! per item. The node then refers to the items' earlier states (`Cx::has_dep`).
 
 use pyo3::ffi;
-use squall_trace::{ObjId, SeqKind, ValRef, MAX_SLOT};
+use squall_trace::{Decoded, Node, ObjId, SeqKind, ValRef, MAX_SLOT};
 
 use super::fingerprint::{immortal, MIN_ITEMS};
-use super::Cx;
+use super::{type_key, Cx};
+use crate::recorder::identity::IDS;
 
 const SLOTS: usize = 1 << 9;
 
@@ -37,6 +48,21 @@ struct Row {
     of: RowOf,
     node: ValRef,
     items: Vec<usize>,
+    /// A row of references: per item its type, type version and identity (empty for a row of
+    /// immortals, and only then).
+    refs: Vec<RefItem>,
+    /// A row of references: the items' addresses sorted, for `Identities::kept_since`.
+    held: Vec<usize>,
+    /// A row of references: `Identities::lost_count` when its items were last found alive.
+    kept_at: u64,
+}
+
+/// An item of a row of references, as the encoding made it one.
+#[derive(Clone, Copy)]
+struct RefItem {
+    tp: usize,
+    key: u32,
+    obj: ObjId,
 }
 
 /// The last row of immortals kept per address, direct-mapped.
@@ -52,7 +78,13 @@ impl Rows {
 
     pub(super) fn bytes(&self) -> usize {
         self.slots.capacity() * std::mem::size_of::<Row>()
-            + self.slots.iter().map(|r| r.items.capacity() * 8).sum::<usize>()
+            + self
+                .slots
+                .iter()
+                .map(|r| {
+                    (r.items.capacity() + r.held.capacity()) * 8 + r.refs.capacity() * std::mem::size_of::<RefItem>()
+                })
+                .sum::<usize>()
     }
 }
 
@@ -82,13 +114,14 @@ pub(super) unsafe fn may_be_immortal(o: *mut ffi::PyObject) -> bool {
 
 impl Cx<'_> {
     /// The node of the list or tuple at `o` (`of`), whose `n` items are at `items`, when they
-    /// are the immortals of the row kept for it.
+    /// are the immortals of the row kept for it, or the references of one read where they are
+    /// references (taking an item of the budget each, as the reading would).
     ///
     /// # Safety
     /// GIL held; `items` the live list's or tuple's `n` item pointers.
     #[inline(always)]
     pub(super) unsafe fn same_row(
-        &self,
+        &mut self,
         o: *mut ffi::PyObject,
         of: RowOf,
         items: *mut *mut ffi::PyObject,
@@ -99,7 +132,9 @@ impl Cx<'_> {
             return None;
         }
         // The reading stops at the first item when the budget is spent, or past `max_length`.
-        if n > 0 && (*self.left == 0 || n > self.budget.max_length) {
+        let refs = !r.refs.is_empty();
+        let need = if refs { n } else { usize::from(n > 0) };
+        if *self.left < need || n > self.budget.max_length || (refs && self.obj_left != 0) {
             return None;
         }
         if self.cache.last.get(o as usize) != Some(r.node) {
@@ -107,13 +142,29 @@ impl Cx<'_> {
         }
         // SAFETY: this fn's contract: `n` item pointers are readable at `items`.
         let now = unsafe { std::slice::from_raw_parts(items.cast::<usize>(), n) };
-        (now == r.items.as_slice()).then_some(r.node)
+        if now != r.items.as_slice() {
+            return None;
+        }
+        if refs {
+            // SAFETY: this fn's contract: each item is live (the row holds it), so is its type.
+            if !unsafe { same_references(r, now) } {
+                return None;
+            }
+            *self.left -= n;
+            self.has_dep = true;
+            let r = &mut self.cache.rows.slots[Rows::slot(o as usize)];
+            r.kept_at = IDS.get().lost_count();
+            return Some(r.node);
+        }
+        Some(r.node)
     }
 
-    /// After a record at `depth` of the list or tuple at `o` reused `node`, its last node: keeps
-    /// its items' addresses with it when every one is an immortal (`same_row`). Not for a row a
-    /// fingerprint is taken of (`Cx::seq`): a big one changed in place and found unchanged in
-    /// turn (go's lists of empty points) would pay the scan at each record, for nothing.
+    /// After a record at `depth` of the list or tuple at `o` reused `node`, its last node, whose
+    /// items `vals` are: keeps its items' addresses with it when every one is an immortal, or
+    /// with their types and identities when every one is a reference to the item's identity
+    /// read with no object level left (`same_row`). Not for a row of immortals a fingerprint
+    /// is taken of (`Cx::seq`): a big one changed in place and found unchanged in turn (go's
+    /// lists of empty points) would pay the scan at each record, for nothing.
     ///
     /// # Safety
     /// As [`Cx::same_row`].
@@ -121,20 +172,34 @@ impl Cx<'_> {
         &mut self,
         o: *mut ffi::PyObject,
         of: RowOf,
-        items: *mut *mut ffi::PyObject,
-        n: usize,
+        (items, n): (*mut *mut ffi::PyObject, usize),
+        vals: &[ValRef],
         depth: u32,
         node: ValRef,
     ) {
-        let printed = n as u64 >= MIN_ITEMS && depth > 0;
-        if printed || n > self.budget.max_length || !matches!(of.kind, SeqKind::List | SeqKind::Tuple) {
+        if n > self.budget.max_length || vals.len() != n || !matches!(of.kind, SeqKind::List | SeqKind::Tuple) {
             return;
         }
         // SAFETY: this fn's contract; each item is live (the container holds it).
         let now = unsafe { std::slice::from_raw_parts(items.cast::<usize>(), n) };
-        // SAFETY: GIL held (this fn's contract); each item is live.
-        if !now.iter().all(|&p| unsafe { immortal(p as *mut ffi::PyObject) }) {
-            return;
+        let mut refs = Vec::new();
+        if all_inline(vals) {
+            let printed = n as u64 >= MIN_ITEMS && depth > 0;
+            // SAFETY: GIL held (this fn's contract); each item is live.
+            if printed || !now.iter().all(|&p| unsafe { immortal(p as *mut ffi::PyObject) }) {
+                return;
+            }
+        } else {
+            // SAFETY: as above.
+            match unsafe { self.references(now, vals) } {
+                Some(r) => refs = r,
+                None => return,
+            }
+        }
+        let mut held = Vec::new();
+        if !refs.is_empty() {
+            held.extend_from_slice(now);
+            held.sort_unstable();
         }
         let rows = &mut self.cache.rows;
         if rows.slots.is_empty() {
@@ -143,6 +208,9 @@ impl Cx<'_> {
                 of: RowOf { obj: 0, ty: 0, kind: SeqKind::Other },
                 node: ValRef::ABSENT,
                 items: Vec::new(),
+                refs: Vec::new(),
+                held: Vec::new(),
+                kept_at: 0,
             });
         }
         let r = &mut rows.slots[Rows::slot(o as usize)];
@@ -151,5 +219,57 @@ impl Cx<'_> {
         r.node = node;
         r.items.clear();
         r.items.extend_from_slice(now);
+        r.refs = refs;
+        r.held = held;
+        r.kept_at = IDS.get().lost_count();
     }
+
+    /// The items at `now`, encoded to `vals`, as a row of references: `None` unless they were
+    /// read with no object level left and each value is a reference to its item's identity.
+    ///
+    /// # Safety
+    /// GIL held; each item at `now` live.
+    unsafe fn references(&mut self, now: &[usize], vals: &[ValRef]) -> Option<Vec<RefItem>> {
+        if self.obj_left != 0 || !self.registered.is_empty() {
+            return None;
+        }
+        let mut refs = Vec::with_capacity(now.len());
+        for (&p, &v) in now.iter().zip(vals) {
+            let Decoded::Slot(s) = v.decode() else { return None };
+            let cut = self.store.node(s).and_then(Node::cut)?;
+            let o = p as *mut ffi::PyObject;
+            // SAFETY: this fn's contract: `o` is live, so is its type.
+            let (tp, obj) = unsafe { (ffi::Py_TYPE(o), IDS.get().find(o)?) };
+            // SAFETY: as above.
+            let key = unsafe { type_key(tp) };
+            if cut.obj != obj || key == 0 {
+                return None;
+            }
+            refs.push(RefItem { tp: tp as usize, key, obj });
+        }
+        Some(refs)
+    }
+}
+
+/// Whether the items at `now` (the addresses row `r` keeps) are the objects `r` made references
+/// to, alive since, of the same types at the same versions.
+///
+/// # Safety
+/// GIL held; each item at `now` live.
+#[inline(always)]
+unsafe fn same_references(r: &Row, now: &[usize]) -> bool {
+    // SAFETY: this fn's contract: each item and its type are live.
+    let typed = r.refs.iter().zip(now).all(|(ri, &p)| unsafe {
+        let tp = ffi::Py_TYPE(p as *mut ffi::PyObject);
+        tp as usize == ri.tp && type_key(tp) == ri.key
+    });
+    if !typed {
+        return false;
+    }
+    let ids = IDS.get();
+    // Checking an ended identity costs a binary search; past that many, a lookup per item.
+    let max_checks = now.len() as u64 / 4 + 16;
+    ids.kept_since(r.kept_at, max_checks, |a| r.held.binary_search(&a).is_ok())
+        // SAFETY: as above.
+        || r.refs.iter().zip(now).all(|(ri, &p)| unsafe { ids.find(p as *mut ffi::PyObject) } == Some(ri.obj))
 }
