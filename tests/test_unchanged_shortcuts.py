@@ -979,11 +979,17 @@ def test_short_rows_of_immortals_recorded_again_show_each_change():
 
 
 class _Square:
+    # Slots: on 3.13 a freed instance with a managed dict is not the next one made of its
+    # class (thousands are made first), one with slots is.
+    __slots__ = ("n",)
+
     def __init__(self, n):
         self.n = n
 
 
 class _OtherSquare:
+    __slots__ = ("n",)
+
     def __init__(self, n):
         self.n = n
 

@@ -230,13 +230,18 @@ impl Cx<'_> {
     /// # Safety
     /// GIL held; each item at `now` live.
     unsafe fn references(&mut self, now: &[usize], vals: &[ValRef]) -> Option<Vec<RefItem>> {
-        if self.obj_left != 0 || !self.registered.is_empty() {
+        let is_reference = |v: ValRef| match v.decode() {
+            Decoded::Slot(s) => self.store.node(s).and_then(Node::cut),
+            _ => None,
+        };
+        // Most rows reused are of other things (ints past the cache, strs, a `None` first):
+        // told by the first item, before anything is allocated.
+        if self.obj_left != 0 || !self.registered.is_empty() || is_reference(*vals.first()?).is_none() {
             return None;
         }
         let mut refs = Vec::with_capacity(now.len());
         for (&p, &v) in now.iter().zip(vals) {
-            let Decoded::Slot(s) = v.decode() else { return None };
-            let cut = self.store.node(s).and_then(Node::cut)?;
+            let cut = is_reference(v)?;
             let o = p as *mut ffi::PyObject;
             // SAFETY: this fn's contract: `o` is live, so is its type.
             let (tp, obj) = unsafe { (ffi::Py_TYPE(o), IDS.get().find(o)?) };
