@@ -1006,12 +1006,14 @@ def test_rows_of_references_recorded_again_name_each_object():
     change shows at the next record as references to the objects the list then holds: an item
     replaced, an item freed and a new object made at its address (another identity), an item's
     class changed, its class renamed. ``MIRROR`` holds the same squares at the top, where
-    each is read afresh, so its snapshots name the identities and types the row must name."""
-    squares = [_Square(i) for i in range(5)]
+    each is read afresh, so its snapshots name the identities and types the row must name. The
+    row holds a `None` too (an immortal kept by its address), later a square, and a square
+    becomes `None`."""
+    squares = [_Square(i) for i in range(5)] + [None]
     board = _Board(list(squares))
     mirror = list(squares)
     top = [board, mirror]
-    spare = _Square(9)
+    spare, spare_too = _Square(9), _Square(10)
     made_at_address = []
 
     def replace_item():
@@ -1028,6 +1030,12 @@ def test_rows_of_references_recorded_again_name_each_object():
         made_at_address.append(id(x) == old)
         board.squares[2] = mirror[2] = x
 
+    def fill_the_none():
+        board.squares[5] = mirror[5] = spare_too
+
+    def empty_a_square():
+        board.squares[1] = mirror[1] = None
+
     def change_class():
         board.squares[3].__class__ = _OtherSquare
 
@@ -1042,6 +1050,10 @@ def test_rows_of_references_recorded_again_name_each_object():
         ("again", lambda: None),
         ("again", lambda: None),
         ("new square at its address", new_square_at_its_address),
+        ("again", lambda: None),
+        ("none filled", fill_the_none),
+        ("again", lambda: None),
+        ("square emptied", empty_a_square),
         ("again", lambda: None),
         ("class changed", change_class),
         ("again", lambda: None),
@@ -1068,6 +1080,8 @@ def test_rows_of_references_recorded_again_name_each_object():
             v = v.value
         shown_board, shown_mirror = v
         row = list(shown_board.squares)
-        assert [x.obj_id for x in row] == [x.obj_id for x in shown_mirror], tag
-        assert all(x.obj_id for x in row), tag
-        assert [x.type_name.rsplit(".", 1)[-1] for x in row] == types_then, tag
+        # Truth as the value's: an earlier state of an object is true (it has no length).
+        assert all(row[i] for i in range(len(row)) if types_then[i] != "NoneType"), tag
+        assert [x and x.obj_id for x in row] == [x and x.obj_id for x in shown_mirror], tag
+        assert all(x is None or x.obj_id for x in row), tag
+        assert [x.type_name.rsplit(".", 1)[-1] if x is not None else "NoneType" for x in row] == types_then, tag

@@ -196,6 +196,10 @@ class Earlier:
     def __len__(self) -> int:
         return len(self.value)
 
+    def __bool__(self) -> bool:
+        # Without it, truth falls back on `__len__`, which an object's snapshot has not.
+        return bool(self.value)
+
     def __iter__(self) -> Any:
         return iter(self.value)
 
