@@ -1085,3 +1085,49 @@ def test_rows_of_references_recorded_again_name_each_object():
         assert [x and x.obj_id for x in row] == [x and x.obj_id for x in shown_mirror], tag
         assert all(x is None or x.obj_id for x in row), tag
         assert [x.type_name.rsplit(".", 1)[-1] if x is not None else "NoneType" for x in row] == types_then, tag
+
+
+class _Rows:
+    def __init__(self, rows):
+        self.rows = rows
+
+
+def test_runs_of_opaque_objects_recorded_again_show_each_change():
+    """A list of C objects without an identity (``array.array``: shown by type alone) is
+    fingerprinted as one group and the count of the items of that type after it
+    (``TAG_OPAQUE_RUN``, ``encode/fingerprint.rs``): a record after an item is replaced by an
+    object of another type, the list shortened or grown, shows it."""
+    import array
+    import itertools
+
+    holder = _Rows([array.array("d", [0.0]) * 3 for _ in range(20)])
+    seen = []
+
+    def step(change):
+        def run():
+            change()
+            seen.append([type(x).__name__ for x in holder.rows])
+
+        return run
+
+    changes = [
+        ("start", lambda: None),
+        ("again", lambda: None),
+        ("again", lambda: None),
+        ("item of another type", lambda: holder.rows.__setitem__(7, itertools.count())),
+        ("again", lambda: None),
+        ("back to an array", lambda: holder.rows.__setitem__(7, array.array("d"))),
+        ("again", lambda: None),
+        ("shortened", lambda: holder.rows.pop()),
+        ("again", lambda: None),
+        ("grown", lambda: holder.rows.append(array.array("b"))),
+        ("again", lambda: None),
+        ("last of another type", lambda: holder.rows.__setitem__(-1, itertools.count())),
+        ("again", lambda: None),
+    ]
+    got = _record_keeps([holder], [(tag, step(c)) for tag, c in changes])
+    assert [tag for tag, _ in got] == [tag for tag, _ in changes]
+    for (tag, v), expected in zip(got, seen):
+        if isinstance(v, values.Earlier):
+            v = v.value
+        assert [repr(x).strip("<>") for x in v[0].rows] == expected, tag

@@ -72,6 +72,10 @@ const TAG_REPEAT: u64 = 10 << 40;
 /// interpreter (`None`, `True`, `False`, a cached small int), whose address is its value; the
 /// addresses follow, one word each. A run is as long as such items go (`immortal`).
 const TAG_IMMORTALS: u64 = 11 << 40;
+/// Plus a count: that many more items of a list or tuple, each an opaque C object without an
+/// identity of the type of the item before (whose group, `[TAG_OPAQUE, type, name, 0, 0]`, is
+/// every one of theirs): scimark's rows of `array.array`, compared by their types alone.
+const TAG_OPAQUE_RUN: u64 = 12 << 40;
 /// The cached small ints, -5 ..= 256: CPython makes every exact int of those values this one
 /// object, never freed while the interpreter lives.
 const SMALL_INT_MIN: i64 = -5;
@@ -290,6 +294,18 @@ impl Words {
         true
     }
 
+    /// Whether the group just written (keep mode) or compared (compare mode) is the one of an
+    /// opaque C object of type `tp` without an identity, `[TAG_OPAQUE, tp, name, 0, 0]`: the
+    /// last group of a walk is its object's own, and only such an object's walk ends with one
+    /// naming its own type.
+    #[inline(always)]
+    fn anonymous_opaque_before(&self, tp: *mut ffi::PyTypeObject) -> bool {
+        let end = if self.check { self.pos } else { self.buf.len() };
+        end.checked_sub(OPAQUE_WORDS)
+            .and_then(|at| self.buf.get(at..end))
+            .is_some_and(|g| g[0] == TAG_OPAQUE && g[1] == tp as u64 && g[3] == 0 && g[4] == 0)
+    }
+
     /// Compare mode: every word the same, as many.
     fn same(&self) -> bool {
         !self.differs && self.pos == self.buf.len()
@@ -321,6 +337,35 @@ unsafe fn immortal_row_end(words: &Words, o: *mut ffi::PyObject, n: usize) -> Op
     // slice compare of a few words is a call to memcmp.
     let items = unsafe { std::slice::from_raw_parts((*o.cast::<ffi::PyListObject>()).ob_item.cast::<u64>(), n) };
     (n == 0 || g[7..].iter().zip(items).all(|(a, b)| a == b)).then_some(end)
+}
+
+/// After an item of type `tp` whose group is an opaque C object's without an identity, the items
+/// from `i` of the same type while the budget lasts (each takes one, as its walk would, and
+/// each walk would write that group again): `TAG_OPAQUE_RUN` with their count, written or
+/// compared; `i` and `left` past them. `false`: compare mode found another count.
+///
+/// # Safety
+/// GIL held; `p` the live list's or tuple's `n` item pointers.
+#[inline(always)]
+unsafe fn opaque_run(
+    p: *mut *mut ffi::PyObject,
+    i: &mut usize,
+    n: usize,
+    tp: *mut ffi::PyTypeObject,
+    words: &mut Words,
+    left: &mut usize,
+) -> bool {
+    let mut run = 0u64;
+    // SAFETY: this fn's contract: items are read below `n`, each a live object.
+    while *i < n && *left > 0 && unsafe { ffi::Py_TYPE(*p.add(*i)) } == tp {
+        *left -= 1;
+        run += 1;
+        *i += 1;
+    }
+    if run > 0 {
+        words.push(TAG_OPAQUE_RUN | run);
+    }
+    !words.differs
 }
 
 impl Prints {
@@ -835,6 +880,9 @@ impl Cx<'_> {
                             continue;
                         }
                         let before = *left;
+                        // The item may be an opaque C object without an identity: only the last
+                        // two ways below walk one.
+                        let mut maybe_opaque = false;
                         // `walk` of an exact list, an inline scalar or a float, without the call
                         // and its tests of other kinds; `walk`'s own first test for a frozenset
                         // not repeated next (a run is counted below), here without a call per
@@ -864,14 +912,22 @@ impl Cx<'_> {
                             // An opaque C object whose deaths are not seen (scimark's rows of
                             // `array.array`): its group names only its type.
                             *left -= 1;
+                            maybe_opaque = true;
                             true
                         } else {
+                            maybe_opaque = true;
                             self.walk(item, depth - 1, words, left)
                         };
                         if !walked {
                             return false;
                         }
                         i += 1;
+                        if maybe_opaque && words.anonymous_opaque_before(item_tp) {
+                            if !opaque_run(p, &mut i, n, item_tp, words, left) {
+                                return false;
+                            }
+                            continue;
+                        }
                         // The walk took `used` and never ran out (the budget only falls, and
                         // `left` stays above 0): a walk of the same object with more than `used`
                         // left reads the same (nothing changes meanwhile), so a run of it
