@@ -155,7 +155,7 @@ pub struct EncodeCache {
     /// the type (`__qualname__`, `__module__`) clears it (`PyType_Modified`), so an entry with
     /// the type's current nonzero tag is its current name (building the name looked `__module__`
     /// up in the type's dict and allocated twice, for every object recorded).
-    heap_types: foldhash::HashMap<usize, (u32, u32)>,
+    heap_types: foldhash::HashMap<usize, (u32, usize, u32)>,
     /// Attribute names by the address of their str: the interned id, checked against the text
     /// (a str dying and another taking its address is then a miss, not a wrong name).
     attr_names: Box<[(usize, ffi::Py_hash_t, u32)]>,
@@ -247,14 +247,17 @@ struct TypeInfo {
 /// evicted each other at every record (richards: 286 K misses, 3% of its recorded work, after a
 /// change elsewhere moved the classes).
 struct TypeCache {
-    slots: Box<[(usize, u32, Option<TypeInfo>)]>,
+    slots: Box<[TypeSlot]>,
 }
+
+/// (type, key, `names_of`, facts).
+type TypeSlot = (usize, u32, usize, Option<TypeInfo>);
 
 const TYPE_SLOTS: usize = 1 << 9;
 
 impl Default for TypeCache {
     fn default() -> Self {
-        TypeCache { slots: vec![(0, 0, None); TYPE_SLOTS].into_boxed_slice() }
+        TypeCache { slots: vec![(0, 0, 0, None); TYPE_SLOTS].into_boxed_slice() }
     }
 }
 
@@ -267,19 +270,19 @@ impl TypeCache {
 
     /// Never a hit for `key` 0: no entry holds it (`insert`), and an empty slot's address is 0.
     #[inline(always)]
-    fn get(&self, tp: *mut ffi::PyTypeObject, key: u32) -> Option<TypeInfo> {
+    fn get(&self, tp: *mut ffi::PyTypeObject, key: u32, names: usize) -> Option<TypeInfo> {
         let s = Self::slot(tp);
-        let (a, k, info) = self.slots[s];
-        if a == tp as usize && k == key {
+        let (a, k, q, info) = self.slots[s];
+        if a == tp as usize && k == key && q == names {
             return info;
         }
-        self.get_beside(s, tp, key)
+        self.get_beside(s, tp, key, names)
     }
 
     #[inline(never)]
-    fn get_beside(&self, s: usize, tp: *mut ffi::PyTypeObject, key: u32) -> Option<TypeInfo> {
-        let (a, k, info) = self.slots[s ^ 1];
-        if a == tp as usize && k == key {
+    fn get_beside(&self, s: usize, tp: *mut ffi::PyTypeObject, key: u32, names: usize) -> Option<TypeInfo> {
+        let (a, k, q, info) = self.slots[s ^ 1];
+        if a == tp as usize && k == key && q == names {
             info
         } else {
             None
@@ -288,13 +291,13 @@ impl TypeCache {
 
     /// Into the type's slot; the type there before, if another, moves to the slot beside it.
     /// `key` is never 0 (such a type is not cached).
-    fn insert(&mut self, tp: *mut ffi::PyTypeObject, key: u32, info: TypeInfo) {
+    fn insert(&mut self, tp: *mut ffi::PyTypeObject, key: u32, names: usize, info: TypeInfo) {
         let s = Self::slot(tp);
         let before = self.slots[s];
         if before.0 != 0 && before.0 != tp as usize {
             self.slots[s ^ 1] = before;
         }
-        self.slots[s] = (tp as usize, key, Some(info));
+        self.slots[s] = (tp as usize, key, names, Some(info));
     }
 }
 
@@ -309,11 +312,31 @@ unsafe fn type_key(tp: *mut ffi::PyTypeObject) -> u32 {
             return u32::MAX;
         }
         // Py_TPFLAGS_VALID_VERSION_TAG: before 3.11 `PyType_Modified` clears only the flag.
+        // 3.13 no longer sets it (a tag is valid when it is not 0): tested there, no heap type
+        // was ever cached and each instance recorded took `type_info_slow` (47% of go's
+        // recorded work in calls mode).
+        #[cfg(not(Py_3_13))]
         if flags & (1 << 19) == 0 {
             return 0;
         }
         (*tp).tp_version_tag
     }
+}
+
+/// What a heap type's shown name is read from besides its version tag: its `__qualname__`
+/// object's address, on 3.13, where setting `__qualname__` leaves the tag as it was (3.11 and
+/// 3.12 give the type a new tag); 0 elsewhere. A cache keyed by the tag checks this too.
+#[inline(always)]
+pub(super) unsafe fn names_of(tp: *mut ffi::PyTypeObject) -> usize {
+    #[cfg(Py_3_13)]
+    // SAFETY: this fn's contract: `tp` is a live type, a heap type's object read as one.
+    unsafe {
+        if (*tp).tp_flags & ffi::Py_TPFLAGS_HEAPTYPE != 0 {
+            return (*tp.cast::<ffi::PyHeapTypeObject>()).ht_qualname as usize;
+        }
+    }
+    let _ = tp;
+    0
 }
 
 /// How instances of `tp` are encoded (what `enc` used to find by a chain of checks).
@@ -394,7 +417,7 @@ impl EncodeCache {
 
     pub fn bytes(&self) -> u64 {
         (self.last.bytes() + self.cuts.bytes() + self.known.bytes() + self.classes.bytes() + self.static_types.capacity() * 16 + self.stack.capacity() * 4) as u64
-            + (self.heap_types.capacity() * 16 + self.attr_names.len() * 24) as u64
+            + (self.heap_types.capacity() * 24 + self.attr_names.len() * 24) as u64
             + (self.pairs.capacity() * 8 + self.attrs.capacity() * 8 + self.text.capacity()) as u64
             + self.prints.bytes() as u64
             // The type cache, the cycle path and the types' member lists.
@@ -865,7 +888,7 @@ impl Cx<'_> {
         // its class dies (deaths.rs).
         unsafe {
             let key = type_key(tp);
-            match self.cache.types.get(tp, key) {
+            match self.cache.types.get(tp, key, names_of(tp)) {
                 Some(info) => info,
                 None => self.type_info_slow(tp, key),
             }
@@ -900,7 +923,7 @@ impl Cx<'_> {
                 members,
             };
             if key != 0 {
-                self.cache.types.insert(tp, key, info);
+                self.cache.types.insert(tp, key, names_of(tp), info);
             }
             info
         }
@@ -1045,18 +1068,19 @@ impl Cx<'_> {
             }
             // Py_TPFLAGS_VALID_VERSION_TAG: before 3.11 `PyType_Modified` clears only the flag,
             // leaving the old tag in place.
-            let valid = (*tp).tp_flags & (1 << 19) != 0;
+            // 3.13 no longer sets the flag: a tag is valid when it is not 0 (`type_key`).
+            let valid = cfg!(Py_3_13) || (*tp).tp_flags & (1 << 19) != 0;
             let tag = if valid { (*tp).tp_version_tag } else { 0 };
             if tag != 0 {
-                if let Some(&(t, id)) = self.cache.heap_types.get(&(tp as usize)) {
-                    if t == tag {
+                if let Some(&(t, names, id)) = self.cache.heap_types.get(&(tp as usize)) {
+                    if t == tag && names == names_of(tp) {
                         return id;
                     }
                 }
             }
             let id = self.store.intern(&qualified_name(tp));
             if tag != 0 {
-                self.cache.heap_types.insert(tp as usize, (tag, id));
+                self.cache.heap_types.insert(tp as usize, (tag, names_of(tp), id));
             }
             id
         }

@@ -177,9 +177,9 @@ pub(super) struct Prints {
     /// `walk_frozen`'s word list, kept between walks (one allocation per frozenset walked
     /// cost meteor_contest 6% of its time in malloc and free).
     scratch: Vec<u64>,
-    /// The last type checked by `same_anonymous_opaque`: (address, version tag, name word,
-    /// whether its objects are opaque without an identity).
-    anonymous: (usize, u32, u64, bool),
+    /// The last type checked by `same_anonymous_opaque`: (address, version tag, `names_of`,
+    /// name word, whether its objects are opaque without an identity).
+    anonymous: (usize, u32, usize, u64, bool),
 }
 
 /// Where a walk puts its words: kept (a fingerprint taken), or compared as they come with the
@@ -563,9 +563,11 @@ impl Cx<'_> {
         if version == 0 {
             return false;
         }
+        // SAFETY: as above.
+        let names = unsafe { super::names_of(tp) };
         let known = self.cache.prints.anonymous;
-        let (opaque, type_name) = if known.0 == tp as usize && known.1 == version {
-            (known.3, known.2)
+        let (opaque, type_name) = if known.0 == tp as usize && known.1 == version && known.2 == names {
+            (known.4, known.3)
         } else {
             let info = self.type_info(tp);
             // What `walk` tests for an opaque object, without its identity (not watched).
@@ -576,7 +578,7 @@ impl Cx<'_> {
                 && dictoffset == 0
                 // Py_TPFLAGS_MANAGED_DICT (3.11+).
                 && flags & (1 << 4) == 0;
-            self.cache.prints.anonymous = (tp as usize, version, u64::from(info.name), opaque);
+            self.cache.prints.anonymous = (tp as usize, version, names, u64::from(info.name), opaque);
             (opaque, u64::from(info.name))
         };
         if !opaque || name != type_name {
