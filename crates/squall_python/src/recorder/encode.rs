@@ -1298,9 +1298,7 @@ impl Cx<'_> {
             let addr = o as usize;
             if let Some(node) = replayed {
                 if let Some(row) = array {
-                    let vals = std::mem::take(&mut self.cache.stack);
-                    self.keep_row(o, rows::RowOf { obj, ty, kind }, row, &vals[base..], depth, node);
-                    self.cache.stack = vals;
+                    self.keep_row(o, rows::RowOf { obj, ty, kind }, row, base, depth, node);
                 }
                 self.cache.stack.truncate(base);
                 return node;
@@ -1324,9 +1322,7 @@ impl Cx<'_> {
                 if same {
                     self.memo_node(addr, prev);
                     if let Some(row) = array {
-                        let vals = std::mem::take(&mut self.cache.stack);
-                        self.keep_row(o, rows::RowOf { obj, ty, kind }, row, &vals[base..], depth, prev);
-                        self.cache.stack = vals;
+                        self.keep_row(o, rows::RowOf { obj, ty, kind }, row, base, depth, prev);
                     }
                     self.cache.stack.truncate(base);
                     return prev;

@@ -166,9 +166,32 @@ impl Cx<'_> {
     /// is taken of (`Cx::seq`): a big one changed in place and found unchanged in turn (go's
     /// lists of empty points) would pay the scan at each record, for nothing.
     ///
+    /// `vals` are the encoding stack's values from `base`.
+    ///
     /// # Safety
     /// As [`Cx::same_row`].
     pub(super) unsafe fn keep_row(
+        &mut self,
+        o: *mut ffi::PyObject,
+        of: RowOf,
+        row: (*mut *mut ffi::PyObject, usize),
+        base: usize,
+        depth: u32,
+        node: ValRef,
+    ) {
+        // Out of the cache while the row is kept (`references` reads the store and the
+        // identities, not the stack), put back as it was.
+        let vals = std::mem::take(&mut self.cache.stack);
+        // SAFETY: this fn's contract.
+        unsafe { self.keep_row_of(o, of, row, vals.get(base..).unwrap_or(&[]), depth, node) };
+        self.cache.stack = vals;
+    }
+
+    /// `keep_row` with the items' values `vals`.
+    ///
+    /// # Safety
+    /// As [`Cx::same_row`].
+    unsafe fn keep_row_of(
         &mut self,
         o: *mut ffi::PyObject,
         of: RowOf,
