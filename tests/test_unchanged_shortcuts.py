@@ -112,7 +112,11 @@ def test_a_reference_in_a_replayed_record_finds_the_newer_state(tag, field, name
     (after,) = [o for t, o in shows if t == tag]
     leaf = after.attrs["items"][field] if isinstance(field, int) else after.attrs[field]
     # Recorded by `show("leaf itself", ...)` after the rename: the reference resolves to it.
-    assert isinstance(leaf, values.Earlier) and leaf.value.attrs["name"] == name, leaf
+    # The last-node table is direct-mapped (`encode::LastNodes`): when a node made between that
+    # record and this one lands in the leaf's slot, the leaf no longer looks known and is read
+    # whole instead, which shows the same state (seen once in ~20 CI runs, on 3.10).
+    state = leaf.value if isinstance(leaf, values.Earlier) else leaf
+    assert isinstance(state, values.ObjectSnapshot) and state.attrs["name"] == name, leaf
 
 
 def test_a_new_object_at_a_freed_ones_address_is_not_the_old_reference():
