@@ -437,9 +437,9 @@ unsafe extern "C" {
     static mut PyMethod_Type: ffi::PyTypeObject;
 }
 
-/// The head of a `PyDictKeysObject` (3.11, 3.12: pycore_dict.h); its index table follows,
-/// `1 << dk_log2_index_bytes` bytes, then the entries.
-#[cfg(all(Py_3_11, not(Py_3_13)))]
+/// The head of a `PyDictKeysObject` (3.11-3.13 with the GIL: pycore_dict.h); its index table
+/// follows, `1 << dk_log2_index_bytes` bytes, then the entries.
+#[cfg(Py_3_11)]
 #[repr(C)]
 struct DictKeys {
     dk_refcnt: isize,
@@ -451,9 +451,10 @@ struct DictKeys {
     dk_nentries: isize,
 }
 
-/// Managed-dict object `o`'s inline values and its type's shared keys (3.11, 3.12), when its
+/// Managed-dict object `o`'s inline values and its type's shared keys (3.11-3.13), when its
 /// attributes are there: not when its dict was made, or the type's cached keys are missing or
-/// not split (pycore_object.h: the values pointer before the object; pycore_dict.h).
+/// not split (pycore_object.h: the values pointer before the object on 3.11 and 3.12, the values
+/// after it on 3.13; pycore_dict.h).
 ///
 /// # Safety
 /// GIL held; `o` a valid object of type `tp` with `Py_TPFLAGS_MANAGED_DICT`.
@@ -487,6 +488,86 @@ unsafe fn inline_values(
             return None;
         }
         Some((values, keys))
+    }
+}
+
+/// 3.13 keeps a plain instance's attributes in values laid out right after the object
+/// (`_PyObject_InlineValues`: `Py_TPFLAGS_INLINE_VALUES`, a type of `object`'s basic size) until
+/// its `__dict__` is asked for, under a 4-byte head (capacity, size, embedded, valid) padded to a
+/// word; the managed dict pointer lies three words before the object. `_PyObject_GetDictPtr`
+/// would make that dict (`_PyObject_MaterializeManagedDict`): the program's object would grow
+/// by it, and `gc` would see one more object per instance recorded.
+#[cfg(Py_3_13)]
+const INLINE_HEAD: usize = 8;
+
+/// As the 3.11/3.12 `inline_values`, for 3.13's layout (`INLINE_HEAD`).
+///
+/// # Safety
+/// GIL held; `o` a valid object of type `tp` with `Py_TPFLAGS_MANAGED_DICT`.
+#[cfg(Py_3_13)]
+unsafe fn inline_values(
+    o: *mut ffi::PyObject,
+    tp: *mut ffi::PyTypeObject,
+) -> Option<(*mut *mut ffi::PyObject, *const DictKeys)> {
+    // SAFETY: this fn's contract (GIL held, `o` live of type `tp` with a managed dict, 3.13 with
+    // the GIL); the layout is read as pycore_object.h / pycore_dict.h lay it out there, and
+    // checked (heap type, inline values, the basic size they follow, no dict made, the values
+    // valid, split keys) before the values are.
+    unsafe {
+        const INLINE_VALUES: std::ffi::c_ulong = 1 << 2;
+        if (*tp).tp_flags & ffi::Py_TPFLAGS_HEAPTYPE == 0
+            || (*tp).tp_flags & INLINE_VALUES == 0
+            || (*tp).tp_basicsize != std::mem::size_of::<ffi::PyObject>() as ffi::Py_ssize_t
+        {
+            return None;
+        }
+        if !(*o.cast::<*mut ffi::PyObject>().sub(3)).is_null() {
+            return None;
+        }
+        let head = o.cast::<u8>().add(std::mem::size_of::<ffi::PyObject>());
+        if *head.add(3) == 0 {
+            return None;
+        }
+        let values = head.add(INLINE_HEAD).cast::<*mut ffi::PyObject>();
+        let keys = (*tp.cast::<ffi::PyHeapTypeObject>()).ht_cached_keys.cast::<DictKeys>();
+        if keys.is_null() || (*keys).dk_kind != 2 {
+            return None;
+        }
+        Some((values, keys))
+    }
+}
+
+/// As the 3.11/3.12 `inline_attr`, for 3.13's layout: the order's count is the head's `size`,
+/// its index bytes follow the values' `capacity` slots, first attribute first
+/// (`get_insertion_order_array`).
+///
+/// # Safety
+/// As [`inline_values`], with `values` and `keys` what it gave for the object, still its own.
+#[cfg(Py_3_13)]
+#[inline(always)]
+unsafe fn inline_attr(
+    values: *mut *mut ffi::PyObject,
+    keys: *const DictKeys,
+    i: usize,
+) -> Option<Option<(usize, *mut ffi::PyObject, *mut ffi::PyObject)>> {
+    // SAFETY: as `inline_values` (this fn's contract); `i` is checked against the order's count
+    // before its byte is read, the index against the keys' count before the entry is.
+    unsafe {
+        let head = values.cast::<u8>().sub(INLINE_HEAD);
+        if i >= usize::from(*head.add(1)) {
+            return None;
+        }
+        let ix = usize::from(*values.add(usize::from(*head)).cast::<u8>().add(i));
+        if ix >= (*keys).dk_nentries.max(0) as usize {
+            return Some(None);
+        }
+        let entries = keys
+            .cast::<u8>()
+            .add(std::mem::size_of::<DictKeys>() + (1usize << (*keys).dk_log2_index_bytes))
+            .cast::<[*mut ffi::PyObject; 2]>();
+        let k = (*entries.add(ix))[0];
+        let v = *values.add(ix);
+        Some((!k.is_null() && !v.is_null()).then_some((ix, k, v)))
     }
 }
 
@@ -1414,11 +1495,11 @@ impl Cx<'_> {
             if let Some(cut) = at_limit {
                 return self.cut(o, cut);
             }
-            // 3.11 and 3.12 keep a managed-dict object's attributes in inline values until its
+            // 3.11-3.13 keep a managed-dict object's attributes in inline values until its
             // `__dict__` is asked for; `_PyObject_GetDictPtr` would make that dict (the program's
             // attribute loads then take a slower path, and every object recorded grows by it).
             // They are read where they are, in the order the dict would give.
-            #[cfg(all(Py_3_11, not(Py_3_13)))]
+            #[cfg(Py_3_11)]
             let inline_at =
                 if (*tp).tp_flags & ffi::Py_TPFLAGS_MANAGED_DICT != 0 { inline_values(o, tp) } else { None };
             let outer = self.descend(o, obj, true);
@@ -1427,7 +1508,11 @@ impl Cx<'_> {
             // reading into the memo or writing it back; else the reading below goes on from
             // the first attribute that differs.
             #[cfg(all(Py_3_11, not(Py_3_13)))]
-            let mut resume = None;
+            let mut resume: Option<memo::Resume> = None;
+            // 3.13's order bytes lie the other way (`inline_attr`): the memo's kept order
+            // (`memo_inline_whole`) is 3.11's and 3.12's only.
+            #[cfg(Py_3_13)]
+            let resume: Option<memo::Resume> = None;
             #[cfg(all(Py_3_11, not(Py_3_13)))]
             if let Some(at) = inline_at.filter(|_| {
                 obj != 0 && !has_base_value && !info.exception && info.members == 0 && self.registered.is_empty()
@@ -1461,7 +1546,7 @@ impl Cx<'_> {
             }
             self.members(o, info.members, depth);
             // A registered encoder (the user's code) may have changed the object meanwhile.
-            #[cfg(all(Py_3_11, not(Py_3_13)))]
+            #[cfg(Py_3_11)]
             let inline_at = if self.registered.is_empty() {
                 inline_at
             } else if (*tp).tp_flags & ffi::Py_TPFLAGS_MANAGED_DICT != 0 {
@@ -1469,15 +1554,15 @@ impl Cx<'_> {
             } else {
                 None
             };
-            #[cfg(all(Py_3_11, not(Py_3_13)))]
+            #[cfg(Py_3_11)]
             let inline = inline_at.is_some();
-            #[cfg(not(all(Py_3_11, not(Py_3_13))))]
+            #[cfg(not(Py_3_11))]
             let inline = false;
             // Attributes in inline values (3.11, 3.12) have no version to replay by: a plain
             // instance's are compared field by field with what its last record read (`memo`).
-            #[cfg(all(Py_3_11, not(Py_3_13)))]
+            #[cfg(Py_3_11)]
             let mut inline_replayed = None;
-            #[cfg(all(Py_3_11, not(Py_3_13)))]
+            #[cfg(Py_3_11)]
             if let Some(mut at) = inline_at {
                 let mut ks = self.key_names_of(at.1 as usize);
                 let head =
@@ -1530,9 +1615,12 @@ impl Cx<'_> {
                     // is likely to be again: its order and values are kept for the next record.
                     let again = open.recorded_before();
                     inline_replayed = self.memo_end(o, head, open, complete, 0);
+                    #[cfg(not(Py_3_13))]
                     if complete && again {
                         self.memo_inline_order(o, &head, at.0, at.1);
                     }
+                    #[cfg(Py_3_13)]
+                    let _ = again;
                 }
             }
             let dict_ptr = if inline {
@@ -1571,7 +1659,7 @@ impl Cx<'_> {
                     None => self.read_dict(o, d, depth, base, plain.then_some(head)),
                 };
             }
-            #[cfg(all(Py_3_11, not(Py_3_13)))]
+            #[cfg(Py_3_11)]
             if inline_replayed.is_some() {
                 replayed = inline_replayed;
             }

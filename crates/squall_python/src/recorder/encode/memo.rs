@@ -54,8 +54,8 @@ const SLOTS: usize = 1 << 12;
 
 /// What a memo was made of.
 pub(super) const SHAPE_DICT: u8 = 1;
-/// Attributes in inline values (3.11, 3.12).
-#[cfg_attr(not(all(Py_3_11, not(Py_3_13))), expect(dead_code, reason = "inline values are 3.11 and 3.12 only"))]
+/// Attributes in inline values (3.11-3.13).
+#[cfg_attr(not(Py_3_11), expect(dead_code, reason = "inline values are 3.11 to 3.13"))]
 pub(super) const SHAPE_INLINE: u8 = 2;
 /// Plus the `SeqKind` as a number.
 pub(super) const SHAPE_SEQ: u8 = 8;
@@ -245,6 +245,11 @@ pub(super) struct Open {
     reusable: u32,
 }
 
+/// Where `memo_inline_whole` stopped, for the reading of the attributes to go on from: slot `i` of
+/// the order, the memo's first `n` fields this record's, the last of them changed (`Whole::Prefix`).
+#[cfg(Py_3_11)]
+pub(super) type Resume = (usize, usize, Option<(ValRef, Replay)>);
+
 /// What `memo_inline_whole` found.
 #[cfg(all(Py_3_11, not(Py_3_13)))]
 pub(super) enum Whole {
@@ -262,13 +267,13 @@ pub(super) enum Whole {
 impl Open {
     /// The memo held a record of this thing when it was opened (not a first record at its
     /// slot).
-    #[cfg_attr(not(all(Py_3_11, not(Py_3_13))), expect(dead_code, reason = "inline values are 3.11 and 3.12 only"))]
+    #[cfg_attr(not(Py_3_11), expect(dead_code, reason = "inline values are 3.11 to 3.13"))]
     pub(super) fn recorded_before(&self) -> bool {
         self.prev_count > 0
     }
 
     /// The last record read a field past those read so far.
-    #[cfg_attr(not(all(Py_3_11, not(Py_3_13))), expect(dead_code, reason = "inline values are 3.11 and 3.12 only"))]
+    #[cfg_attr(not(Py_3_11), expect(dead_code, reason = "inline values are 3.11 to 3.13"))]
     #[inline(always)]
     pub(super) fn has_next(&self) -> bool {
         self.n < self.fields.len()
@@ -494,7 +499,7 @@ impl Cx<'_> {
     ///
     /// # Safety
     /// GIL held; `values` and `keys` what `inline_values` gave for the live instance.
-    #[cfg(all(Py_3_11, not(Py_3_13)))]
+    #[cfg(Py_3_11)]
     #[inline(never)]
     pub(super) unsafe fn memo_inline_prefix(
         &mut self,
@@ -836,7 +841,7 @@ impl Cx<'_> {
     /// After `memo_inline_whole` gave `Prefix { n, changed, .. }`, with `open` the memo just
     /// opened: the memo's first `n` fields pushed onto `attrs` as this record's (the last one
     /// `changed` to the node it encoded to now), and `open` past them.
-    #[cfg(all(Py_3_11, not(Py_3_13)))]
+    #[cfg(Py_3_11)]
     pub(super) fn memo_take_prefix(&mut self, open: &mut Open, n: usize, changed: Option<(ValRef, Replay)>) {
         let fields = &mut open.fields[..n];
         if let (Some((v, how)), Some(f)) = (changed, fields.last_mut()) {
