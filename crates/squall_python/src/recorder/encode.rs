@@ -191,10 +191,10 @@ struct KeyNames {
 /// A key str's address and hash, and its interned name.
 type KeyName = (usize, ffi::Py_hash_t, u32);
 
-#[cfg_attr(not(all(Py_3_11, not(Py_3_13))), allow(dead_code))] // inline values: 3.11, 3.12
+#[cfg_attr(not(Py_3_11), allow(dead_code))] // inline values: 3.11-3.13
 const KEY_NAME_SLOTS: usize = 1 << 8;
 
-#[cfg_attr(not(all(Py_3_11, not(Py_3_13))), allow(dead_code))] // inline values: 3.11, 3.12
+#[cfg_attr(not(Py_3_11), allow(dead_code))] // inline values: 3.11-3.13
 impl KeyNames {
     fn slot(keys: usize) -> usize {
         ((keys >> 4) ^ (keys >> 12)) & (KEY_NAME_SLOTS - 1)
@@ -603,6 +603,44 @@ unsafe fn inline_attr(
         let k = (*entries.add(ix))[0];
         let v = *values.add(ix);
         Some((!k.is_null() && !v.is_null()).then_some((ix, k, v)))
+    }
+}
+
+/// The insertion order of the inline values `values` (as `inline_values` gave them) as it lies
+/// in memory, one index byte per attribute: before the values, the last attribute's first (3.11,
+/// 3.12); after the values' capacity, the first attribute's first (3.13). `order_nth` reads it.
+///
+/// # Safety
+/// GIL held; `values` what `inline_values` gave for a live instance, the slice used before any
+/// Python code runs.
+#[cfg(Py_3_11)]
+#[inline(always)]
+pub(super) unsafe fn inline_order<'a>(values: *mut *mut ffi::PyObject) -> &'a [u8] {
+    // SAFETY: this fn's contract: the count and the index bytes lie where each version's layout
+    // puts them (`inline_attr`).
+    unsafe {
+        #[cfg(not(Py_3_13))]
+        {
+            let at = values.cast::<u8>();
+            let len = usize::from(*at.sub(2));
+            std::slice::from_raw_parts(at.sub(2 + len), len)
+        }
+        #[cfg(Py_3_13)]
+        {
+            let head = values.cast::<u8>().sub(INLINE_HEAD);
+            std::slice::from_raw_parts(values.add(usize::from(*head)).cast::<u8>(), usize::from(*head.add(1)))
+        }
+    }
+}
+
+/// The `n`-th attribute's index in an order as `inline_order` gives it (or as it was copied).
+#[cfg(Py_3_11)]
+#[inline(always)]
+pub(super) fn order_nth(order: &[u8], n: usize) -> Option<u8> {
+    if cfg!(Py_3_13) {
+        order.get(n).copied()
+    } else {
+        order.len().checked_sub(n + 1).map(|k| order[k])
     }
 }
 
@@ -1193,7 +1231,7 @@ impl Cx<'_> {
     }
 
     /// The `KeyNames` slot of split keys `keys`, emptied if it held other keys' names.
-    #[cfg_attr(not(all(Py_3_11, not(Py_3_13))), allow(dead_code))] // inline values: 3.11, 3.12
+    #[cfg_attr(not(Py_3_11), allow(dead_code))] // inline values: 3.11-3.13
     fn key_names_of(&mut self, keys: usize) -> usize {
         let slots = &mut self.cache.key_names.slots;
         if slots.is_empty() {
@@ -1214,7 +1252,7 @@ impl Cx<'_> {
     /// # Safety
     /// GIL held; `k` a live str, the key at `i` in those live split keys.
     #[inline(always)]
-    #[cfg_attr(not(all(Py_3_11, not(Py_3_13))), allow(dead_code))] // inline values: 3.11, 3.12
+    #[cfg_attr(not(Py_3_11), allow(dead_code))] // inline values: 3.11-3.13
     unsafe fn key_name(&mut self, ks: usize, i: usize, k: *mut ffi::PyObject) -> u32 {
         // SAFETY: this fn's contract: `k` is a live str.
         unsafe {
@@ -1507,13 +1545,9 @@ impl Cx<'_> {
             // (`memo_inline_whole`): with every attribute as then, that record's node, without
             // reading into the memo or writing it back; else the reading below goes on from
             // the first attribute that differs.
-            #[cfg(all(Py_3_11, not(Py_3_13)))]
+            #[cfg(Py_3_11)]
             let mut resume: Option<memo::Resume> = None;
-            // 3.13's order bytes lie the other way (`inline_attr`): the memo's kept order
-            // (`memo_inline_whole`) is 3.11's and 3.12's only.
-            #[cfg(Py_3_13)]
-            let resume: Option<memo::Resume> = None;
-            #[cfg(all(Py_3_11, not(Py_3_13)))]
+            #[cfg(Py_3_11)]
             if let Some(at) = inline_at.filter(|_| {
                 obj != 0 && !has_base_value && !info.exception && info.members == 0 && self.registered.is_empty()
             }) {
@@ -1615,12 +1649,9 @@ impl Cx<'_> {
                     // is likely to be again: its order and values are kept for the next record.
                     let again = open.recorded_before();
                     inline_replayed = self.memo_end(o, head, open, complete, 0);
-                    #[cfg(not(Py_3_13))]
                     if complete && again {
                         self.memo_inline_order(o, &head, at.0, at.1);
                     }
-                    #[cfg(Py_3_13)]
-                    let _ = again;
                 }
             }
             let dict_ptr = if inline {

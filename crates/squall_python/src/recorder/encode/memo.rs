@@ -3,7 +3,7 @@
 //! reuses a field's value when the field provably encodes the same, without encoding it
 //! (DESIGN.md, "Where recorded time goes"). The test is made while the fields are read, by
 //! the encoding pass itself: a miss costs a compare, and the field is encoded as it would be.
-//! Attributes kept in inline values (3.11, 3.12) have no version to replay by: a plain
+//! Attributes kept in inline values (3.11-3.13) have no version to replay by: a plain
 //! instance's are compared field by field (`SHAPE_INLINE`). That lost to plain encoding while a
 //! field hit cost ~200 instructions (docs/benchmarks.md, fifth session); a hit now leaves the
 //! memo unwritten and checks a reference by one identity slot (`Identities::find`).
@@ -81,14 +81,14 @@ struct Memo {
     order_keys: usize,
 }
 
-/// The keys and the insertion order (its index bytes, as they lie before the values) of the
+/// The keys and the insertion order (its index bytes, as they lie in memory) of the
 /// inline values a memo's fields were read from, one field per attribute in order, and the
 /// values then. A record with the same keys and the same order bytes has its `n`-th attribute
 /// at the index the order names `n`-th, under the memo's `n`-th name (a live type's split keys
 /// only grow: an entry's key never changes); with the same values too, each attribute is the
 /// memo's object, and only those that are not immortal need their own check (`checks`).
 #[derive(Clone, Copy)]
-#[cfg_attr(not(all(Py_3_11, not(Py_3_13))), expect(dead_code, reason = "inline values are 3.11 and 3.12 only"))]
+#[cfg_attr(not(Py_3_11), expect(dead_code, reason = "inline values are 3.11 to 3.13"))]
 struct InlineOrder {
     /// The memo slot whose order this is (`Memos::orders` holds fewer entries than memos).
     memo: u16,
@@ -96,7 +96,7 @@ struct InlineOrder {
     /// How many of `vals` and of `checks` hold.
     vals_len: u8,
     checks_len: u8,
-    /// The order's `len` index bytes as they lie in memory: the last attribute's first.
+    /// The order's `len` index bytes as they lie in memory (`encode::inline_order`).
     bytes: [u8; ORDER_MAX],
     /// The fields (by position) that are not `Replay::Immortal`, in order.
     checks: [u8; ORDER_MAX],
@@ -109,10 +109,10 @@ struct InlineOrder {
 const ORDER_MAX: usize = 16;
 /// Entries of `Memos::orders`, by memo slot modulo this: 4096 x 168 bytes per timeline that
 /// records an inline-values instance again (1024 made deltablue 1% slower: evictions).
-#[cfg(all(Py_3_11, not(Py_3_13)))]
+#[cfg(Py_3_11)]
 const ORDER_SLOTS: usize = 1 << 12;
 
-#[cfg_attr(not(all(Py_3_11, not(Py_3_13))), expect(dead_code, reason = "inline values are 3.11 and 3.12 only"))]
+#[cfg_attr(not(Py_3_11), expect(dead_code, reason = "inline values are 3.11 to 3.13"))]
 impl InlineOrder {
     const EMPTY: InlineOrder = InlineOrder {
         memo: u16::MAX,
@@ -128,7 +128,7 @@ impl InlineOrder {
 impl Memos {
     /// The order kept for the memo at slot `k`, if its entry still holds it (entries are
     /// shared by memo slots modulo `ORDER_SLOTS`).
-    #[cfg(all(Py_3_11, not(Py_3_13)))]
+    #[cfg(Py_3_11)]
     #[inline(always)]
     fn order_of(&self, k: usize) -> Option<&InlineOrder> {
         self.orders.get(k % ORDER_SLOTS).filter(|io| usize::from(io.memo) == k)
@@ -251,7 +251,7 @@ pub(super) struct Open {
 pub(super) type Resume = (usize, usize, Option<(ValRef, Replay)>);
 
 /// What `memo_inline_whole` found.
-#[cfg(all(Py_3_11, not(Py_3_13)))]
+#[cfg(Py_3_11)]
 pub(super) enum Whole {
     /// No memo of this record's thing, read whole, with its node the last at its address.
     No,
@@ -290,7 +290,7 @@ const SKIP_WITHOUT_REUSABLE: u8 = 15;
 pub(super) struct Memos {
     slots: Vec<Memo>,
     /// Per slot, the inline values' order and values its memo's `order_keys` names (made on
-    /// first use: 3.11 and 3.12 only).
+    /// first use: 3.11 to 3.13 only).
     orders: Vec<InlineOrder>,
 }
 
@@ -491,7 +491,7 @@ impl Cx<'_> {
         }
     }
 
-    /// `memo_items_prefix` for the attributes of an instance in inline values (3.11, 3.12):
+    /// `memo_items_prefix` for the attributes of an instance in inline values (3.11-3.13):
     /// from slot `from` of their order (`values`, `keys` as `inline_values` gave them, `ks` their
     /// `KeyNames` slot), the attributes that are the memo's objects under the memo's names and
     /// replay without encoding, pushed onto `attrs` (`base` where the instance's start). Returns
@@ -550,7 +550,7 @@ impl Cx<'_> {
     }
 
     /// The first pass over the attributes of the plain instance `o` whose attributes are in
-    /// inline values (3.11, 3.12; `values` and `keys` as `inline_values` gave them), described
+    /// inline values (3.11-3.13; `values` and `keys` as `inline_values` gave them), described
     /// by `head` (`o` entered: `descend`), against the memo's last record when it is of `o`,
     /// read whole, and its node is still the last made at `o`: attribute by attribute in
     /// order, each the memo's object under the memo's name that replays by its own check
@@ -561,7 +561,7 @@ impl Cx<'_> {
     ///
     /// # Safety
     /// GIL held; `values` and `keys` what `inline_values` gave for the live instance `o`.
-    #[cfg(all(Py_3_11, not(Py_3_13)))]
+    #[cfg(Py_3_11)]
     #[inline(never)]
     pub(super) unsafe fn memo_inline_whole(
         &mut self,
@@ -627,8 +627,7 @@ impl Cx<'_> {
                             break Err(());
                         }
                         let (f, v) = if let Some(order) = order {
-                            // Its last byte is the first attribute's index.
-                            let Some(&ix) = order.len().checked_sub(n + 1).map(|k| &order[k]) else {
+                            let Some(ix) = super::order_nth(order, n) else {
                                 break Ok(None);
                             };
                             let Some(f) = m.fields.get(n) else { break Err(()) };
@@ -711,7 +710,7 @@ impl Cx<'_> {
     /// # Safety
     /// As `memo_inline_whole`, with `k` the memo's slot, found of `o`, complete, its node the
     /// last at `o`.
-    #[cfg(all(Py_3_11, not(Py_3_13)))]
+    #[cfg(Py_3_11)]
     #[inline(always)]
     unsafe fn memo_inline_same(
         &mut self,
@@ -807,7 +806,7 @@ impl Cx<'_> {
     ///
     /// # Safety
     /// GIL held; `p` the live object of the memo's field `n - 1`.
-    #[cfg(all(Py_3_11, not(Py_3_13)))]
+    #[cfg(Py_3_11)]
     #[inline(never)]
     #[expect(
         clippy::too_many_arguments,
@@ -859,7 +858,7 @@ impl Cx<'_> {
     ///
     /// # Safety
     /// GIL held; `values` and `keys` what `inline_values` gave for the live instance `o`.
-    #[cfg(all(Py_3_11, not(Py_3_13)))]
+    #[cfg(Py_3_11)]
     pub(super) unsafe fn memo_inline_order(
         &mut self,
         o: *mut ffi::PyObject,
@@ -867,8 +866,8 @@ impl Cx<'_> {
         values: *mut *mut ffi::PyObject,
         keys: *const super::DictKeys,
     ) {
-        // SAFETY: this fn's contract: the order's count and index bytes lie before the values
-        // (`inline_attr`), and an index is checked against the keys' count before its value
+        // SAFETY: this fn's contract: the order's count and index bytes lie where
+        // `inline_order` reads them, and an index is checked against the keys' count before its value
         // is read.
         unsafe {
             let max_string = self.budget.max_string;
@@ -876,8 +875,8 @@ impl Cx<'_> {
             let memos = &mut self.cache.memos;
             let Some(m) = memos.slots.get_mut(k) else { return };
             m.order_keys = 0;
-            let order = values.cast::<u8>();
-            let len = usize::from(*order.sub(2));
+            let bytes = super::inline_order(values);
+            let len = bytes.len();
             if !m.is_of(o, head, max_string) || !m.complete || len > ORDER_MAX || m.fields.len() != len {
                 return;
             }
@@ -887,11 +886,10 @@ impl Cx<'_> {
             let io = &mut memos.orders[k % ORDER_SLOTS];
             // The entry is another memo's no longer, whatever is kept below.
             io.memo = u16::MAX;
-            let bytes = std::slice::from_raw_parts(order.sub(2 + len), len);
             let nentries = ((*keys).dk_nentries.max(0) as usize).min(ORDER_MAX);
             let (mut end, mut checks) = (0, 0);
             for (n, f) in m.fields.iter().enumerate() {
-                let ix = usize::from(bytes[len - 1 - n]);
+                let Some(ix) = super::order_nth(bytes, n).map(usize::from) else { return };
                 if ix >= nentries || *values.add(ix) as usize != f.value || f.value == 0 {
                     return;
                 }
@@ -1104,17 +1102,13 @@ impl Cx<'_> {
 ///
 /// # Safety
 /// GIL held; `values` what `inline_values` gave for a live instance.
-#[cfg(all(Py_3_11, not(Py_3_13)))]
+#[cfg(Py_3_11)]
 #[inline(always)]
 unsafe fn same_order(values: *mut *mut ffi::PyObject, order: &InlineOrder) -> bool {
-    // SAFETY: this fn's contract: the count byte lies two bytes before the values, and that
-    // many index bytes before it.
+    // SAFETY: this fn's contract.
     unsafe {
-        let at = values.cast::<u8>();
         let len = usize::from(order.len);
-        usize::from(*at.sub(2)) == len
-            && len > 0
-            && std::slice::from_raw_parts(at.sub(2 + len), len) == &order.bytes[..len]
+        len > 0 && super::inline_order(values) == &order.bytes[..len]
     }
 }
 
