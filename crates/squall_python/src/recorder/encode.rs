@@ -537,62 +537,24 @@ unsafe fn inline_values(
     }
 }
 
-/// As the 3.11/3.12 `inline_attr`, for 3.13's layout: the order's count is the head's `size`,
-/// its index bytes follow the values' `capacity` slots, first attribute first
-/// (`get_insertion_order_array`).
+/// The `i`-th attribute, in the order the object's dict would give (`inline_order`,
+/// `_PyDictValues_AddToInsertionOrder`), of an object whose [`inline_values`] are `values` and
+/// `keys`, with its index in the keys: `None` past the last one, `Some(None)` for an empty slot.
+/// A split table's keys are all exact strs (CPython stores no other key in one).
 ///
 /// # Safety
 /// As [`inline_values`], with `values` and `keys` what it gave for the object, still its own.
-#[cfg(Py_3_13)]
+#[cfg(Py_3_11)]
 #[inline(always)]
 unsafe fn inline_attr(
     values: *mut *mut ffi::PyObject,
     keys: *const DictKeys,
     i: usize,
 ) -> Option<Option<(usize, *mut ffi::PyObject, *mut ffi::PyObject)>> {
-    // SAFETY: as `inline_values` (this fn's contract); `i` is checked against the order's count
-    // before its byte is read, the index against the keys' count before the entry is.
+    // SAFETY: as `inline_values` (this fn's contract); the order is read within its count, and
+    // an index is checked against the keys' count before its entry is read.
     unsafe {
-        let head = values.cast::<u8>().sub(INLINE_HEAD);
-        if i >= usize::from(*head.add(1)) {
-            return None;
-        }
-        let ix = usize::from(*values.add(usize::from(*head)).cast::<u8>().add(i));
-        if ix >= (*keys).dk_nentries.max(0) as usize {
-            return Some(None);
-        }
-        let entries = keys
-            .cast::<u8>()
-            .add(std::mem::size_of::<DictKeys>() + (1usize << (*keys).dk_log2_index_bytes))
-            .cast::<[*mut ffi::PyObject; 2]>();
-        let k = (*entries.add(ix))[0];
-        let v = *values.add(ix);
-        Some((!k.is_null() && !v.is_null()).then_some((ix, k, v)))
-    }
-}
-
-/// The `i`-th attribute, in the order the object's dict would give (the order bytes before the
-/// values, `_PyDictValues_AddToInsertionOrder`), of an object whose [`inline_values`] are
-/// `values` and `keys`, with its index in the keys: `None` past the last one, `Some(None)` for
-/// an empty slot. A split table's keys are all exact strs (CPython stores no other key in one).
-///
-/// # Safety
-/// As [`inline_values`], with `values` and `keys` what it gave for the object, still its own.
-#[cfg(all(Py_3_11, not(Py_3_13)))]
-#[inline(always)]
-unsafe fn inline_attr(
-    values: *mut *mut ffi::PyObject,
-    keys: *const DictKeys,
-    i: usize,
-) -> Option<Option<(usize, *mut ffi::PyObject, *mut ffi::PyObject)>> {
-    // SAFETY: as `inline_values` (this fn's contract); `i` is checked against the keys' count
-    // before the order byte is read.
-    unsafe {
-        let order = values.cast::<u8>();
-        if i >= usize::from(*order.sub(2)) {
-            return None;
-        }
-        let ix = usize::from(*order.sub(3 + i));
+        let ix = usize::from(order_nth(inline_order(values), i)?);
         if ix >= (*keys).dk_nentries.max(0) as usize {
             return Some(None);
         }
@@ -617,7 +579,7 @@ unsafe fn inline_attr(
 #[inline(always)]
 pub(super) unsafe fn inline_order<'a>(values: *mut *mut ffi::PyObject) -> &'a [u8] {
     // SAFETY: this fn's contract: the count and the index bytes lie where each version's layout
-    // puts them (`inline_attr`).
+    // puts them (pycore_dict.h).
     unsafe {
         #[cfg(not(Py_3_13))]
         {
