@@ -76,37 +76,90 @@ pub fn exceptions(threads: &[ThreadRef<'_>]) -> Vec<ExceptionFact> {
 
 fn thread_exceptions(n: usize, t: &ThreadRef<'_>, out: &mut Vec<ExceptionFact>) {
     let tl = t.timeline;
-    let start = out.len();
-    // The exception that left a frame called from the frame opened at the key: if that frame
-    // unwinds with the same exception, it continues the chain.
-    let mut open_by_frame: HashMap<u32, usize> = HashMap::new();
-    for (i, e) in tl.entries().iter().enumerate() {
-        if e.kind() != Kind::Unwind {
-            continue;
-        }
-        let idx = (tl.first_idx() + i) as u32;
-        let call = e.fn_call_idx();
-        let frame =
-            Unwound { call_idx: call, unwind_idx: idx, form: e.id(), last_event_idx: last_event(tl, call, idx) };
-        // An unwind's throwable is always a ref (only returns, expressions and bindings hold floats).
-        let thrown = e.value_ref().unwrap_or(ValRef::ABSENT);
-        let group = match open_by_frame.remove(&call) {
-            Some(g) if same_exception(t.values, out[g].value, thrown) => {
-                out[g].chain.push(frame);
-                g
+    let mut state = tl.carried_exceptions().clone();
+    state.advance(t.values, tl, tl.first_idx(), tl.len());
+    out.extend(state.facts.into_iter().map(|x| ExceptionFact { thread: n, ..x }));
+}
+
+/// The exceptions of a timeline's entries read so far, in the order they were raised, and what
+/// a later unwind needs to continue one of them. A timeline keeps the state its evicted entries
+/// left (`Timeline::carried_exceptions`): [`exceptions`] goes on from it over the entries still
+/// in memory, so that a run whose saved entries left memory early still lists every exception,
+/// a chain that crosses the eviction point included.
+#[derive(Clone, Debug, Default)]
+pub struct Carried {
+    /// Each with `thread` 0 and `caught_in` as of its outermost frame so far.
+    facts: Vec<ExceptionFact>,
+    /// The exception that left a frame called from the frame opened at the key: if that frame
+    /// unwinds with the same exception, it continues the chain.
+    open_by_frame: HashMap<u32, usize>,
+    /// The parents of evicted calls whose frames had not exited when they were evicted: an
+    /// unwind of such a frame, read later, continues a chain into (or is caught by) its parent.
+    parents: HashMap<u32, u32>,
+}
+
+impl Carried {
+    /// Reads the unwinds of `tl`'s entries `from..to` (held in memory), as the next entries after
+    /// those this state has read.
+    pub fn advance(&mut self, values: Option<&ValueStore>, tl: &Timeline, from: usize, to: usize) {
+        let first = tl.first_idx();
+        let held = &tl.entries()[from.saturating_sub(first).min(tl.entries().len())..];
+        let held = &held[..to.saturating_sub(from.max(first)).min(held.len())];
+        for (i, e) in held.iter().enumerate() {
+            if e.kind() != Kind::Unwind {
+                continue;
             }
-            _ => {
-                out.push(ExceptionFact { thread: n, chain: vec![frame], value: thrown, caught_in: None });
-                out.len() - 1
+            let idx = (from.max(first) + i) as u32;
+            let call = e.fn_call_idx();
+            let frame =
+                Unwound { call_idx: call, unwind_idx: idx, form: e.id(), last_event_idx: last_event(tl, call, idx) };
+            // An unwind's throwable is always a ref (only returns, expressions and bindings hold floats).
+            let thrown = e.value_ref().unwrap_or(ValRef::ABSENT);
+            let group = match self.open_by_frame.remove(&call) {
+                Some(g) if same_exception(values, self.facts[g].value, thrown) => {
+                    self.facts[g].chain.push(frame);
+                    g
+                }
+                _ => {
+                    self.facts.push(ExceptionFact { thread: 0, chain: vec![frame], value: thrown, caught_in: None });
+                    self.facts.len() - 1
+                }
+            };
+            let parent = match tl.get(call as usize) {
+                Some(c) => c.parent_idx(),
+                None => self.parents.get(&call).copied(),
+            };
+            self.facts[group].caught_in = parent;
+            if let Some(parent) = parent {
+                self.open_by_frame.insert(parent, group);
             }
-        };
-        if let Some(parent) = tl.get(call as usize).and_then(|c| c.parent_idx()) {
-            open_by_frame.insert(parent, group);
         }
     }
-    for x in &mut out[start..] {
-        let outer = x.chain[x.chain.len() - 1].call_idx;
-        x.caught_in = tl.get(outer as usize).and_then(|c| c.parent_idx());
+
+    /// Notes what `tl`'s first `n` entries in memory, about to be evicted, leave for later
+    /// unwinds: the parents of their calls still open, and which evicted frames exited since.
+    pub fn note_evicted(&mut self, tl: &Timeline, n: usize) {
+        let from = tl.first_idx();
+        for (i, e) in tl.entries()[..n.min(tl.entries().len())].iter().enumerate() {
+            let kind = e.kind();
+            if kind.is_call() {
+                if e.ret_idx().is_none() {
+                    if let Some(p) = e.parent_idx() {
+                        self.parents.insert((from + i) as u32, p);
+                    }
+                }
+            } else if kind.is_exit() {
+                self.parents.remove(&e.fn_call_idx());
+            }
+        }
+    }
+
+    /// Heap bytes held (counted by the memory limit).
+    pub fn bytes(&self) -> u64 {
+        let chains: usize = self.facts.iter().map(|x| x.chain.capacity() * std::mem::size_of::<Unwound>()).sum();
+        (self.facts.capacity() * std::mem::size_of::<ExceptionFact>()
+            + chains
+            + (self.open_by_frame.capacity() + self.parents.capacity()) * 16) as u64
     }
 }
 

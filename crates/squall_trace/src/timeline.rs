@@ -8,6 +8,7 @@
 //!   (frames skipped by a function call limit sit on it with idx `NONE`).
 
 use crate::entry::{Entry, Kind, NONE};
+use crate::exceptions::Carried;
 use crate::grow;
 use crate::limits::{LimitHit, Limits};
 use crate::value::{ValRef, Value};
@@ -56,6 +57,8 @@ pub struct Timeline {
     args_base: u32,
     /// fn-call counts per form of the evicted entries (so call stats stay whole).
     evicted_calls: std::collections::HashMap<u32, u64>,
+    /// The exceptions of the evicted entries (so the exceptions query stays whole).
+    carried: Carried,
 }
 
 impl Timeline {
@@ -142,12 +145,20 @@ impl Timeline {
     }
 
     /// Drops the entries before `idx` and the args before `args_idx` (both already saved to the
-    /// recording file). Idxs stay absolute; queries answer for the rest and say what was evicted.
-    /// The tables keep their capacity: the entries recorded next reuse the pages the evicted ones
-    /// were in, instead of pages the kernel must zero (on the VMs measured, a fresh page cost
-    /// ~4x a reused one: docs/DESIGN.md, "Where recorded time goes").
-    pub fn evict_before(&mut self, idx: usize, args_idx: usize) {
+    /// recording file). Idxs stay absolute; queries answer for the rest and say what was evicted,
+    /// but call counts and exceptions stay whole (what the evicted entries held of them is kept:
+    /// `evicted_calls`, `carried_exceptions`; `values` is this timeline's value store, for
+    /// telling whether two unwinds carry the same exception). The tables keep their capacity: the
+    /// entries recorded next reuse the pages the evicted ones were in, instead of pages the
+    /// kernel must zero (on the VMs measured, a fresh page cost ~4x a reused one:
+    /// docs/DESIGN.md, "Where recorded time goes").
+    pub fn evict_before(&mut self, idx: usize, args_idx: usize, values: Option<&crate::store::ValueStore>) {
         let n = idx.saturating_sub(self.base as usize).min(self.entries.len());
+        let mut carried = std::mem::take(&mut self.carried);
+        let from = self.base as usize;
+        carried.advance(values, self, from, from + n);
+        carried.note_evicted(self, n);
+        self.carried = carried;
         for e in &self.entries[..n] {
             if e.kind() == Kind::Call {
                 *self.evicted_calls.entry(e.id()).or_default() += 1;
@@ -158,6 +169,12 @@ impl Timeline {
         let m = args_idx.saturating_sub(self.args_base as usize).min(self.args.len());
         self.args.drain(..m);
         self.args_base += m as u32;
+    }
+
+    /// What the evicted entries left of the exceptions query (`exceptions::exceptions` goes on
+    /// from it over the entries in memory).
+    pub fn carried_exceptions(&self) -> &Carried {
+        &self.carried
     }
 
     /// Entries the entries table holds room for (evicted ones' room included: it is reused).
@@ -194,6 +211,7 @@ impl Timeline {
             + self.switches.capacity() * std::mem::size_of::<(u32, u64)>()
             + self.fn_calls.capacity() * 4) as u64
             + self.evicted_calls.capacity() as u64 * 16
+            + self.carried.bytes()
     }
 
     /// Forgets the open frames (recording restarts; frames open before are not continued).

@@ -67,3 +67,83 @@ fn the_chain_from_an_unwind_goes_outward_while_callers_unwound_with_it() {
     let grouped: Vec<Vec<u32>> = exceptions(&refs).into_iter().map(|x| unwinds(x.chain)).collect();
     assert_eq!(grouped, [vec![3, 4], vec![6, 7]]);
 }
+
+/// Entries evicted from memory (saved to the recording file) leave what they held of the
+/// exceptions with the timeline: the exceptions query lists the same exceptions, chains and
+/// catchers whatever entries were evicted, and wherever the eviction point fell in a chain or
+/// in a frame still open.
+#[test]
+fn exceptions_stay_whole_whatever_entries_were_evicted() {
+    let mut store = ValueStore::new();
+    let e1 = exc(&mut store, "__main__.ParseError", 1, &["bad"]);
+    let e2 = exc(&mut store, "ValueError", 2, &["worse"]);
+    let e3 = exc(&mut store, "KeyError", 3, &["k"]);
+    let (main, f, g, h) = (0, 1, 2, 3);
+    // main -> f -> g: g raises e1, f lets it through, main catches it; main -> f -> g: g raises
+    // e2, f catches it; main -> h: h raises e3, main lets it through.
+    let steps: Vec<Box<dyn Fn(&mut Timeline)>> = vec![
+        Box::new(move |tl| {
+            let _ = tl.call(main, &[], &NO_LIMITS);
+        }),
+        Box::new(move |tl| {
+            let _ = tl.call(f, &[], &NO_LIMITS);
+        }),
+        Box::new(move |tl| {
+            let _ = tl.call(g, &[], &NO_LIMITS);
+        }),
+        Box::new(move |tl| {
+            let _ = tl.exit(Kind::Unwind, g, g, false, e1, &NO_LIMITS);
+        }),
+        Box::new(move |tl| {
+            let _ = tl.exit(Kind::Unwind, f, f, false, e1, &NO_LIMITS);
+        }),
+        Box::new(move |tl| {
+            let _ = tl.call(f, &[], &NO_LIMITS);
+        }),
+        Box::new(move |tl| {
+            let _ = tl.call(g, &[], &NO_LIMITS);
+        }),
+        Box::new(move |tl| {
+            let _ = tl.exit(Kind::Unwind, g, g, false, e2, &NO_LIMITS);
+        }),
+        Box::new(move |tl| {
+            let _ = tl.exit(Kind::Return, f, f, false, ValRef::NONE, &NO_LIMITS);
+        }),
+        Box::new(move |tl| {
+            let _ = tl.call(h, &[], &NO_LIMITS);
+        }),
+        Box::new(move |tl| {
+            let _ = tl.exit(Kind::Unwind, h, h, false, e3, &NO_LIMITS);
+        }),
+        Box::new(move |tl| {
+            let _ = tl.exit(Kind::Unwind, main, main, false, e3, &NO_LIMITS);
+        }),
+    ];
+    let facts = |tl: &Timeline| {
+        let refs = [ThreadRef { flow: 0, thread_id: 1, timeline: tl, values: Some(&store) }];
+        exceptions(&refs)
+            .into_iter()
+            .map(|x| (x.chain.iter().map(|u| (u.call_idx, u.unwind_idx)).collect::<Vec<_>>(), x.value, x.caught_in))
+            .collect::<Vec<_>>()
+    };
+    let mut whole = Timeline::new();
+    steps.iter().for_each(|s| s(&mut whole));
+    let expected = facts(&whole);
+    assert_eq!(
+        expected,
+        [(vec![(2, 3), (1, 4)], e1, Some(0)), (vec![(6, 7)], e2, Some(5)), (vec![(9, 10), (0, 11)], e3, None),]
+    );
+    // Every eviction point, and every pair of them.
+    for a in 0..=steps.len() {
+        for b in a..=steps.len() {
+            let mut tl = Timeline::new();
+            for (i, s) in steps.iter().enumerate() {
+                if i == a || i == b {
+                    tl.evict_before(tl.len(), tl.args_len(), Some(&store));
+                }
+                s(&mut tl);
+            }
+            assert_eq!(facts(&tl), expected, "evicted before steps {a} and {b}");
+        }
+    }
+}

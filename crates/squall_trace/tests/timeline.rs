@@ -314,7 +314,7 @@ fn evicted_entries_keep_idxs_absolute_and_stats_whole() {
     let mut tl = Timeline::from_parts(tl0.entries().to_vec(), tl0.args().to_vec());
     // a new call opened before the eviction and closed after it
     tl.call(1, &[int(7), int(8)], &NO_LIMITS);
-    tl.evict_before(8, 0);
+    tl.evict_before(8, 0, None);
     assert_eq!((tl.first_idx(), tl.len(), tl.entries().len()), (8, 9, 1));
     tl.exit(Kind::Return, sites[1], 1, false, int(1), &NO_LIMITS);
     assert_eq!(tl.get(8).unwrap().ret_idx(), Some(9));
@@ -338,7 +338,7 @@ fn entries_recorded_after_an_eviction_reuse_the_evicted_room() {
         tl.call(0, &[int(1), int(2)], &NO_LIMITS);
     }
     let (room, args_room) = (tl.capacity(), tl.args().len());
-    tl.evict_before(tl.len(), tl.args_len());
+    tl.evict_before(tl.len(), tl.args_len(), None);
     assert_eq!((tl.first_idx(), tl.entries().len(), tl.capacity()), (10_000, 0, room));
     while tl.len() < 20_000 {
         tl.call(0, &[int(3), int(4)], &NO_LIMITS);

@@ -540,7 +540,7 @@ fn evict_saved(sink: &Sink, eng: &mut Engine) {
             // many are saved, so that a backlog handed over in many passes is not moved at each.
             let saved = done.entries.saturating_sub(rec.tl.first_idx());
             if saved > 0 && saved >= rec.tl.len() - done.entries {
-                rec.tl.evict_before(done.entries, done.args_evictable);
+                rec.tl.evict_before(done.entries, done.args_evictable, Some(&rec.values));
             }
         }
     }
