@@ -81,7 +81,8 @@ fn exceptions_stay_whole_whatever_entries_were_evicted() {
     let (main, f, g, h) = (0, 1, 2, 3);
     // main -> f -> g: g raises e1, f lets it through, main catches it; main -> f -> g: g raises
     // e2, f catches it; main -> h: h raises e3, main lets it through.
-    let steps: Vec<Box<dyn Fn(&mut Timeline)>> = vec![
+    type Step = Box<dyn Fn(&mut Timeline)>;
+    let steps: Vec<Step> = vec![
         Box::new(move |tl| {
             let _ = tl.call(main, &[], &NO_LIMITS);
         }),
