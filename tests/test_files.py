@@ -385,6 +385,75 @@ def test_a_long_run_saved_to_a_file_stays_within_the_memory_limit(tmp_path):
         api.clear_recordings()
 
 
+def test_saved_entries_leave_memory_past_the_window_and_exceptions_stay_whole(tmp_path):
+    # With a memory window (`squall run` without -i), saved entries leave memory long before
+    # half the limit; call counts and the exceptions live queries list stay whole, the same as
+    # the file's, a chain raised before the eviction point included.
+    import time as _time
+
+    api.stop_recording()
+    api.clear_recordings()
+    ns = {"__name__": "win"}
+    src = (
+        "def tick(i):\n    return i\n"
+        "def inner():\n    raise KeyError('early')\n"
+        "def outer():\n    return inner()\n"
+        "def catcher():\n    try:\n        outer()\n    except KeyError:\n        return 1\n"
+        "def late():\n    raise ValueError('late')\n"
+    )
+    exec(rewrite.compile_instrumented(src, "/src/win.py", "win"), ns)
+    try:
+        api.start_recording(install_hook=False)
+        api.save_to(str(tmp_path / "win.sqrec"), memory_window=64 << 10)
+        ns["catcher"]()
+        for _batch in range(8):
+            for i in range(3000):
+                ns["tick"](i)
+            _time.sleep(0.15)  # the flusher runs twice a second
+        try:
+            ns["late"]()
+        except ValueError:
+            pass
+        api.stop_recording()
+        api.finish_saving()
+        tid = threading.get_native_id()
+        with pytest.raises(ValueError, match="moved out of memory into the recording file"):
+            squall.indexes.timeline_entry(0, tid, 0, "at")
+        live_calls = {s["fn_name"]: s["cnt"] for s in squall.indexes.fn_call_stats(0)}
+        assert live_calls["tick"] == 24_000
+        live = squall.indexes.exceptions()
+        assert [(e["exc_type"], e["fn_name"]) for e in live] == [("KeyError", "inner"), ("ValueError", "late")]
+        rec = squall.load(tmp_path / "win.sqrec")
+        saved = rec.exceptions()
+        assert [(e["exc_type"], e["fn_name"]) for e in saved] == [("KeyError", "inner"), ("ValueError", "late")]
+        assert [(e["caught_in"], e["chain"]) for e in live][0] == ("win.catcher", [(2, 4), (1, 5)])
+        keys = ("idx", "caught", "caught_in", "caught_in_idx", "chain", "raised_idx", "text", "obj_id")
+        assert [{k: e.get(k) for k in keys} for e in live] == [{k: e.get(k) for k in keys} for e in saved]
+    finally:
+        api.clear_recordings()
+
+
+def test_squall_run_keeps_a_memory_window_unless_interactive():
+    # The window is for runs nobody queries live afterwards but through the summary.
+    from types import SimpleNamespace
+
+    from squall.cli import lifecycle
+
+    class FakeApi:
+        def save_to(self, path, program=None, argv=None, memory_window=None):
+            self.window = memory_window
+
+    for command, interactive, window in [
+        ("run", False, lifecycle.MEMORY_WINDOW),
+        ("run", True, None),
+        ("repl", False, None),
+    ]:
+        fake = FakeApi()
+        opts = SimpleNamespace(command=command, interactive=interactive, output="/tmp/x.sqrec")
+        lifecycle._start_saving(fake, opts, "prog.py", ["prog.py"])
+        assert fake.window == window, (command, interactive)
+
+
 def test_values_past_the_memory_limit_stop_the_recording_while_saving(tmp_path, capfd):
     # Saved entries leave memory, value stores do not (yet): many distinct big values reach the
     # limit, and recording stops there, saying so; the file holds everything up to it.

@@ -222,8 +222,12 @@ def get_snapshot_budget() -> dict[str, int]: ...
 
 # --- recording files -------------------------------------------------------------------------
 
-def open_sink(path: str, program: str, argv: list[str], python: str, squall: str, cwd: str) -> None:
-    """Starts streaming the recording to ``path`` (a background thread flushes twice a second)."""
+def open_sink(
+    path: str, program: str, argv: list[str], python: str, squall: str, cwd: str, memory_window: int | None = None
+) -> None:
+    """Starts streaming the recording to ``path`` (a background thread flushes twice a second).
+    ``memory_window``: bytes of entries a thread keeps in memory once they are saved (``None``:
+    all, up to half the memory limit)."""
 
 def flush_sink() -> None: ...
 def sink_path() -> Optional[str]: ...

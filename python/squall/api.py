@@ -152,11 +152,18 @@ def engine_stats() -> Dict[str, int]:
     return dict(_engine.engine_stats())
 
 
-def save_to(path: str, program: Optional[str] = None, argv: Optional[List[str]] = None) -> str:
+def save_to(
+    path: str, program: Optional[str] = None, argv: Optional[List[str]] = None, memory_window: Optional[int] = None
+) -> str:
     """Streams the recording to ``path`` from now on (what was recorded before is included):
     flushed about every half second, so a killed or crashed program leaves a readable file.
     ``squall run`` does this for you (``-o`` chooses the path). Finish with
-    :func:`finish_saving`; it is also done at interpreter exit."""
+    :func:`finish_saving`; it is also done at interpreter exit.
+
+    ``memory_window``: once saved, a thread's entries leave memory when it holds more than this
+    many bytes of them (call counts and exceptions stay whole in live queries; the rest is in
+    the file). Long runs then need much less memory and time; live queries see only the window.
+    ``None`` (the default) keeps every entry in memory up to half the memory limit."""
     import atexit
     import os
     import sys
@@ -174,6 +181,7 @@ def save_to(path: str, program: Optional[str] = None, argv: Optional[List[str]] 
         sys.version,
         __version__,
         os.getcwd(),
+        memory_window,
     )
     atexit.register(_finish_at_exit)
     _pause_flusher_at_fork()

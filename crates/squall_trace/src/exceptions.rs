@@ -49,6 +49,8 @@ pub struct ExceptionFact {
     /// it unwound (that caller did not unwind with it). `None`: no recorded caller (uncaught, or
     /// caught by code that was not recorded).
     pub caught_in: Option<u32>,
+    /// That caller's form (known even when its call entry left memory).
+    pub caught_in_form: Option<u32>,
 }
 
 impl ExceptionFact {
@@ -93,9 +95,10 @@ pub struct Carried {
     /// The exception that left a frame called from the frame opened at the key: if that frame
     /// unwinds with the same exception, it continues the chain.
     open_by_frame: HashMap<u32, usize>,
-    /// The parents of evicted calls whose frames had not exited when they were evicted: an
-    /// unwind of such a frame, read later, continues a chain into (or is caught by) its parent.
-    parents: HashMap<u32, u32>,
+    /// Evicted calls whose frames had not exited when they were evicted, with their parents and
+    /// forms: an unwind of such a frame, read later, continues a chain into (or is caught by) its
+    /// parent.
+    parents: HashMap<u32, (Option<u32>, u32)>,
 }
 
 impl Carried {
@@ -121,15 +124,26 @@ impl Carried {
                     g
                 }
                 _ => {
-                    self.facts.push(ExceptionFact { thread: 0, chain: vec![frame], value: thrown, caught_in: None });
+                    self.facts.push(ExceptionFact {
+                        thread: 0,
+                        chain: vec![frame],
+                        value: thrown,
+                        caught_in: None,
+                        caught_in_form: None,
+                    });
                     self.facts.len() - 1
                 }
             };
             let parent = match tl.get(call as usize) {
                 Some(c) => c.parent_idx(),
-                None => self.parents.get(&call).copied(),
+                None => self.parents.get(&call).and_then(|&(p, _)| p),
             };
+            let form = parent.and_then(|p| match tl.get(p as usize) {
+                Some(c) => Some(c.id()),
+                None => self.parents.get(&p).map(|&(_, f)| f),
+            });
             self.facts[group].caught_in = parent;
+            self.facts[group].caught_in_form = form;
             if let Some(parent) = parent {
                 self.open_by_frame.insert(parent, group);
             }
@@ -144,9 +158,7 @@ impl Carried {
             let kind = e.kind();
             if kind.is_call() {
                 if e.ret_idx().is_none() {
-                    if let Some(p) = e.parent_idx() {
-                        self.parents.insert((from + i) as u32, p);
-                    }
+                    self.parents.insert((from + i) as u32, (e.parent_idx(), e.id()));
                 }
             } else if kind.is_exit() {
                 self.parents.remove(&e.fn_call_idx());
@@ -159,7 +171,8 @@ impl Carried {
         let chains: usize = self.facts.iter().map(|x| x.chain.capacity() * std::mem::size_of::<Unwound>()).sum();
         (self.facts.capacity() * std::mem::size_of::<ExceptionFact>()
             + chains
-            + (self.open_by_frame.capacity() + self.parents.capacity()) * 16) as u64
+            + self.open_by_frame.capacity() * 16
+            + self.parents.capacity() * 24) as u64
     }
 }
 

@@ -124,7 +124,10 @@ fn exceptions_stay_whole_whatever_entries_were_evicted() {
         let refs = [ThreadRef { flow: 0, thread_id: 1, timeline: tl, values: Some(&store) }];
         exceptions(&refs)
             .into_iter()
-            .map(|x| (x.chain.iter().map(|u| (u.call_idx, u.unwind_idx)).collect::<Vec<_>>(), x.value, x.caught_in))
+            .map(|x| {
+                let chain: Vec<_> = x.chain.iter().map(|u| (u.call_idx, u.unwind_idx)).collect();
+                (chain, x.value, x.caught_in, x.caught_in_form)
+            })
             .collect::<Vec<_>>()
     };
     let mut whole = Timeline::new();
@@ -132,7 +135,11 @@ fn exceptions_stay_whole_whatever_entries_were_evicted() {
     let expected = facts(&whole);
     assert_eq!(
         expected,
-        [(vec![(2, 3), (1, 4)], e1, Some(0)), (vec![(6, 7)], e2, Some(5)), (vec![(9, 10), (0, 11)], e3, None),]
+        [
+            (vec![(2, 3), (1, 4)], e1, Some(0), Some(main)),
+            (vec![(6, 7)], e2, Some(5), Some(f)),
+            (vec![(9, 10), (0, 11)], e3, None, None),
+        ]
     );
     // Every eviction point, and every pair of them.
     for a in 0..=steps.len() {

@@ -71,6 +71,11 @@ def _setup_recording(opts, script_path: str | None = None, program_argv: list[st
     return hook
 
 
+#: Bytes of saved entries a thread keeps in memory in a `squall run` without -i
+#: (`api.save_to`'s ``memory_window``).
+MEMORY_WINDOW = 64 << 20
+
+
 def _start_saving(api, opts, script_path: str | None, program_argv: list[str] | None) -> None:
     if getattr(opts, "command", None) == "repl" and opts.output is None:
         return  # a REPL saves only when asked to (-o)
@@ -85,8 +90,12 @@ def _start_saving(api, opts, script_path: str | None, program_argv: list[str] | 
             else (getattr(opts, "module", None) or "repl")
         )
         path = os.path.join(".squall", f"{stem}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.sqrec")
+    # Nothing but the summary queries the live recording of a `squall run` without -i (--ui
+    # serves the file): its saved entries need not stay in memory. A REPL's user queries it.
+    run_only = getattr(opts, "command", None) == "run" and not getattr(opts, "interactive", False)
+    window = MEMORY_WINDOW if run_only else None
     try:
-        api.save_to(path, program=program, argv=program_argv)
+        api.save_to(path, program=program, argv=program_argv, memory_window=window)
     except OSError as e:
         _warn(f"{e}; the recording stays in this process only")
 

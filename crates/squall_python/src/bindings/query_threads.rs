@@ -63,9 +63,8 @@ pub fn exceptions<'py, B: Backend + ?Sized>(
             d.set_item("raised_idx", x.raised_idx())?;
             d.set_item("frames", x.chain.len())?;
             d.set_item("chain", x.chain.iter().map(|u| (u.call_idx, u.unwind_idx)).collect::<Vec<_>>())?;
-            let caught_form = x.caught_in.and_then(|c| view.tl.get(c as usize)).map(|c| c.id());
             d.set_item("caught", x.caught_in.is_some())?;
-            d.set_item("caught_in", caught_form.map(|f| display_name(forms, f)))?;
+            d.set_item("caught_in", x.caught_in_form.map(|f| display_name(forms, f)))?;
             d.set_item("caught_in_idx", x.caught_in)?;
             Ok(d)
         })

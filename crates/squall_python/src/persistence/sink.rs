@@ -50,6 +50,9 @@ struct Sink {
     /// The process writing the file: a child made by `os.fork()` inherits the sink (its file
     /// descriptor, not its flusher thread) and must not write into the parent's file.
     pid: u32,
+    /// Entries a timeline keeps in memory once they are saved (`open_sink`'s `memory_window`);
+    /// `None`: all of them, up to half the memory limit.
+    window: Option<usize>,
 }
 
 static SINK: GilCell<Option<Sink>> = GilCell::new(None);
@@ -118,7 +121,7 @@ fn now_ms() -> u64 {
 
 /// Starts streaming to `path` (created or truncated).
 #[pyfunction]
-#[pyo3(signature = (path, program, argv, python, squall, cwd))]
+#[pyo3(signature = (path, program, argv, python, squall, cwd, memory_window=None))]
 pub fn open_sink(
     path: PathBuf,
     program: String,
@@ -126,6 +129,7 @@ pub fn open_sink(
     python: String,
     squall: String,
     cwd: String,
+    memory_window: Option<u64>,
 ) -> PyResult<()> {
     // SAFETY: GIL held (pyfunction).
     let slot = unsafe { SINK.get() };
@@ -148,6 +152,7 @@ pub fn open_sink(
         stop,
         flusher: Some(flusher),
         pid: std::process::id(),
+        window: memory_window.map(|b| (b as usize / std::mem::size_of::<squall_trace::Entry>()).max(1)),
     });
     Ok(())
 }
@@ -517,23 +522,36 @@ fn flush_into(sink: &mut Sink, eng: &mut Engine, budget: usize) -> Result<(u64, 
     Ok((ticket, more))
 }
 
-/// Over half the memory limit, entries and args already saved leave memory: the recording
-/// goes on in the file, and live queries answer for what is still in memory (and say so for
-/// the rest). This is what keeps a long run's memory bounded while it is saved.
+/// Entries and args already saved leave memory: the recording goes on in the file, and live
+/// queries answer for what is still in memory (and say so for the rest; call counts and
+/// exceptions stay whole: `Timeline::evict_before`). This is what keeps a long run's memory
+/// bounded while it is saved.
 ///
-/// A timeline's tables keep their capacity when entries leave (the next entries reuse those
-/// pages instead of fresh ones), so the count stays over half the limit once there: a table is
-/// evicted from when it is three quarters full, as it was when the count reached half the limit
-/// and the table shrank: live queries keep a window of up to three quarters of the table.
+/// - With a window (`open_sink`'s `memory_window`, which `squall run` gives when nothing will
+///   query the live recording after the run but its summary): a timeline holding more entries
+///   than the window evicts those saved. Its table stays about the window's size, its pages
+///   reused: a long run's entries no longer cost fresh pages the kernel must zero, and the
+///   recording's memory stays near its values' (nbody saved: 2.0 -> 1.2 GB peak, 25% less
+///   time; docs/benchmarks.md, "Twentieth session").
+/// - Without one, over half the memory limit. A timeline's tables keep their capacity when
+///   entries leave (the next entries reuse those pages instead of fresh ones), so the count
+///   stays over half the limit once there: a table is evicted from when it is three quarters
+///   full, as it was when the count reached half the limit and the table shrank: live queries
+///   keep a window of up to three quarters of the table.
 fn evict_saved(sink: &Sink, eng: &mut Engine) {
-    let Some(limit) = eng.limits.memory_limit else { return };
-    if eng.bytes() < limit / 2 {
+    let past_half = eng.limits.memory_limit.is_some_and(|limit| eng.bytes() >= limit / 2);
+    if !past_half && sink.window.is_none() {
         return;
     }
     for (number, rec) in eng.recs.iter_mut().enumerate() {
         let Some(rec) = rec.as_deref_mut() else { continue };
         if let Some(done) = sink.flushed.get(number) {
-            if rec.tl.len() - rec.tl.first_idx() < rec.tl.capacity() / 4 * 3 {
+            let held = rec.tl.len() - rec.tl.first_idx();
+            let full = match sink.window {
+                Some(window) if !past_half => held >= window,
+                _ => held >= rec.tl.capacity() / 4 * 3,
+            };
+            if !full {
                 continue;
             }
             // Evicting moves the entries not saved yet to the front: done when at least as
