@@ -531,8 +531,8 @@ fn flush_into(sink: &mut Sink, eng: &mut Engine, budget: usize) -> Result<(u64, 
 ///   query the live recording after the run but its summary): a timeline holding more entries
 ///   than the window evicts those saved. Its table stays about the window's size, its pages
 ///   reused: a long run's entries no longer cost fresh pages the kernel must zero, and the
-///   recording's memory stays near its values' (nbody saved: 2.0 -> 1.2 GB peak, 25% less
-///   time; docs/benchmarks.md, "Twentieth session").
+///   recording's memory stays near its values' (nbody saved: 2.0 -> 1.1 GB peak, work 0.88x;
+///   docs/benchmarks.md, "Twentieth session").
 /// - Without one, over half the memory limit. A timeline's tables keep their capacity when
 ///   entries leave (the next entries reuse those pages instead of fresh ones), so the count
 ///   stays over half the limit once there: a table is evicted from when it is three quarters
