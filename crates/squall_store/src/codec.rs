@@ -19,7 +19,7 @@
 
 use squall_trace::{Entry, Kind, MAX_SLOT, NONE};
 
-use crate::wire::{put_uv, put_uv_unchecked, unzigzag, zigzag, Bad, Rd, MAX_UV};
+use crate::wire::{put_uv, unzigzag, zigzag, Bad, Rd, MAX_UV};
 
 const INLINE: u32 = 1 << 31;
 
@@ -30,32 +30,90 @@ struct Pred {
     args: u32,
 }
 
-/// # Safety
-/// `out` has room for `MAX_UV` more bytes.
-#[inline(always)]
-unsafe fn put_val(out: &mut Vec<u8>, w: u32, p: &mut Pred) {
-    let code = if w & INLINE != 0 {
-        let i = ((w << 1) as i32 >> 1) as i64;
-        zigzag(i) << 2
-    } else if w >= MAX_SLOT {
-        (u64::from(w - MAX_SLOT) << 2) | 1
-    } else {
-        let d = i64::from(w) - i64::from(p.slot);
-        p.slot = w;
-        (zigzag(d) << 2) | 2
-    };
-    // SAFETY: this fn's contract.
-    unsafe { put_uv_unchecked(out, code) }
-}
+/// A stream being written past its length, into room made beforehand: the varints go out
+/// through a pointer kept in a register, and the length is set once (`done`). Through the
+/// `Vec` itself each varint reloaded and stored the length, which the compiler could not keep
+/// in a register across the other streams' writes (twice the encoding time: docs/benchmarks.md,
+/// "Twentieth session").
+struct Cursor(*mut u8);
 
-/// # Safety
-/// `out` has room for `MAX_UV` more bytes.
-#[inline(always)]
-unsafe fn put_args_off(out: &mut Vec<u8>, w: u32, p: &mut Pred) {
-    let d = i64::from(w) - i64::from(p.args);
-    p.args = w;
-    // SAFETY: this fn's contract.
-    unsafe { put_uv_unchecked(out, (zigzag(d) << 2) | 3) }
+impl Cursor {
+    /// At the end of `v`.
+    #[inline(always)]
+    fn at_end(v: &mut Vec<u8>) -> Cursor {
+        // SAFETY: one past the last element is within (or one past) the allocation.
+        Cursor(unsafe { v.as_mut_ptr().add(v.len()) })
+    }
+
+    /// # Safety
+    /// The room ahead holds `MAX_UV` more bytes.
+    #[inline(always)]
+    unsafe fn uv(&mut self, mut v: u64) {
+        // SAFETY: this fn's contract: at most `MAX_UV` bytes are written.
+        unsafe {
+            while v >= 0x80 {
+                self.0.write((v as u8) | 0x80);
+                self.0 = self.0.add(1);
+                v >>= 7;
+            }
+            self.0.write(v as u8);
+            self.0 = self.0.add(1);
+        }
+    }
+
+    /// # Safety
+    /// The room ahead holds 8 more bytes.
+    #[inline(always)]
+    unsafe fn u64_le(&mut self, v: u64) {
+        // SAFETY: this fn's contract.
+        unsafe {
+            self.0.cast::<[u8; 8]>().write_unaligned(v.to_le_bytes());
+            self.0 = self.0.add(8);
+        }
+    }
+
+    /// A value code (see the module's doc).
+    ///
+    /// # Safety
+    /// The room ahead holds `MAX_UV` more bytes.
+    #[inline(always)]
+    unsafe fn val(&mut self, w: u32, p: &mut Pred) {
+        let code = if w & INLINE != 0 {
+            let i = ((w << 1) as i32 >> 1) as i64;
+            zigzag(i) << 2
+        } else if w >= MAX_SLOT {
+            (u64::from(w - MAX_SLOT) << 2) | 1
+        } else {
+            let d = i64::from(w) - i64::from(p.slot);
+            p.slot = w;
+            (zigzag(d) << 2) | 2
+        };
+        // SAFETY: this fn's contract.
+        unsafe { self.uv(code) }
+    }
+
+    /// An args-arena offset (tag 3).
+    ///
+    /// # Safety
+    /// The room ahead holds `MAX_UV` more bytes.
+    #[inline(always)]
+    unsafe fn args_off(&mut self, w: u32, p: &mut Pred) {
+        let d = i64::from(w) - i64::from(p.args);
+        p.args = w;
+        // SAFETY: this fn's contract.
+        unsafe { self.uv((zigzag(d) << 2) | 3) }
+    }
+
+    /// Sets `v`'s length to what was written through this cursor.
+    ///
+    /// # Safety
+    /// The cursor was made by `at_end(v)`, and wrote within `v`'s capacity.
+    #[inline(always)]
+    unsafe fn done(self, v: &mut Vec<u8>) {
+        // SAFETY: this fn's contract: the bytes up to the cursor are initialized and within the
+        // capacity.
+        unsafe { v.set_len(self.0.offset_from(v.as_ptr()) as usize) }
+    }
 }
 
 #[inline]
@@ -143,40 +201,60 @@ pub(crate) fn encode_entries(
     // room for a block's worth is made once, and the varints are written without a check each.
     let mut idx = first_idx;
     for block in entries.chunks(BLOCK) {
-        for v in [&mut s.h, &mut s.a, &mut s.b, &mut s.c, &mut s.f] {
+        for v in [&mut s.h, &mut s.a, &mut s.b, &mut s.c] {
             v.reserve(block.len() * MAX_UV);
         }
+        s.f.reserve(block.len() * 8);
+        let (mut h, mut a, mut b, mut c, mut f) = (
+            Cursor::at_end(&mut s.h),
+            Cursor::at_end(&mut s.a),
+            Cursor::at_end(&mut s.b),
+            Cursor::at_end(&mut s.c),
+            Cursor::at_end(&mut s.f),
+        );
         for e in block {
             let kind = e.kind();
             let head = e.raw()[0];
-            let a = if e.a == NONE { 0 } else { zigzag(idx as i64 - i64::from(e.a)) + 1 };
-            // SAFETY: the room made for this block above (one varint per stream per entry).
+            let rel = if e.a == NONE { 0 } else { zigzag(idx as i64 - i64::from(e.a)) + 1 };
+            // SAFETY: the room made for this block above (one varint per stream per entry, or
+            // 8 bytes in `f`).
             unsafe {
-                put_uv_unchecked(&mut s.h, (u64::from(head & 0x0FFF_FFFF) << 4) | u64::from(head >> 28));
-                put_uv_unchecked(&mut s.a, a);
+                h.uv((u64::from(head & 0x0FFF_FFFF) << 4) | u64::from(head >> 28));
+                a.uv(rel);
                 if kind.is_call() {
                     let many = kind == Kind::Call && nparams.get(e.id() as usize).is_some_and(|&n| n >= 2);
                     if many {
-                        put_args_off(&mut s.c, e.c, &mut pc);
+                        c.args_off(e.c, &mut pc);
                     } else {
-                        put_val(&mut s.c, e.c, &mut pc);
+                        c.val(e.c, &mut pc);
                     }
                 } else if e.holds_float() {
-                    s.f.extend_from_slice(&(u64::from(e.b) | u64::from(e.c) << 32).to_le_bytes());
+                    f.u64_le(u64::from(e.b) | u64::from(e.c) << 32);
                 } else {
-                    put_val(&mut s.b, e.b, &mut pb);
-                    put_uv_unchecked(&mut s.c, u64::from(e.c));
+                    b.val(e.b, &mut pb);
+                    c.uv(u64::from(e.c));
                 }
             }
             idx += 1;
         }
+        // SAFETY: each cursor was made at its stream's end and wrote within the room made.
+        unsafe {
+            h.done(&mut s.h);
+            a.done(&mut s.a);
+            b.done(&mut s.b);
+            c.done(&mut s.c);
+            f.done(&mut s.f);
+        }
     }
     for block in args.chunks(BLOCK) {
         s.g.reserve(block.len() * MAX_UV);
+        let mut g = Cursor::at_end(&mut s.g);
         for &w in block {
             // SAFETY: the room made for this block above.
-            unsafe { put_val(&mut s.g, w, &mut pg) };
+            unsafe { g.val(w, &mut pg) };
         }
+        // SAFETY: the cursor was made at the stream's end and wrote within the room made.
+        unsafe { g.done(&mut s.g) };
     }
     put_uv(out, u64::from(timeline));
     put_uv(out, first_idx);
