@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use crate::entry::Kind;
+use crate::entry::{Entry, Kind};
 use crate::printer;
 use crate::snapshot::{SeqKind, Snap};
 use crate::store::{ExpandBudget, ValueStore};
@@ -109,60 +109,79 @@ impl Carried {
         let held = &tl.entries()[from.saturating_sub(first).min(tl.entries().len())..];
         let held = &held[..to.saturating_sub(from.max(first)).min(held.len())];
         for (i, e) in held.iter().enumerate() {
-            if e.kind() != Kind::Unwind {
-                continue;
-            }
-            let idx = (from.max(first) + i) as u32;
-            let call = e.fn_call_idx();
-            let frame =
-                Unwound { call_idx: call, unwind_idx: idx, form: e.id(), last_event_idx: last_event(tl, call, idx) };
-            // An unwind's throwable is always a ref (only returns, expressions and bindings hold floats).
-            let thrown = e.value_ref().unwrap_or(ValRef::ABSENT);
-            let group = match self.open_by_frame.remove(&call) {
-                Some(g) if same_exception(values, self.facts[g].value, thrown) => {
-                    self.facts[g].chain.push(frame);
-                    g
-                }
-                _ => {
-                    self.facts.push(ExceptionFact {
-                        thread: 0,
-                        chain: vec![frame],
-                        value: thrown,
-                        caught_in: None,
-                        caught_in_form: None,
-                    });
-                    self.facts.len() - 1
-                }
-            };
-            let parent = match tl.get(call as usize) {
-                Some(c) => c.parent_idx(),
-                None => self.parents.get(&call).and_then(|&(p, _)| p),
-            };
-            let form = parent.and_then(|p| match tl.get(p as usize) {
-                Some(c) => Some(c.id()),
-                None => self.parents.get(&p).map(|&(_, f)| f),
-            });
-            self.facts[group].caught_in = parent;
-            self.facts[group].caught_in_form = form;
-            if let Some(parent) = parent {
-                self.open_by_frame.insert(parent, group);
+            if e.kind() == Kind::Unwind {
+                self.unwind(values, tl, (from.max(first) + i) as u32, e);
             }
         }
     }
 
-    /// Notes what `tl`'s first `n` entries in memory, about to be evicted, leave for later
-    /// unwinds: the parents of their calls still open, and which evicted frames exited since.
-    pub fn note_evicted(&mut self, tl: &Timeline, n: usize) {
+    /// Reads `tl`'s first `n` entries in memory, about to be evicted (the next entries after
+    /// those this state has read), in one pass: their unwinds, what they leave for later unwinds
+    /// (the parents of their calls still open; which frames evicted before exited), and their
+    /// calls counted into `calls` by form id.
+    pub fn evict(&mut self, values: Option<&ValueStore>, tl: &Timeline, n: usize, calls: &mut Vec<u64>) {
         let from = tl.first_idx();
         for (i, e) in tl.entries()[..n.min(tl.entries().len())].iter().enumerate() {
             let kind = e.kind();
             if kind.is_call() {
+                if kind == Kind::Call {
+                    let form = e.id() as usize;
+                    if form >= calls.len() {
+                        calls.resize(form + 1, 0);
+                    }
+                    calls[form] += 1;
+                }
                 if e.ret_idx().is_none() {
                     self.parents.insert((from + i) as u32, (e.parent_idx(), e.id()));
                 }
-            } else if kind.is_exit() {
+                continue;
+            }
+            if kind == Kind::Unwind {
+                self.unwind(values, tl, (from + i) as u32, e);
+            }
+            // Only a frame whose call an earlier eviction took can be kept: one called in this
+            // range and exited in it too had its ret idx set.
+            if kind.is_exit() && e.fn_call_idx() < from as u32 && !self.parents.is_empty() {
                 self.parents.remove(&e.fn_call_idx());
             }
+        }
+    }
+
+    /// The unwind `e` at `idx` of `tl`: a new exception, or the next frame of one it continues.
+    fn unwind(&mut self, values: Option<&ValueStore>, tl: &Timeline, idx: u32, e: &Entry) {
+        let call = e.fn_call_idx();
+        let frame =
+            Unwound { call_idx: call, unwind_idx: idx, form: e.id(), last_event_idx: last_event(tl, call, idx) };
+        // An unwind's throwable is always a ref (only returns, expressions and bindings hold floats).
+        let thrown = e.value_ref().unwrap_or(ValRef::ABSENT);
+        let group = match self.open_by_frame.remove(&call) {
+            Some(g) if same_exception(values, self.facts[g].value, thrown) => {
+                self.facts[g].chain.push(frame);
+                g
+            }
+            _ => {
+                self.facts.push(ExceptionFact {
+                    thread: 0,
+                    chain: vec![frame],
+                    value: thrown,
+                    caught_in: None,
+                    caught_in_form: None,
+                });
+                self.facts.len() - 1
+            }
+        };
+        let parent = match tl.get(call as usize) {
+            Some(c) => c.parent_idx(),
+            None => self.parents.get(&call).and_then(|&(p, _)| p),
+        };
+        let form = parent.and_then(|p| match tl.get(p as usize) {
+            Some(c) => Some(c.id()),
+            None => self.parents.get(&p).map(|&(_, f)| f),
+        });
+        self.facts[group].caught_in = parent;
+        self.facts[group].caught_in_form = form;
+        if let Some(parent) = parent {
+            self.open_by_frame.insert(parent, group);
         }
     }
 

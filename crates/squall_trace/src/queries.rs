@@ -234,8 +234,8 @@ impl Timeline {
         // Form ids are dense from 0: counted in a table by id (a hash per call entry was most
         // of the end-of-run summary's time), past `DENSE_FORMS` (a foreign file's) in a map.
         const DENSE_FORMS: usize = 1 << 20;
-        let mut dense: Vec<u64> = Vec::new();
-        let mut sparse: HashMap<u32, u64> = self.evicted_calls().clone();
+        let mut dense: Vec<u64> = self.evicted_calls().to_vec();
+        let mut sparse: HashMap<u32, u64> = HashMap::new();
         for e in self.entries() {
             if e.kind() == Kind::Call {
                 let form = e.id() as usize;

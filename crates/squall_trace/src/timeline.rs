@@ -55,8 +55,10 @@ pub struct Timeline {
     base: u32,
     /// The args-arena offset of `args[0]`.
     args_base: u32,
-    /// fn-call counts per form of the evicted entries (so call stats stay whole).
-    evicted_calls: std::collections::HashMap<u32, u64>,
+    /// fn-call counts per form of the evicted entries (so call stats stay whole), by form id
+    /// (a live recording's ids are dense from 0: a hash per evicted call was most of an
+    /// eviction's time).
+    evicted_calls: Vec<u64>,
     /// The exceptions of the evicted entries (so the exceptions query stays whole).
     carried: Carried,
 }
@@ -154,16 +156,9 @@ impl Timeline {
     /// docs/DESIGN.md, "Where recorded time goes").
     pub fn evict_before(&mut self, idx: usize, args_idx: usize, values: Option<&crate::store::ValueStore>) {
         let n = idx.saturating_sub(self.base as usize).min(self.entries.len());
-        let mut carried = std::mem::take(&mut self.carried);
-        let from = self.base as usize;
-        carried.advance(values, self, from, from + n);
-        carried.note_evicted(self, n);
-        self.carried = carried;
-        for e in &self.entries[..n] {
-            if e.kind() == Kind::Call {
-                *self.evicted_calls.entry(e.id()).or_default() += 1;
-            }
-        }
+        let (mut carried, mut calls) = (std::mem::take(&mut self.carried), std::mem::take(&mut self.evicted_calls));
+        carried.evict(values, self, n, &mut calls);
+        (self.carried, self.evicted_calls) = (carried, calls);
         self.entries.drain(..n);
         self.base += n as u32;
         let m = args_idx.saturating_sub(self.args_base as usize).min(self.args.len());
@@ -187,8 +182,8 @@ impl Timeline {
         self.args_base as usize + self.args.len()
     }
 
-    /// fn-call counts per form among evicted entries.
-    pub fn evicted_calls(&self) -> &std::collections::HashMap<u32, u64> {
+    /// fn-call counts among evicted entries, by form id.
+    pub fn evicted_calls(&self) -> &[u64] {
         &self.evicted_calls
     }
 
@@ -210,7 +205,7 @@ impl Timeline {
             + self.stack.capacity() * std::mem::size_of::<Open>()
             + self.switches.capacity() * std::mem::size_of::<(u32, u64)>()
             + self.fn_calls.capacity() * 4) as u64
-            + self.evicted_calls.capacity() as u64 * 16
+            + self.evicted_calls.capacity() as u64 * 8
             + self.carried.bytes()
     }
 
