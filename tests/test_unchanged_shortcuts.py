@@ -693,6 +693,13 @@ def test_an_instance_recorded_again_shows_each_change_its_first_pass_could_miss(
         o.items.append(4)
         o.k = len(seen)
 
+    def new_list_same_address():
+        o.items = None
+        o.items = [len(seen), 2**41 + len(seen), 4]
+
+    def tuple_for_list():
+        o.items = tuple(o.items)
+
     changes = [
         ("start", lambda: None),
         ("again", lambda: None),
@@ -704,6 +711,10 @@ def test_an_instance_recorded_again_shows_each_change_its_first_pass_could_miss(
         ("item at the same address", item_same_address),
         ("again", lambda: None),
         ("list then a later int", list_then_int),
+        ("again", lambda: None),
+        ("a new list at the freed one's address", new_list_same_address),
+        ("again", lambda: None),
+        ("a tuple of its items", tuple_for_list),
         ("again", lambda: None),
         ("leaf's class renamed", rename(_Leaf, "RenamedLeaf")),
         ("again", lambda: None),
