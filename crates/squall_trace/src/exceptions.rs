@@ -79,7 +79,7 @@ pub fn exceptions(threads: &[ThreadRef<'_>]) -> Vec<ExceptionFact> {
 fn thread_exceptions(n: usize, t: &ThreadRef<'_>, out: &mut Vec<ExceptionFact>) {
     let tl = t.timeline;
     let mut state = tl.carried_exceptions().clone();
-    state.advance(t.values, tl, tl.first_idx(), tl.len());
+    state.advance(t.values, tl);
     out.extend(state.facts.into_iter().map(|x| ExceptionFact { thread: n, ..x }));
 }
 
@@ -102,15 +102,13 @@ pub struct Carried {
 }
 
 impl Carried {
-    /// Reads the unwinds of `tl`'s entries `from..to` (held in memory), as the next entries after
-    /// those this state has read.
-    pub fn advance(&mut self, values: Option<&ValueStore>, tl: &Timeline, from: usize, to: usize) {
+    /// Reads the unwinds of the entries `tl` holds in memory, as the next entries after those
+    /// this state has read.
+    pub fn advance(&mut self, values: Option<&ValueStore>, tl: &Timeline) {
         let first = tl.first_idx();
-        let held = &tl.entries()[from.saturating_sub(first).min(tl.entries().len())..];
-        let held = &held[..to.saturating_sub(from.max(first)).min(held.len())];
-        for (i, e) in held.iter().enumerate() {
+        for (i, e) in tl.entries().iter().enumerate() {
             if e.kind() == Kind::Unwind {
-                self.unwind(values, tl, (from.max(first) + i) as u32, e);
+                self.unwind(values, tl, (first + i) as u32, e);
             }
         }
     }

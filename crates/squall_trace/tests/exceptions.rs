@@ -81,45 +81,27 @@ fn exceptions_stay_whole_whatever_entries_were_evicted() {
     let (main, f, g, h) = (0, 1, 2, 3);
     // main -> f -> g: g raises e1, f lets it through, main catches it; main -> f -> g: g raises
     // e2, f catches it; main -> h: h raises e3, main lets it through.
-    type Step = Box<dyn Fn(&mut Timeline)>;
-    let steps: Vec<Step> = vec![
-        Box::new(move |tl| {
-            let _ = tl.call(main, &[], &NO_LIMITS);
-        }),
-        Box::new(move |tl| {
-            let _ = tl.call(f, &[], &NO_LIMITS);
-        }),
-        Box::new(move |tl| {
-            let _ = tl.call(g, &[], &NO_LIMITS);
-        }),
-        Box::new(move |tl| {
-            let _ = tl.exit(Kind::Unwind, g, g, false, e1, &NO_LIMITS);
-        }),
-        Box::new(move |tl| {
-            let _ = tl.exit(Kind::Unwind, f, f, false, e1, &NO_LIMITS);
-        }),
-        Box::new(move |tl| {
-            let _ = tl.call(f, &[], &NO_LIMITS);
-        }),
-        Box::new(move |tl| {
-            let _ = tl.call(g, &[], &NO_LIMITS);
-        }),
-        Box::new(move |tl| {
-            let _ = tl.exit(Kind::Unwind, g, g, false, e2, &NO_LIMITS);
-        }),
-        Box::new(move |tl| {
-            let _ = tl.exit(Kind::Return, f, f, false, ValRef::NONE, &NO_LIMITS);
-        }),
-        Box::new(move |tl| {
-            let _ = tl.call(h, &[], &NO_LIMITS);
-        }),
-        Box::new(move |tl| {
-            let _ = tl.exit(Kind::Unwind, h, h, false, e3, &NO_LIMITS);
-        }),
-        Box::new(move |tl| {
-            let _ = tl.exit(Kind::Unwind, main, main, false, e3, &NO_LIMITS);
-        }),
+    // (form, `None` for a call or the exit's kind and value).
+    let steps: [(u32, Option<(Kind, ValRef)>); 12] = [
+        (main, None),
+        (f, None),
+        (g, None),
+        (g, Some((Kind::Unwind, e1))),
+        (f, Some((Kind::Unwind, e1))),
+        (f, None),
+        (g, None),
+        (g, Some((Kind::Unwind, e2))),
+        (f, Some((Kind::Return, ValRef::NONE))),
+        (h, None),
+        (h, Some((Kind::Unwind, e3))),
+        (main, Some((Kind::Unwind, e3))),
     ];
+    let step = |tl: &mut Timeline, &(form, exit): &(u32, Option<(Kind, ValRef)>)| {
+        let _ = match exit {
+            None => tl.call(form, &[], &NO_LIMITS),
+            Some((kind, v)) => tl.exit(kind, form, form, false, v, &NO_LIMITS),
+        };
+    };
     let facts = |tl: &Timeline| {
         let refs = [ThreadRef { flow: 0, thread_id: 1, timeline: tl, values: Some(&store) }];
         exceptions(&refs)
@@ -131,7 +113,7 @@ fn exceptions_stay_whole_whatever_entries_were_evicted() {
             .collect::<Vec<_>>()
     };
     let mut whole = Timeline::new();
-    steps.iter().for_each(|s| s(&mut whole));
+    steps.iter().for_each(|s| step(&mut whole, s));
     let expected = facts(&whole);
     assert_eq!(
         expected,
@@ -149,7 +131,7 @@ fn exceptions_stay_whole_whatever_entries_were_evicted() {
                 if i == a || i == b {
                     tl.evict_before(tl.len(), tl.args_len(), Some(&store));
                 }
-                s(&mut tl);
+                step(&mut tl, s);
             }
             assert_eq!(facts(&tl), expected, "evicted before steps {a} and {b}");
         }
