@@ -2,8 +2,10 @@
 //!
 //! Four streams, one per entry word, each a run of LEB128 varints, plus one for the args arena:
 //! - `H`: `id << 4 | kind` (the entry's head word rotated: kind is its top 4 bits);
-//! - `A`: the parent / fn-call idx relative to the entry's own idx: `0` for `NONE`, else
-//!   `zigzag(idx - a) + 1`;
+//! - `A`: the parent / fn-call idx: `0` for `NONE`; since version 7, `1..=4` for one of the
+//!   last four distinct idxs this stream named (`Recent`: most entries are in the frame of the
+//!   entry before, or back in a caller's a few calls up), else `zigzag(idx - a) + 5`; before
+//!   version 7, `zigzag(idx - a) + 1`;
 //! - `B`: every kind but calls, resumes and the kinds holding a float (a call's ret idx is
 //!   recomputed on load): a value code;
 //! - `C`: calls and resumes: a value code, or an args-arena offset (tag 3); the others but the
@@ -22,6 +24,62 @@ use squall_trace::{Entry, Kind, MAX_SLOT, NONE};
 use crate::wire::{put_uv, unzigzag, zigzag, Bad, Rd, MAX_UV};
 
 const INLINE: u32 = 1 << 31;
+
+/// The format version whose `A` stream names recent idxs (`Recent`).
+pub(crate) const RECENT_A: u32 = 7;
+
+/// The last `RECENT` distinct parent / fn-call idxs of an `A` stream, most recent first: an
+/// entry in a long frame names the same idx as the entry before (one byte instead of three or
+/// four for its distance, and a run zstd shrinks to nothing), and an entry after a call
+/// returns names the caller's idx again, a place or two down. Encoder and decoder update it
+/// alike, from the idxs in stream order; each chunk starts empty.
+struct Recent([u32; RECENT]);
+
+const RECENT: usize = 4;
+
+impl Recent {
+    fn new() -> Recent {
+        Recent([NONE; RECENT])
+    }
+
+    /// The code of `a` (not `NONE`): its place + 1 when recent, else 0; `a` moved to the front.
+    #[inline(always)]
+    fn code(&mut self, a: u32) -> u64 {
+        let r = &mut self.0;
+        if r[0] == a {
+            return 1;
+        }
+        let at = r.iter().position(|&x| x == a).unwrap_or(RECENT - 1);
+        let hit = r[at] == a;
+        r.copy_within(0..at, 1);
+        r[0] = a;
+        if hit {
+            at as u64 + 1
+        } else {
+            0
+        }
+    }
+
+    /// The idx named by code `1..=RECENT`, moved to the front; `None` for a place never filled.
+    #[inline(always)]
+    fn take(&mut self, code: u64) -> Option<u32> {
+        let at = usize::try_from(code - 1).ok()?;
+        let a = *self.0.get(at)?;
+        if a == NONE {
+            return None;
+        }
+        self.0.copy_within(0..at, 1);
+        self.0[0] = a;
+        Some(a)
+    }
+
+    /// `a`, named by its distance, put at the front.
+    #[inline(always)]
+    fn push(&mut self, a: u32) {
+        self.0.copy_within(0..RECENT - 1, 1);
+        self.0[0] = a;
+    }
+}
 
 /// The predictors of one value stream.
 #[derive(Default)]
@@ -197,6 +255,7 @@ pub(crate) fn encode_entries(
         v.clear();
     }
     let (mut pb, mut pc, mut pg) = (Pred::default(), Pred::default(), Pred::default());
+    let mut recent = Recent::new();
     // Each entry puts at most one varint in each of `h`, `a`, `b` and `c` and 8 bytes in `f`:
     // room for a block's worth is made once, and the varints are written without a check each.
     let mut idx = first_idx;
@@ -215,7 +274,14 @@ pub(crate) fn encode_entries(
         for e in block {
             let kind = e.kind();
             let head = e.raw()[0];
-            let rel = if e.a == NONE { 0 } else { zigzag(idx as i64 - i64::from(e.a)) + 1 };
+            let rel = if e.a == NONE {
+                0
+            } else {
+                match recent.code(e.a) {
+                    0 => zigzag(idx as i64 - i64::from(e.a)) + RECENT as u64 + 1,
+                    code => code,
+                }
+            };
             // SAFETY: the room made for this block above (one varint per stream per entry, or
             // 8 bytes in `f`).
             unsafe {
@@ -288,7 +354,7 @@ pub(crate) struct EntriesPart {
 }
 
 /// Decodes one ENTRIES body (uncompressed).
-pub(crate) fn decode_entries(body: &[u8]) -> Result<EntriesPart, Bad> {
+pub(crate) fn decode_entries(body: &[u8], version: u32) -> Result<EntriesPart, Bad> {
     let mut r = Rd::new(body);
     let timeline = r.u32v()?;
     let first_idx = r.uv()?;
@@ -308,6 +374,7 @@ pub(crate) fn decode_entries(body: &[u8]) -> Result<EntriesPart, Bad> {
     let mut entries = Vec::with_capacity(n as usize);
     let (mut forms_needed, mut sites_needed, mut outside) = (0u64, 0u64, Vec::new());
     let (mut pb, mut pc, mut pg) = (Pred::default(), Pred::default(), Pred::default());
+    let (mut recent, far) = (Recent::new(), if version >= RECENT_A { RECENT as u64 + 1 } else { 1 });
     for i in 0..n {
         let idx = first_idx + i;
         let code = h.uv()?;
@@ -329,9 +396,13 @@ pub(crate) fn decode_entries(body: &[u8]) -> Result<EntriesPart, Bad> {
         let ac = a.uv()?;
         let aw = if ac == 0 {
             NONE
+        } else if ac < far {
+            recent.take(ac).ok_or(Bad("a recent idx named before there was one"))?
         } else {
-            let v = idx as i64 - unzigzag(ac - 1);
-            u32::try_from(v).ok().filter(|&w| w != NONE).ok_or(Bad("relative idx out of range"))?
+            let v = idx as i64 - unzigzag(ac - far);
+            let w = u32::try_from(v).ok().filter(|&w| w != NONE).ok_or(Bad("relative idx out of range"))?;
+            recent.push(w);
+            w
         };
         // Parents and fn-call idxs name earlier calls.
         if !(is_call && aw == NONE) {

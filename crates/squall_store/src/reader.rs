@@ -205,7 +205,7 @@ enum Part {
     Skip,
 }
 
-fn decode(f: &Frame) -> Result<Part, Bad> {
+fn decode(f: &Frame, version: u32) -> Result<Part, Bad> {
     if f.ty == chunk::HEADER {
         return Err(Bad("a second header chunk"));
     }
@@ -291,7 +291,7 @@ fn decode(f: &Frame) -> Result<Part, Bad> {
         chunk::THREAD => {
             Part::Thread(ThreadMeta { timeline: r.u32v()?, flow: r.u32v()?, thread_id: r.uv()?, name: r.string()? })
         }
-        chunk::ENTRIES => Part::Entries(decode_entries(&raw)?),
+        chunk::ENTRIES => Part::Entries(decode_entries(&raw, version)?),
         chunk::SWITCHES => {
             let timeline = r.u32v()?;
             let n = r.count()?;
@@ -469,11 +469,12 @@ impl State {
     }
 }
 
-/// Decodes chunk bodies on all cores; results come back in file order.
-fn decode_all(frames: &[Frame]) -> Vec<Result<Part, Bad>> {
+/// Decodes chunk bodies (of a file of format `version`) on all cores; results come back in file
+/// order.
+fn decode_all(frames: &[Frame], version: u32) -> Vec<Result<Part, Bad>> {
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8).min(frames.len().max(1));
     if workers <= 1 || frames.len() < 4 {
-        return frames.iter().map(decode).collect();
+        return frames.iter().map(|f| decode(f, version)).collect();
     }
     let next = AtomicUsize::new(0);
     let mut out: Vec<Option<Result<Part, Bad>>> = (0..frames.len()).map(|_| None).collect();
@@ -487,7 +488,7 @@ fn decode_all(frames: &[Frame]) -> Vec<Result<Part, Bad>> {
                         if i >= frames.len() {
                             break;
                         }
-                        mine.push((i, decode(&frames[i])));
+                        mine.push((i, decode(&frames[i], version)));
                     }
                     mine
                 })
@@ -502,8 +503,8 @@ fn decode_all(frames: &[Frame]) -> Vec<Result<Part, Bad>> {
 }
 
 /// Checks the magic and version in the first bytes of a file (`b`: the file, or at least its first
-/// [`HEAD_LEN`] bytes).
-fn check_prefix(b: &[u8], name: &str) -> Result<(), StoreError> {
+/// [`HEAD_LEN`] bytes); returns the version.
+fn check_prefix(b: &[u8], name: &str) -> Result<u32, StoreError> {
     let name = name.to_string();
     let total = b.len() as u64;
     if b.is_empty() {
@@ -531,13 +532,13 @@ fn check_prefix(b: &[u8], name: &str) -> Result<(), StoreError> {
     if version > FORMAT_VERSION {
         return Err(StoreError::NewerVersion { name, found: version, supported: FORMAT_VERSION });
     }
-    Ok(())
+    Ok(version)
 }
 
 pub(crate) fn read_named(b: &[u8], name: &str, mut progress: Option<Progress>) -> Result<Recording, StoreError> {
     let name = name.to_string();
     let total = b.len() as u64;
-    check_prefix(b, &name)?;
+    let version = check_prefix(b, &name)?;
     let hf = match frame_at(b, PREFIX_LEN) {
         Ok(f) => f,
         Err(FrameErr::Truncated(_)) => return Err(StoreError::TruncatedHeader { name, len: total }),
@@ -587,7 +588,7 @@ pub(crate) fn read_named(b: &[u8], name: &str, mut progress: Option<Progress>) -
     }
 
     // Pass 2: decode bodies in parallel, apply them in order.
-    let decoded = decode_all(&frames);
+    let decoded = decode_all(&frames, version);
     let mut st = State {
         forms: Forms::new(),
         nsites: 0,

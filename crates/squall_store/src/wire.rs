@@ -5,7 +5,7 @@
 pub const MAGIC: [u8; 8] = *b"\x89SQREC\r\n";
 
 /// The format version this squall writes, and the newest it reads. See `docs/format.md`.
-pub const FORMAT_VERSION: u32 = 6;
+pub const FORMAT_VERSION: u32 = 7;
 
 /// Bytes before the first chunk: magic and version.
 pub(crate) const PREFIX_LEN: usize = 12;

@@ -484,6 +484,70 @@ fn version_5_files_open_with_their_values_recorded_again() {
     assert!(binds.iter().any(|b| b == "Box#2(leaf=(earlier) Leaf#1(n=2), size=1)"), "{binds:?}");
 }
 
+/// A version 6 file (written by dc8c311 from `tests/reference_programs/frames.py`: a loop
+/// calling out, nested calls, a generator, an exception unwinding, a recursion), whose `A`
+/// stream holds every idx as a distance: each entry keeps its parent or frame, and written again
+/// in version 7 (recent idxs named by place) it reads back the same.
+#[test]
+fn version_6_files_open_with_their_frames() {
+    let bytes = include_bytes!("fixtures/v6_frames.sqrec");
+    assert_eq!(u32::from_le_bytes(bytes[8..12].try_into().unwrap()), 6);
+    let rec = read(bytes).unwrap();
+    assert!(rec.completed, "{:?}", rec.cut_short);
+    let t = &rec.timelines[0].timeline;
+    let e = t.entries();
+    let name = |idx: u32| -> String {
+        let call = &e[idx as usize];
+        assert!(call.kind().is_call(), "entry {idx} is not a call");
+        rec.forms.form(call.id()).map_or(String::new(), |f| f.name.to_string())
+    };
+    let calls_of = |callee: &str| -> Vec<String> {
+        e.iter()
+            .filter(|x| x.kind() == Kind::Call && rec.forms.form(x.id()).is_some_and(|f| &*f.name == callee))
+            .map(|x| x.parent_idx().map_or(String::from("root"), name))
+            .collect()
+    };
+    assert_eq!(calls_of("leaf"), vec!["middle"; 80]);
+    assert_eq!(calls_of("middle"), vec!["main"; 40]);
+    assert_eq!(calls_of("fails"), ["main", "fails", "fails"]);
+    assert_eq!(calls_of("fact").len(), 12);
+    // Every event names the call of its own frame: `main`'s 40 `total` bindings.
+    let total = e.iter().filter(|x| x.kind() == Kind::Bind && name(x.fn_call_idx()) == "main").count();
+    assert!(total >= 41, "{total}");
+
+    let mut w = Writer::new(Vec::new(), &Header::default()).unwrap();
+    w.forms(&rec.forms).unwrap();
+    w.thread(&ThreadMeta::default()).unwrap();
+    w.entries(0, 0, e, 0, t.args()).unwrap();
+    let again = read(&w.finish(0, &[]).unwrap()).unwrap();
+    assert_eq!(again.timelines[0].timeline.entries(), e);
+    assert_eq!(again.timelines[0].timeline.args(), t.args());
+}
+
+/// In version 7 an entry in the frame of the entry before costs one byte of `A` whatever the
+/// frame's length: a loop of a million bindings in one frame writes an ENTRIES body of about
+/// four bytes an entry (head, `A`, value, `C`), not six or seven.
+#[test]
+fn a_long_frame_costs_a_byte_of_a_per_entry() {
+    let l = Limits::default();
+    let mut t = Timeline::new();
+    t.call(0, &[], &l);
+    let n = 1_000_000;
+    for i in 0..n {
+        t.event(Kind::Bind, 6, 0, false, ValRef::small_int(i % 16).unwrap(), &l);
+    }
+    let mut w = Writer::new(Vec::new(), &Header::default()).unwrap();
+    w.set_codec(squall_store::Codec::None);
+    w.forms(&common::forms()).unwrap();
+    w.thread(&ThreadMeta::default()).unwrap();
+    w.entries(0, 0, t.entries(), 0, t.args()).unwrap();
+    let bytes = w.finish(0, &[]).unwrap();
+    let body: usize = chunks(&bytes).iter().filter(|c| c.1 == 4).map(|c| c.3.len()).sum();
+    assert!(body < 4 * n as usize + 4096, "{body} bytes of ENTRIES for {n} entries");
+    let rec = read(&bytes).unwrap();
+    assert_eq!(rec.timelines[0].timeline.entries(), t.entries());
+}
+
 /// Returns, expressions and bindings holding floats (version 5) read back bit for bit: NaN
 /// payloads, -0.0, the infinities, next to value codes in the same streams.
 #[test]
