@@ -196,9 +196,13 @@ enum Job {
 
 /// How many chunks may wait for the background thread before the caller waits for it.
 const QUEUED_CHUNKS: usize = 16;
-/// How many spent buffers of each kind are kept for reuse (the rest are freed): a flush that
-/// handed over many chunks at once would otherwise keep them all, resident, for good.
-const POOLED_BUFFERS: usize = 1;
+/// How many spent buffers of each kind are kept for reuse (the rest are freed): as many as the
+/// queue holds, so that every buffer a pass hands over comes back for the next one. With one
+/// kept, most passes took fresh blocks of up to 4 MiB for their copies of the entries, which
+/// the kernel zeroed page by page while the caller held the GIL (saved nbody: 136 K page faults
+/// on the flusher, 1.75 -> 0.8 s of the GIL held; docs/benchmarks.md, "Twenty-first session").
+/// The pool is counted with the queue (`Held`), so the memory limit sees it.
+const POOLED_BUFFERS: usize = QUEUED_CHUNKS;
 
 /// What the background thread has written: the ticket of the last [`Writer::flush`] it did, or
 /// the error it stopped at.
