@@ -21,7 +21,7 @@
 
 use squall_trace::{Entry, Kind, MAX_SLOT, NONE};
 
-use crate::wire::{put_uv, unzigzag, zigzag, Bad, Rd, MAX_UV};
+use crate::wire::{put_uv, unzigzag, zigzag, Bad, Cursor, Rd, MAX_UV};
 
 const INLINE: u32 = 1 << 31;
 
@@ -88,48 +88,7 @@ struct Pred {
     args: u32,
 }
 
-/// A stream being written past its length, into room made beforehand: the varints go out
-/// through a pointer kept in a register, and the length is set once (`done`). Through the
-/// `Vec` itself each varint reloaded and stored the length, which the compiler could not keep
-/// in a register across the other streams' writes (twice the encoding time: docs/benchmarks.md,
-/// "Twentieth session").
-struct Cursor(*mut u8);
-
 impl Cursor {
-    /// At the end of `v`.
-    #[inline(always)]
-    fn at_end(v: &mut Vec<u8>) -> Cursor {
-        // SAFETY: one past the last element is within (or one past) the allocation.
-        Cursor(unsafe { v.as_mut_ptr().add(v.len()) })
-    }
-
-    /// # Safety
-    /// The room ahead holds `MAX_UV` more bytes.
-    #[inline(always)]
-    unsafe fn uv(&mut self, mut v: u64) {
-        // SAFETY: this fn's contract: at most `MAX_UV` bytes are written.
-        unsafe {
-            while v >= 0x80 {
-                self.0.write((v as u8) | 0x80);
-                self.0 = self.0.add(1);
-                v >>= 7;
-            }
-            self.0.write(v as u8);
-            self.0 = self.0.add(1);
-        }
-    }
-
-    /// # Safety
-    /// The room ahead holds 8 more bytes.
-    #[inline(always)]
-    unsafe fn u64_le(&mut self, v: u64) {
-        // SAFETY: this fn's contract.
-        unsafe {
-            self.0.cast::<[u8; 8]>().write_unaligned(v.to_le_bytes());
-            self.0 = self.0.add(8);
-        }
-    }
-
     /// A value code (see the module's doc).
     ///
     /// # Safety
@@ -160,17 +119,6 @@ impl Cursor {
         p.args = w;
         // SAFETY: this fn's contract.
         unsafe { self.uv((zigzag(d) << 2) | 3) }
-    }
-
-    /// Sets `v`'s length to what was written through this cursor.
-    ///
-    /// # Safety
-    /// The cursor was made by `at_end(v)`, and wrote within `v`'s capacity.
-    #[inline(always)]
-    unsafe fn done(self, v: &mut Vec<u8>) {
-        // SAFETY: this fn's contract: the bytes up to the cursor are initialized and within the
-        // capacity.
-        unsafe { v.set_len(self.0.offset_from(v.as_ptr()) as usize) }
     }
 }
 

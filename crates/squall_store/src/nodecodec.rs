@@ -5,7 +5,7 @@
 
 use squall_trace::{CutNode, Decoded, MapNode, Node, ObjectNode, OpaqueNode, SeqDeltaNode, SeqKind, SeqNode, ValRef};
 
-use crate::wire::{put_str, put_uv, unzigzag, zigzag, Bad, Rd};
+use crate::wire::{unzigzag, zigzag, Bad, Cursor, Rd, MAX_UV};
 
 const T_FLOAT: u8 = 1;
 const T_INT: u8 = 2;
@@ -29,16 +29,21 @@ const V_INT: u64 = 0;
 const V_SLOT: u64 = 1;
 const V_CONST: u64 = 2;
 
-fn put_val(out: &mut Vec<u8>, here: u32, v: ValRef) {
-    match v.decode() {
-        Decoded::Int(i) => put_uv(out, zigzag(i) << 2 | V_INT),
-        Decoded::Slot(s) => put_uv(out, u64::from(here.saturating_sub(s)) << 2 | V_SLOT),
-        Decoded::None => put_uv(out, V_CONST),
-        Decoded::Bool(true) => put_uv(out, 1 << 2 | V_CONST),
-        Decoded::Bool(false) => put_uv(out, 2 << 2 | V_CONST),
+/// # Safety
+/// The room ahead of `c` holds `MAX_UV` more bytes.
+#[inline(always)]
+unsafe fn put_val(c: &mut Cursor, here: u32, v: ValRef) {
+    let code = match v.decode() {
+        Decoded::Int(i) => zigzag(i) << 2 | V_INT,
+        Decoded::Slot(s) => u64::from(here.saturating_sub(s)) << 2 | V_SLOT,
+        Decoded::None => V_CONST,
+        Decoded::Bool(true) => 1 << 2 | V_CONST,
+        Decoded::Bool(false) => 2 << 2 | V_CONST,
         // A node's child is a ref, never a float held in an entry.
-        Decoded::Absent | Decoded::Float(_) => put_uv(out, 3 << 2 | V_CONST),
-    }
+        Decoded::Absent | Decoded::Float(_) => 3 << 2 | V_CONST,
+    };
+    // SAFETY: this fn's contract.
+    unsafe { c.uv(code) }
 }
 
 fn get_val(r: &mut Rd, here: u32) -> Result<ValRef, Bad> {
@@ -64,111 +69,149 @@ fn get_val(r: &mut Rd, here: u32) -> Result<ValRef, Bad> {
     })
 }
 
-/// Appends node number `here` of its store.
+/// The most bytes `put_node` writes for `n`: a tag and a kind byte, a varint per field, two
+/// per item, and the text.
+fn max_bytes(n: &Node) -> usize {
+    let (fields, items, text) = match n {
+        Node::Float(_) | Node::Int(_) | Node::Same(_) => (1, 0, 0),
+        Node::Complex(_) => (2, 0, 0),
+        Node::BigInt(s) | Node::Str(s) => (1, 0, s.len()),
+        Node::StrCut(b) => (2, 0, b.0.len()),
+        Node::Bytes(b) => (1, 0, b.len()),
+        Node::BytesCut(b) => (2, 0, b.0.len()),
+        Node::Seq(s) => (4, s.items.len(), 0),
+        Node::SeqDelta(d) => (6, d.changes.len(), 0),
+        Node::Map(m) => (4, m.entries.len(), 0),
+        Node::Object(o) => (3, o.attrs.len(), 0),
+        Node::Opaque(o) => (3, 0, o.text.len()),
+        Node::Cut(_) | Node::Ref(_) => (3, 0, 0),
+    };
+    2 + (fields + 2 * items) * MAX_UV + text
+}
+
+/// Appends node number `here` of its store to `out`. Written through a cursor into room made
+/// once per node: through the `Vec` each byte checked the capacity and stored the length
+/// (docs/benchmarks.md, "Twenty-first session").
 pub(crate) fn put_node(out: &mut Vec<u8>, here: u32, n: &Node) {
-    match n {
-        Node::Float(f) => {
-            out.push(T_FLOAT);
-            out.extend_from_slice(&f.to_le_bytes());
-        }
-        Node::Int(i) => {
-            out.push(T_INT);
-            put_uv(out, zigzag(*i));
-        }
-        Node::BigInt(s) => {
-            out.push(T_BIGINT);
-            put_str(out, s);
-        }
-        Node::Complex(c) => {
-            out.push(T_COMPLEX);
-            out.extend_from_slice(&c.0.to_le_bytes());
-            out.extend_from_slice(&c.1.to_le_bytes());
-        }
-        Node::Str(s) => {
-            out.push(T_STR);
-            put_str(out, s);
-        }
-        Node::StrCut(b) => {
-            out.push(T_STR_CUT);
-            put_str(out, &b.0);
-            put_uv(out, b.1);
-        }
-        Node::Bytes(b) => {
-            out.push(T_BYTES);
-            put_uv(out, b.len() as u64);
-            out.extend_from_slice(b);
-        }
-        Node::BytesCut(b) => {
-            out.push(T_BYTES_CUT);
-            put_uv(out, b.0.len() as u64);
-            out.extend_from_slice(&b.0);
-            put_uv(out, b.1);
-        }
-        Node::Seq(s) => {
-            out.push(T_SEQ);
-            out.push(s.kind as u8);
-            put_uv(out, u64::from(s.ty));
-            put_uv(out, s.obj);
-            put_uv(out, s.len);
-            put_uv(out, s.items.len() as u64);
-            for &v in s.items.iter() {
-                put_val(out, here, v);
+    let (max, before) = (max_bytes(n), out.len());
+    out.reserve(max);
+    let mut c = Cursor::at_end(out);
+    // SAFETY: the room made above holds the node's longest encoding (`max_bytes`), and the
+    // cursor was made at `out`'s end.
+    unsafe {
+        write_node(&mut c, here, n);
+        c.done(out);
+    }
+    debug_assert!(out.len() - before <= max, "{n:?}: {} bytes written, {max} counted", out.len() - before);
+}
+
+/// # Safety
+/// The room ahead of `c` holds `max_bytes(n)` bytes.
+unsafe fn write_node(c: &mut Cursor, here: u32, n: &Node) {
+    // SAFETY: this fn's contract: each arm writes at most what `max_bytes` counts for it.
+    unsafe {
+        match n {
+            Node::Float(f) => {
+                c.byte(T_FLOAT);
+                c.u64_le(f.to_bits());
             }
-        }
-        Node::SeqDelta(d) => {
-            out.push(T_SEQ_DELTA);
-            out.push(d.kind as u8);
-            put_uv(out, u64::from(d.ty));
-            put_uv(out, d.obj);
-            put_uv(out, d.len);
-            put_uv(out, u64::from(here.saturating_sub(d.base)));
-            put_uv(out, u64::from(d.n_items));
-            put_uv(out, d.changes.len() as u64);
-            let mut prev = 0u32;
-            for &(i, v) in d.changes.iter() {
-                put_uv(out, u64::from(i - prev));
-                prev = i;
-                put_val(out, here, v);
+            Node::Int(i) => {
+                c.byte(T_INT);
+                c.uv(zigzag(*i));
             }
-        }
-        Node::Map(m) => {
-            out.push(T_MAP);
-            put_uv(out, u64::from(m.ty));
-            put_uv(out, m.obj);
-            put_uv(out, m.len);
-            put_uv(out, m.entries.len() as u64);
-            for &(k, v) in m.entries.iter() {
-                put_val(out, here, k);
-                put_val(out, here, v);
+            Node::BigInt(s) => {
+                c.byte(T_BIGINT);
+                c.block(s.as_bytes());
             }
-        }
-        Node::Object(o) => {
-            out.push(T_OBJECT);
-            put_uv(out, u64::from(o.ty));
-            put_uv(out, o.obj);
-            put_uv(out, o.attrs.len() as u64);
-            for &(k, v) in o.attrs.iter() {
-                put_uv(out, u64::from(k));
-                put_val(out, here, v);
+            Node::Complex(z) => {
+                c.byte(T_COMPLEX);
+                c.u64_le(z.0.to_bits());
+                c.u64_le(z.1.to_bits());
             }
-        }
-        Node::Opaque(o) => {
-            out.push(T_OPAQUE);
-            put_uv(out, u64::from(o.ty));
-            put_uv(out, o.obj);
-            put_str(out, &o.text);
-        }
-        Node::Same(t) => {
-            out.push(T_SAME);
-            put_uv(out, u64::from(here.saturating_sub(*t)));
-        }
-        Node::Cut(_) | Node::Ref(_) => {
-            // A packed reference is written as any other: the reader packs it again.
-            let Some(c) = n.cut() else { unreachable!() };
-            out.push(T_CUT);
-            put_uv(out, u64::from(c.ty));
-            put_uv(out, c.obj);
-            put_uv(out, c.len);
+            Node::Str(s) => {
+                c.byte(T_STR);
+                c.block(s.as_bytes());
+            }
+            Node::StrCut(b) => {
+                c.byte(T_STR_CUT);
+                c.block(b.0.as_bytes());
+                c.uv(b.1);
+            }
+            Node::Bytes(b) => {
+                c.byte(T_BYTES);
+                c.block(b);
+            }
+            Node::BytesCut(b) => {
+                c.byte(T_BYTES_CUT);
+                c.block(&b.0);
+                c.uv(b.1);
+            }
+            Node::Seq(s) => {
+                c.byte(T_SEQ);
+                c.byte(s.kind as u8);
+                c.uv(u64::from(s.ty));
+                c.uv(s.obj);
+                c.uv(s.len);
+                c.uv(s.items.len() as u64);
+                for &v in s.items.iter() {
+                    put_val(c, here, v);
+                }
+            }
+            Node::SeqDelta(d) => {
+                c.byte(T_SEQ_DELTA);
+                c.byte(d.kind as u8);
+                c.uv(u64::from(d.ty));
+                c.uv(d.obj);
+                c.uv(d.len);
+                c.uv(u64::from(here.saturating_sub(d.base)));
+                c.uv(u64::from(d.n_items));
+                c.uv(d.changes.len() as u64);
+                let mut prev = 0u32;
+                for &(i, v) in d.changes.iter() {
+                    c.uv(u64::from(i - prev));
+                    prev = i;
+                    put_val(c, here, v);
+                }
+            }
+            Node::Map(m) => {
+                c.byte(T_MAP);
+                c.uv(u64::from(m.ty));
+                c.uv(m.obj);
+                c.uv(m.len);
+                c.uv(m.entries.len() as u64);
+                for &(k, v) in m.entries.iter() {
+                    put_val(c, here, k);
+                    put_val(c, here, v);
+                }
+            }
+            Node::Object(o) => {
+                c.byte(T_OBJECT);
+                c.uv(u64::from(o.ty));
+                c.uv(o.obj);
+                c.uv(o.attrs.len() as u64);
+                for &(k, v) in o.attrs.iter() {
+                    c.uv(u64::from(k));
+                    put_val(c, here, v);
+                }
+            }
+            Node::Opaque(o) => {
+                c.byte(T_OPAQUE);
+                c.uv(u64::from(o.ty));
+                c.uv(o.obj);
+                c.block(o.text.as_bytes());
+            }
+            Node::Same(t) => {
+                c.byte(T_SAME);
+                c.uv(u64::from(here.saturating_sub(*t)));
+            }
+            Node::Cut(_) | Node::Ref(_) => {
+                // A packed reference is written as any other: the reader packs it again.
+                let Some(cut) = n.cut() else { unreachable!() };
+                c.byte(T_CUT);
+                c.uv(u64::from(cut.ty));
+                c.uv(cut.obj);
+                c.uv(cut.len);
+            }
         }
     }
 }
