@@ -387,15 +387,16 @@ def test_a_long_run_saved_to_a_file_stays_within_the_memory_limit(tmp_path):
 
 def test_saved_entries_leave_memory_past_the_window_and_exceptions_stay_whole(tmp_path):
     # With a memory window (`squall run` without -i), saved entries leave memory long before
-    # half the limit; call counts and the exceptions live queries list stay whole, the same as
-    # the file's, a chain raised before the eviction point included.
+    # half the limit, and saved value nodes with them; call counts and the exceptions live
+    # queries list stay whole, the same as the file's, a chain raised before the eviction point
+    # included, with its text (its value's node left memory: its text was kept).
     import time as _time
 
     api.stop_recording()
     api.clear_recordings()
     ns = {"__name__": "win"}
     src = (
-        "def tick(i):\n    return i\n"
+        "def tick(i):\n    return [i]\n"
         "def inner():\n    raise KeyError('early')\n"
         "def outer():\n    return inner()\n"
         "def catcher():\n    try:\n        outer()\n    except KeyError:\n        return 1\n"
@@ -416,6 +417,8 @@ def test_saved_entries_leave_memory_past_the_window_and_exceptions_stay_whole(tm
             pass
         api.stop_recording()
         api.finish_saving()
+        stats = api.engine_stats()
+        assert stats["values_held"] < stats["values"] // 2, stats
         tid = threading.get_native_id()
         with pytest.raises(ValueError, match="moved out of memory into the recording file"):
             squall.indexes.timeline_entry(0, tid, 0, "at")
@@ -429,6 +432,7 @@ def test_saved_entries_leave_memory_past_the_window_and_exceptions_stay_whole(tm
         assert (live[0]["caught_in"], len(live[0]["chain"])) == ("win.catcher", 2)  # inner, then outer
         keys = ("idx", "caught", "caught_in", "caught_in_idx", "chain", "raised_idx", "text", "obj_id")
         assert [{k: e.get(k) for k in keys} for e in live] == [{k: e.get(k) for k in keys} for e in saved]
+        assert [e["text"] for e in live] == ["KeyError: 'early'", "ValueError: late"]
     finally:
         api.clear_recordings()
 
@@ -454,39 +458,54 @@ def test_squall_run_keeps_a_memory_window_unless_interactive():
         assert fake.window == window, (command, interactive)
 
 
-def test_values_past_the_memory_limit_stop_the_recording_while_saving(tmp_path, capfd):
-    # Saved entries leave memory, value stores do not (yet): many distinct big values reach the
-    # limit, and recording stops there, saying so; the file holds everything up to it.
+def test_saved_values_leave_memory_and_the_recording_goes_on_past_the_limit(tmp_path):
+    # Many distinct big values recorded while saving: past half the limit saved value nodes
+    # leave memory with their entries, so the recording goes on within the limit (before, value
+    # stores never left and it stopped at the limit), and the file holds every value. An object
+    # recorded unchanged and a list appended to are recorded again after their earlier nodes
+    # left memory: encoded afresh, right in the file.
     import time as _time
 
     api.stop_recording()
     api.clear_recordings()
     ns = {"__name__": "big"}
-    exec(rewrite.compile_instrumented("def take(xs):\n    return 1\n", "/src/big.py", "big"), ns)
+    exec(rewrite.compile_instrumented("def take(xs, keep, log):\n    return 1\n", "/src/big.py", "big"), ns)
+
+    class Keep:
+        def __init__(self):
+            self.name = "kept"
+            self.n = 12345
+
+    keep, log = Keep(), []
     limits = api.get_limits()
     limit = 24 << 20  # the writer's buffers (about 17 MiB) are counted: 7 MiB of values
     api.set_limits(memory_limit=limit)
     try:
         api.start_recording(install_hook=False)
         api.save_to(str(tmp_path / "big.sqrec"))
-        calls = 0
+        peak = 0
         for batch in range(40):
             for i in range(100):
-                ns["take"]([[batch, i, j] for j in range(100)])  # a new value each time
-                calls += 1
+                log.append(batch * 100 + i)
+                ns["take"]([[batch, i, j] for j in range(100)], keep, log)  # a new value each time
             _time.sleep(0.05)
-            if not api.is_recording():
-                break
-        assert not api.is_recording()
-        assert "reached the memory limit" in capfd.readouterr().err
-        assert api.engine_stats()["bytes"] < limit * 1.1
+            stats = api.engine_stats()
+            peak = max(peak, stats["bytes"])
+        evicted = stats["values"] - stats["values_held"]
+        assert api.is_recording()  # not stopped by the limit
+        assert evicted > 0, "saved value nodes left memory"
+        api.stop_recording()
         api.finish_saving()
+        assert peak < limit * 1.1, peak
         rec = squall.load(tmp_path / "big.sqrec")
-        recorded = rec.fn_call_stats(0)[0]["cnt"]
-        assert 0 < recorded <= calls
-        tl = rec.get_referenced_maps_timeline(0, threading.get_native_id())
-        last = [e for e in tl if e["type"] == "fn-call"][-1]
-        assert rec.deref_val_id(last["fn_args_ref"])[0][0][:2] == [(recorded - 1) // 100, (recorded - 1) % 100]
+        assert rec.fn_call_stats(0)[0]["cnt"] == 4000  # every call recorded
+        calls = [e for e in rec.get_referenced_maps_timeline(0, threading.get_native_id()) if e["type"] == "fn-call"]
+        for n in range(0, 4000, 97):
+            xs, kept, logged = rec.deref_val_id(calls[n]["fn_args_ref"])
+            assert xs[5] == [n // 100, n % 100, 5]
+            assert (kept.name, kept.n) == ("kept", 12345)
+            length = logged[-1].length if isinstance(logged[-1], squall.values.Truncated) else len(logged)
+            assert length == n + 1 and logged[:3] == [0, 1, 2][: n + 1]
     finally:
         api.set_limits(**limits)
         api.clear_recordings()

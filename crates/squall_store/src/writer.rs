@@ -693,8 +693,17 @@ impl<W: Write> Writer<W> {
                 store.len()
             )));
         }
+        // Nodes leave memory only once written (`ValueStore::evict_below`), so the next to
+        // write is held: `nodes[k]` is slot `first + k`.
+        let first = store.first_held();
+        if node < first {
+            return Err(StoreError::Usage(format!(
+                "timeline {timeline}: {node} value nodes were written, but the store evicted those below {first}"
+            )));
+        }
         let (nodes, names) = (store.nodes(), store.names());
-        while (node < nodes.len() || name < names.len()) && *budget > 0 {
+        let end = first + nodes.len();
+        while (node < end || name < names.len()) && *budget > 0 {
             self.raw.clear();
             put_uv(&mut self.raw, u64::from(timeline));
             put_uv(&mut self.raw, name as u64);
@@ -706,8 +715,8 @@ impl<W: Write> Writer<W> {
             let body = &mut self.body;
             body.clear();
             let start = node;
-            while node < nodes.len() && body.len() < VALUE_BYTES_PER_CHUNK {
-                put_node(body, node as u32, &nodes[node]);
+            while node < end && body.len() < VALUE_BYTES_PER_CHUNK {
+                put_node(body, node as u32, &nodes[node - first]);
                 node += 1;
             }
             put_uv(&mut self.raw, start as u64);
@@ -722,7 +731,13 @@ impl<W: Write> Writer<W> {
             self.emit(chunk::NODES, 0)?;
         }
         self.note_caller();
-        Ok(node == nodes.len() && name == names.len())
+        Ok(node == end && name == names.len())
+    }
+
+    /// How many value nodes of `timeline` were handed over (encoded into chunks): those may
+    /// leave memory (`ValueStore::evict_below`).
+    pub fn nodes_written(&self, timeline: u32) -> usize {
+        self.timelines.get(&timeline).map_or(0, |st| st.nodes as usize)
     }
 
     /// Writes the source files noted since the last call, in an optional SOURCES chunk (readers

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use crate::entry::{Entry, Kind};
 use crate::printer;
 use crate::snapshot::{SeqKind, Snap};
-use crate::store::{ExpandBudget, ValueStore};
+use crate::store::{ExpandBudget, ObjId, ValueStore};
 use crate::threads::ThreadRef;
 use crate::timeline::Timeline;
 use crate::value::{Decoded, ValRef};
@@ -51,6 +51,12 @@ pub struct ExceptionFact {
     pub caught_in: Option<u32>,
     /// That caller's form (known even when its call entry left memory).
     pub caught_in_form: Option<u32>,
+    /// The exception's identity, read when its unwind was (0: none known), so that a chain is
+    /// followed and named after its value's node left memory.
+    pub obj: ObjId,
+    /// Its text, kept before its value's node left memory (`Carried::keep_texts`); `None`:
+    /// read from the value ([`exception_text`]).
+    pub text: Option<Box<ExceptionText>>,
 }
 
 impl ExceptionFact {
@@ -99,6 +105,11 @@ pub struct Carried {
     /// forms: an unwind of such a frame, read later, continues a chain into (or is caught by) its
     /// parent.
     parents: HashMap<u32, (Option<u32>, u32)>,
+    /// The facts before this one have their text kept or a value still in memory for good
+    /// (`keep_texts`).
+    texted: usize,
+    /// What the kept texts hold.
+    text_bytes: usize,
 }
 
 impl Carried {
@@ -152,8 +163,17 @@ impl Carried {
             Unwound { call_idx: call, unwind_idx: idx, form: e.id(), last_event_idx: last_event(tl, call, idx) };
         // An unwind's throwable is always a ref (only returns, expressions and bindings hold floats).
         let thrown = e.value_ref().unwrap_or(ValRef::ABSENT);
+        let obj = match values {
+            Some(store) if thrown != ValRef::ABSENT => store.obj_of(thrown),
+            _ => 0,
+        };
         let group = match self.open_by_frame.remove(&call) {
-            Some(g) if same_exception(values, self.facts[g].value, thrown) => {
+            // By identity when both are known (the fact's value may have left memory since).
+            Some(g) if self.facts[g].obj != 0 && obj != 0 && self.facts[g].obj == obj => {
+                self.facts[g].chain.push(frame);
+                g
+            }
+            Some(g) if (self.facts[g].obj == 0 || obj == 0) && same_exception(values, self.facts[g].value, thrown) => {
                 self.facts[g].chain.push(frame);
                 g
             }
@@ -164,6 +184,8 @@ impl Carried {
                     value: thrown,
                     caught_in: None,
                     caught_in_form: None,
+                    obj,
+                    text: None,
                 });
                 self.facts.len() - 1
             }
@@ -183,13 +205,39 @@ impl Carried {
         }
     }
 
+    /// Keeps the text of each exception whose value is in a node below slot `below`, before
+    /// those nodes leave memory (`ValueStore::evict_below`): the exceptions query goes on naming
+    /// them. Facts are read in the order their unwinds were, so their values' slots mostly grow:
+    /// each call starts after the facts whose values are below every bound so far.
+    pub fn keep_texts(&mut self, values: &ValueStore, below: u32) {
+        let mut all_done = true;
+        for k in self.texted..self.facts.len() {
+            let f = &mut self.facts[k];
+            if let (None, Decoded::Slot(slot)) = (&f.text, values.entry_ref(f.value).decode()) {
+                if slot < below {
+                    let text = exception_text(Some(values), f.value, MESSAGE_MAX);
+                    self.text_bytes += std::mem::size_of::<ExceptionText>()
+                        + text.type_name.as_ref().map_or(0, String::capacity)
+                        + text.message.capacity();
+                    f.text = Some(Box::new(text));
+                } else {
+                    all_done = false;
+                }
+            }
+            if all_done {
+                self.texted = k + 1;
+            }
+        }
+    }
+
     /// Heap bytes held (counted by the memory limit).
     pub fn bytes(&self) -> u64 {
         let chains: usize = self.facts.iter().map(|x| x.chain.capacity() * std::mem::size_of::<Unwound>()).sum();
         (self.facts.capacity() * std::mem::size_of::<ExceptionFact>()
             + chains
             + self.open_by_frame.capacity() * 16
-            + self.parents.capacity() * 24) as u64
+            + self.parents.capacity() * 24
+            + self.text_bytes) as u64
     }
 }
 
@@ -303,6 +351,9 @@ pub fn exception_text(values: Option<&ValueStore>, v: ValRef, max: usize) -> Exc
     if let Decoded::Slot(s) = store.entry_ref(v).decode() {
         if s as usize >= store.len() {
             return ExceptionText { type_name: Some(NOT_SAVED.into()), message: String::new() };
+        }
+        if store.is_evicted(s) {
+            return ExceptionText { type_name: Some(crate::store::IN_FILE.into()), message: String::new() };
         }
     }
     let snap = store.to_snap(v, ExpandBudget { max_depth: 4, max_nodes: 256 });

@@ -244,7 +244,11 @@ impl ExpandBudget {
 /// One timeline's values.
 #[derive(Debug, Default)]
 pub struct ValueStore {
+    /// The nodes held in memory: `nodes[i]` is slot `first + i`.
     nodes: Vec<Node>,
+    /// Slots below this left memory (`evict_below`: saved to the recording file); 0 for a store
+    /// read from a file.
+    first: usize,
     names: Vec<Box<str>>,
     /// foldhash, not SipHash: every recorded attribute and type name is looked up here.
     name_ids: HashMap<Box<str>, NameId, foldhash::fast::FixedState>,
@@ -334,6 +338,18 @@ fn not_recorded(slot: u32) -> Snap {
     Snap::Opaque { type_name: "<missing>".into(), id: 0, repr: format!("<value #{slot} not recorded>") }
 }
 
+/// A value slot whose node left memory once saved (`ValueStore::evict_below`).
+fn in_file(slot: u32) -> Snap {
+    Snap::Opaque {
+        type_name: IN_FILE.into(),
+        id: 0,
+        repr: format!("<value #{slot}: in the recording file, no longer in memory>"),
+    }
+}
+
+/// The type name of a value shown for a node that left memory (`ValueStore::evict_below`).
+pub const IN_FILE: &str = "<in the file>";
+
 /// What a map of lists by object holds: its table (a control byte per bucket) and its lists.
 fn map_bytes<V>(map: &HashMap<ObjId, Vec<V>, foldhash::fast::FixedState>, list_bytes: usize) -> u64 {
     (map.capacity() * (std::mem::size_of::<(ObjId, Vec<V>)>() + 1) + list_bytes) as u64
@@ -364,20 +380,38 @@ impl ValueStore {
         ValueStore::default()
     }
 
+    /// One past the last slot (evicted slots included).
     pub fn len(&self) -> usize {
-        self.nodes.len()
+        self.first + self.nodes.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.nodes.is_empty()
+        self.len() == 0
+    }
+
+    /// The first slot held in memory: slots below it were saved and left (`evict_below`).
+    pub fn first_held(&self) -> usize {
+        self.first
+    }
+
+    /// Whether slot `slot` left memory (it is in the recording file).
+    pub fn is_evicted(&self, slot: u32) -> bool {
+        (slot as usize) < self.first
     }
 
     pub fn names_len(&self) -> usize {
         self.names.len()
     }
 
+    /// The nodes held in memory, from slot [`ValueStore::first_held`] on (all of them unless
+    /// saved ones were evicted).
     pub fn nodes(&self) -> &[Node] {
         &self.nodes
+    }
+
+    /// The node at slot `slot` as stored (a `Same` too), if held in memory.
+    fn at(&self, slot: u32) -> Option<&Node> {
+        self.nodes.get((slot as usize).checked_sub(self.first)?)
     }
 
     pub fn names(&self) -> &[Box<str>] {
@@ -386,8 +420,8 @@ impl ValueStore {
 
     /// Node `slot`, the node it names when it is a [`Node::Same`].
     pub fn node(&self, slot: u32) -> Option<&Node> {
-        match self.nodes.get(slot as usize)? {
-            Node::Same(t) => self.nodes.get(*t as usize),
+        match self.at(slot)? {
+            Node::Same(t) => self.at(*t),
             n => Some(n),
         }
     }
@@ -415,12 +449,28 @@ impl ValueStore {
 
     /// Appends `node`; `None` when the table is full (the value is then not recorded).
     pub fn push(&mut self, node: Node) -> Option<ValRef> {
-        let r = ValRef::slot(self.nodes.len() as u32)?;
+        let r = ValRef::slot(self.len() as u32)?;
         self.heap_bytes += node.heap_bytes();
         // Past 16 MB grown by steps, not doubled: what the memory limit counts stays close to
         // what is used (and the new room is faulted in ahead: `grow`).
         crate::grow::push(&mut self.nodes, node);
         Some(r)
+    }
+
+    /// Drops the nodes below slot `slot` from memory (a saving recorder's, once they are in the
+    /// file): [`ValueStore::node`] answers `None` for them and a tree shows them as saved to
+    /// the file (`in_file`). Later nodes may still name them (a delta's base, an unchanged
+    /// value's node reused): the file has them. The table keeps its capacity, so the nodes
+    /// stored next reuse its pages, as the freed contents' memory is reused by theirs.
+    pub fn evict_below(&mut self, slot: usize) {
+        let n = slot.min(self.len()).saturating_sub(self.first);
+        if n == 0 {
+            return;
+        }
+        let freed: u64 = self.nodes[..n].iter().map(Node::heap_bytes).sum();
+        self.nodes.drain(..n);
+        self.heap_bytes -= freed;
+        self.first += n;
     }
 
     /// Appends nodes and names read from a file (`first_*`: where they start, which must be the
@@ -432,11 +482,11 @@ impl ValueStore {
         first_node: u64,
         nodes: Vec<Node>,
     ) -> Result<(), BadStore> {
-        if first_name != self.names.len() as u64 || first_node != self.nodes.len() as u64 {
+        if first_name != self.names.len() as u64 || first_node != self.len() as u64 {
             return Err(BadStore(format!(
                 "values chunk continues at name {first_name} / node {first_node}, but {} / {} were read",
                 self.names.len(),
-                self.nodes.len()
+                self.len()
             )));
         }
         for n in names {
@@ -446,7 +496,7 @@ impl ValueStore {
             self.names.push(n.into());
         }
         for node in nodes {
-            let here = self.nodes.len() as u32;
+            let here = self.len() as u32;
             let mut bad = None;
             node.children(|c| {
                 if let Decoded::Slot(s) = c.decode() {
@@ -462,7 +512,7 @@ impl ValueStore {
                 self.check_delta(here, d)?;
             }
             if let Node::Same(t) = node {
-                if matches!(self.nodes.get(t as usize), Some(Node::Same(_))) {
+                if matches!(self.at(t), Some(Node::Same(_))) {
                     return Err(BadStore(format!("value node {here} names node {t}, which names another")));
                 }
             }
@@ -492,7 +542,7 @@ impl ValueStore {
     /// and every item it names is in it or in its changes.
     fn check_delta(&self, here: u32, d: &SeqDeltaNode) -> Result<(), BadStore> {
         let bad = |why: &str| Err(BadStore(format!("value node {here} (a sequence's changes) {why}")));
-        let Some(Node::Seq(b)) = self.nodes.get(d.base as usize) else {
+        let Some(Node::Seq(b)) = self.at(d.base) else {
             return bad(&format!("names node {} as its base, which is not an earlier sequence", d.base));
         };
         if b.obj != d.obj {
@@ -516,7 +566,7 @@ impl ValueStore {
 
     /// The items of sequence state `slot` (a full node or a delta), in order.
     pub fn seq_items(&self, slot: u32) -> Vec<ValRef> {
-        match self.nodes.get(slot as usize) {
+        match self.at(slot) {
             Some(Node::Seq(n)) => n.items.to_vec(),
             Some(Node::SeqDelta(d)) => self.delta_items(d).collect(),
             _ => Vec::new(),
@@ -524,9 +574,10 @@ impl ValueStore {
     }
 
     /// The items delta `d` holds: its changes, and its base's items elsewhere (`ABSENT` where a
-    /// damaged base has none: a file's deltas are checked when read).
+    /// damaged base has none, a file's deltas are checked when read, or where the base left
+    /// memory: [`ValueStore::is_evicted`]).
     pub fn delta_items<'a>(&'a self, d: &'a SeqDeltaNode) -> impl Iterator<Item = ValRef> + 'a {
-        let base: &[ValRef] = match self.nodes.get(d.base as usize) {
+        let base: &[ValRef] = match self.at(d.base) {
             Some(Node::Seq(b)) => &b.items,
             _ => &[],
         };
@@ -746,11 +797,12 @@ impl ValueStore {
         }
         let Ok(mut index) = self.states.lock() else { return None };
         let index = &mut *index;
-        if index.indexed < self.nodes.len() {
-            for (slot, node) in self.nodes.iter().enumerate().skip(index.indexed) {
+        if index.indexed < self.len() {
+            let from = index.indexed.max(self.first);
+            for (slot, node) in (from..).zip(&self.nodes[from - self.first..]) {
                 let (o, map) = match node {
                     Node::Cut(_) | Node::Ref(_) => continue,
-                    Node::Same(t) => (self.nodes.get(*t as usize).map_or(0, Node::obj), &mut index.again),
+                    Node::Same(t) => (self.at(*t).map_or(0, Node::obj), &mut index.again),
                     _ => (node.obj(), &mut index.by_obj),
                 };
                 if o != 0 {
@@ -760,7 +812,7 @@ impl ValueStore {
                     index.list_bytes += (list.capacity() - before) * 4;
                 }
             }
-            index.indexed = self.nodes.len();
+            index.indexed = self.len();
             let bytes = map_bytes(&index.by_obj, index.list_bytes) + map_bytes(&index.again, 0);
             self.states_bytes.store(bytes, std::sync::atomic::Ordering::Relaxed);
         }
@@ -808,10 +860,12 @@ impl ValueStore {
             Decoded::Float(f) => return Snap::Float(f),
             Decoded::Slot(s) => s,
         };
-        let Some(node) = self.nodes.get(slot as usize) else { return not_recorded(slot) };
+        let Some(node) = self.at(slot) else {
+            return if self.is_evicted(slot) { in_file(slot) } else { not_recorded(slot) };
+        };
         if let Node::Same(t) = *node {
             // Recorded again here: its references resolve as of this node (`Node::Same`).
-            if matches!(self.nodes.get(t as usize), Some(Node::Same(_))) {
+            if matches!(self.at(t), Some(Node::Same(_))) {
                 return not_recorded(slot);
             }
             let bound = path.bound;
@@ -905,7 +959,8 @@ impl ValueStore {
                 // Not encoded at this moment: its newest state stored before this reference
                 // (every reference is made after a state of its object, `encode.rs`).
                 let bound = path.bound.max(slot);
-                match self.state_before(n.obj, bound) {
+                // A state that left memory is not looked for further back: shown as the `Cut`.
+                match self.state_before(n.obj, bound).filter(|&s| !self.is_evicted(s)) {
                     Some(state) => {
                         let depth = depth.min(EARLIER_DEPTH);
                         let earlier = std::mem::replace(&mut path.earlier, true);
@@ -1062,6 +1117,59 @@ mod tests {
                 items: items.into(),
             })))
             .unwrap()
+    }
+
+    /// Nodes below the eviction point leave memory: slots stay absolute, new nodes go on after
+    /// them, their heap bytes are no longer counted, and a value naming one shows it as in the
+    /// file (a reference's earlier state there: the reference as it is).
+    #[test]
+    fn evicted_nodes_leave_memory_and_show_as_in_the_file() {
+        let mut s = ValueStore::new();
+        let text = s.push(Node::Str("a string long enough to own heap".into())).unwrap();
+        object(&mut s, 7, &[("n", ValRef::small_int(1).unwrap())]);
+        let kept = list_of(&mut s, 2, &[text]);
+        let bytes = s.bytes();
+        s.evict_below(2);
+        assert_eq!((s.len(), s.first_held(), s.nodes().len()), (3, 2, 1));
+        assert!(s.bytes() < bytes, "the string's and the object's heap are no longer counted");
+        assert!(s.is_evicted(1) && !s.is_evicted(2));
+        assert_eq!(s.node(0), None);
+        assert!(matches!(s.node(2), Some(Node::Seq(_))));
+        let Snap::Seq { items, .. } = s.to_snap(kept, ExpandBudget::FULL) else { panic!() };
+        assert!(matches!(&items[0], Snap::Opaque { type_name, .. } if type_name == IN_FILE), "{items:?}");
+        // A reference whose object's newest earlier state left memory is the reference alone.
+        let r = reference(&mut s, 7);
+        assert_eq!(r.0, 3, "slots go on after the evicted ones");
+        assert!(matches!(s.to_snap(r, ExpandBudget::FULL), Snap::Cut { id: 7, .. }));
+        // Evicting again, or below what left already, keeps the rest.
+        s.evict_below(1);
+        assert_eq!(s.first_held(), 2);
+        s.evict_below(10);
+        assert_eq!((s.len(), s.first_held(), s.nodes().len()), (4, 4, 0));
+        assert_eq!(s.push(Node::Int(1 << 40)).unwrap().0, 4);
+        assert!(matches!(s.node(4), Some(Node::Int(_))));
+    }
+
+    /// A delta whose base left memory holds `ABSENT` where the base's items were: nothing is
+    /// made up (the recorder's `delta_equals` asks whether the base is held first).
+    #[test]
+    fn a_delta_over_an_evicted_base_names_no_items_there() {
+        let mut s = ValueStore::new();
+        let one = ValRef::small_int(1).unwrap();
+        let base = list_of(&mut s, 3, &[one, one, one, one]);
+        let ty = s.intern("list");
+        let d = SeqDeltaNode {
+            kind: SeqKind::List,
+            ty,
+            obj: 3,
+            len: 4,
+            base: base.0,
+            n_items: 4,
+            changes: Box::new([(3, ValRef::small_int(2).unwrap())]),
+        };
+        assert_eq!(s.delta_items(&d).filter(|&v| v == one).count(), 3);
+        s.evict_below(1);
+        assert_eq!(s.delta_items(&d).filter(|&v| v == ValRef::ABSENT).count(), 3);
     }
 
     #[test]

@@ -166,6 +166,12 @@ impl Timeline {
         self.args_base += m as u32;
     }
 
+    /// Keeps the texts of the exceptions carried from evicted entries whose values are in nodes
+    /// below `below`, before those leave memory (`exceptions::Carried::keep_texts`).
+    pub fn keep_exception_texts(&mut self, values: &crate::store::ValueStore, below: u32) {
+        self.carried.keep_texts(values, below);
+    }
+
     /// What the evicted entries left of the exceptions query (`exceptions::exceptions` goes on
     /// from it over the entries in memory).
     pub fn carried_exceptions(&self) -> &Carried {

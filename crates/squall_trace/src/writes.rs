@@ -61,7 +61,7 @@ fn key_of(tl: &Timeline, forms: &Forms, store: &ValueStore, idx: usize, e: &Entr
     }
 }
 
-/// The type name of the last object node of `obj` (any slot), if one was recorded.
+/// The type name of the last object node of `obj` (any slot held in memory), if one was recorded.
 fn type_of(store: &ValueStore, obj: ObjId) -> Option<&str> {
     store.nodes().iter().rev().find(|n| n.obj() == obj).and_then(|n| match n {
         Node::Seq(n) => Some(store.name(n.ty)),
@@ -79,9 +79,9 @@ fn type_matches(have: &str, want: &str) -> bool {
     have == want || have.rsplit('.').next() == Some(want)
 }
 
-/// The field `name` of `obj`'s last state recorded in a slot below `store_len`.
+/// The field `name` of `obj`'s last state recorded in a slot below `store_len` (and held).
 fn recorded_field(store: &ValueStore, obj: ObjId, name: &Snap, is_attr: bool, store_len: u32) -> Option<ValRef> {
-    let end = (store_len as usize).min(store.nodes().len());
+    let end = (store_len as usize).saturating_sub(store.first_held()).min(store.nodes().len());
     let node = store.nodes()[..end].iter().rev().find(|n| n.obj() == obj)?;
     match (node, name) {
         (Node::Object(n), Snap::Str(s)) if is_attr => {

@@ -247,6 +247,8 @@ pub fn engine_stats(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("entries", recs.iter().map(|r| r.tl.len() as u64).sum::<u64>())?;
     d.set_item("values", recs.iter().map(|r| r.values.len() as u64).sum::<u64>())?;
+    // Value nodes still in memory (saved ones leave with their entries: `sink::evict_saved`).
+    d.set_item("values_held", recs.iter().map(|r| r.values.nodes().len() as u64).sum::<u64>())?;
     // Everything the recording holds (entries, args, value stores, encoder caches): the memory
     // limit applies to it. It holds no object of the program.
     d.set_item("bytes", eng.bytes())?;

@@ -47,7 +47,10 @@ pub fn exceptions<'py, B: Backend + ?Sized>(
             let view = &views[x.thread];
             let inner = x.chain[0];
             let form = forms.form(inner.form);
-            let text = exception_text(refs[x.thread].values, x.value, squall_trace::exceptions::MESSAGE_MAX);
+            // Kept when its value left memory (`Carried::keep_texts`), else read from it.
+            let text = x.text.as_deref().cloned().unwrap_or_else(|| {
+                exception_text(refs[x.thread].values, x.value, squall_trace::exceptions::MESSAGE_MAX)
+            });
             let d = PyDict::new(py);
             d.set_item("flow_id", refs[x.thread].flow)?;
             d.set_item("thread_id", view.thread_id)?;
@@ -57,7 +60,10 @@ pub fn exceptions<'py, B: Backend + ?Sized>(
             d.set_item("text", text.line())?;
             d.set_item("exc_type", text.type_name)?;
             d.set_item("message", text.message)?;
-            d.set_item("obj_id", refs[x.thread].values.map_or(0, |s| s.obj_of(x.value)))?;
+            d.set_item(
+                "obj_id",
+                if x.obj != 0 { x.obj } else { refs[x.thread].values.map_or(0, |s| s.obj_of(x.value)) },
+            )?;
             d.set_item("throwable_ref", value_ref(view, x.value))?;
             d.set_item("fn_call_idx", inner.call_idx)?;
             d.set_item("raised_idx", x.raised_idx())?;

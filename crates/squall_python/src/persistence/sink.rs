@@ -12,6 +12,7 @@
 //! with the GIL released before the next is made; the memory limit counts the writer's buffers
 //! (`Engine::writer_bytes`). docs/DESIGN.md, "Memory: what the limit counts".
 
+use std::collections::VecDeque;
 use std::fs::File;
 use std::io::BufWriter;
 use std::path::PathBuf;
@@ -25,7 +26,7 @@ use pyo3::prelude::*;
 use squall_store::{Header, Held, ThreadMeta, Writer, Written};
 
 use crate::gil_cell::GilCell;
-use crate::recorder::engine::{Engine, ENGINE};
+use crate::recorder::engine::{Engine, ThreadRec, ENGINE};
 
 #[derive(Default, Clone, Copy)]
 struct Flushed {
@@ -53,6 +54,10 @@ struct Sink {
     /// Entries a timeline keeps in memory once they are saved (`open_sink`'s `memory_window`);
     /// `None`: all of them, up to half the memory limit.
     window: Option<usize>,
+    /// Per timeline, how many entries and value nodes it had at each flush, oldest first: the
+    /// nodes stored before its first entry in memory was recorded were made for entries that
+    /// left (entries in memory may still name some: `evict_saved`).
+    marks: Vec<VecDeque<(usize, usize)>>,
 }
 
 static SINK: GilCell<Option<Sink>> = GilCell::new(None);
@@ -153,6 +158,7 @@ pub fn open_sink(
         flusher: Some(flusher),
         pid: std::process::id(),
         window: memory_window.map(|b| (b as usize / std::mem::size_of::<squall_trace::Entry>()).max(1)),
+        marks: Vec::new(),
     });
     Ok(())
 }
@@ -538,13 +544,41 @@ fn flush_into(sink: &mut Sink, eng: &mut Engine, budget: usize) -> Result<(u64, 
 ///   stays over half the limit once there: a table is evicted from when it is three quarters
 ///   full, as it was when the count reached half the limit and the table shrank: live queries
 ///   keep a window of up to three quarters of the table.
-fn evict_saved(sink: &Sink, eng: &mut Engine) {
+///
+/// Value nodes follow their entries out: those saved and stored before the first entry still in
+/// memory was recorded (`Sink::marks` bounds them from below), once they are at least a quarter
+/// of those held. Entries in memory may still name such a node (an unchanged value's node
+/// reused, a list's changes against an earlier full state): the file has it, and live queries
+/// show it as in the file. The recorder reads an evicted node as unknown and encodes the value
+/// afresh. The exceptions carried from evicted entries keep their texts first.
+fn evict_saved(sink: &mut Sink, eng: &mut Engine) {
+    if sink.marks.len() < eng.recs.len() {
+        sink.marks.resize_with(eng.recs.len(), Default::default);
+    }
+    for (rec, marks) in eng.recs.iter().zip(&mut sink.marks) {
+        if let Some(rec) = rec.as_deref() {
+            if marks.back().is_none_or(|&(e, n)| e < rec.tl.len() || n < rec.values.len()) {
+                if marks.len() >= MAX_MARKS {
+                    // Thinned, not dropped: the oldest still bounds the first entries' nodes.
+                    let mut k = 0;
+                    marks.retain(|_| {
+                        k += 1;
+                        k % 2 == 1
+                    });
+                }
+                marks.push_back((rec.tl.len(), rec.values.len()));
+            }
+        }
+    }
     let past_half = eng.limits.memory_limit.is_some_and(|limit| eng.bytes() >= limit / 2);
     if !past_half && sink.window.is_none() {
         return;
     }
     for (number, rec) in eng.recs.iter_mut().enumerate() {
         let Some(rec) = rec.as_deref_mut() else { continue };
+        if let (Some(marks), Some(writer)) = (sink.marks.get_mut(number), sink.writer.as_ref()) {
+            evict_saved_nodes(rec, marks, writer.nodes_written(number as u32));
+        }
         if let Some(done) = sink.flushed.get(number) {
             let held = rec.tl.len() - rec.tl.first_idx();
             let full = match sink.window {
@@ -562,6 +596,27 @@ fn evict_saved(sink: &Sink, eng: &mut Engine) {
             }
         }
     }
+}
+
+/// The most marks a timeline keeps (`Sink::marks`; a flush every 20 ms past half the limit
+/// with no entry leaving would add one each).
+const MAX_MARKS: usize = 4096;
+
+/// Evicts `rec`'s value nodes that are saved (below `written`) and older than its first entry
+/// in memory (by `marks`, whose older marks it drops), when they are at least a quarter of the
+/// nodes held (each eviction moves the rest to the front of the table).
+fn evict_saved_nodes(rec: &mut ThreadRec, marks: &mut VecDeque<(usize, usize)>, written: usize) {
+    let first_entry = rec.tl.first_idx();
+    let newest_before = marks.partition_point(|&(e, _)| e <= first_entry);
+    let Some(k) = newest_before.checked_sub(1) else { return };
+    marks.drain(..k);
+    let bound = marks[0].1.min(written);
+    let (held_from, len) = (rec.values.first_held(), rec.values.len());
+    if bound <= held_from || (bound - held_from) * 4 < len - held_from {
+        return;
+    }
+    rec.tl.keep_exception_texts(&rec.values, bound as u32);
+    rec.values.evict_below(bound);
 }
 
 /// Flushes now (also done every half second by the flusher): returns once it is written.

@@ -1981,9 +1981,10 @@ impl Cx<'_> {
     }
 }
 
-/// True when delta `d` holds exactly `items`.
+/// True when delta `d` holds exactly `items` (never when its base left memory: what it held
+/// there is not known).
 fn delta_equals(store: &ValueStore, d: &SeqDeltaNode, items: &[ValRef]) -> bool {
-    d.n_items as usize == items.len() && store.delta_items(d).eq(items.iter().copied())
+    d.n_items as usize == items.len() && !store.is_evicted(d.base) && store.delta_items(d).eq(items.iter().copied())
 }
 
 /// `items` as changes against full state `base`, when fewer than a quarter of them differ (a
