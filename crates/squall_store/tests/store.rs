@@ -1032,3 +1032,43 @@ fn values_handed_over_in_pieces_make_the_same_file_and_the_writer_counts_its_buf
     assert!(most_held > 0 && most_held < 12 << 20, "{most_held}");
     assert!(store.bytes() > 4 * (1 << 20));
 }
+
+#[test]
+fn a_store_whose_written_nodes_left_memory_writes_the_same_file() {
+    // The recorder's store evicts nodes once written (`ValueStore::evict_below`): the nodes
+    // written next are its held ones, at their absolute slots, and the file is the same as
+    // that of a store that kept everything. Evicting past what was written is refused.
+    let mut kept = squall_trace::ValueStore::new();
+    let mut evicting = squall_trace::ValueStore::new();
+    let meta = &common::metas()[0];
+    let new_writer = || {
+        let mut w = Writer::new(Vec::new(), &common::header()).unwrap().in_background().unwrap();
+        w.forms(&common::forms()).unwrap();
+        w.thread(meta).unwrap();
+        w
+    };
+    let (mut a, mut b) = (new_writer(), new_writer());
+    for round in 0..4 {
+        for i in 0..50_000 {
+            let s = Snap::Str(format!("round {round} value {i}"));
+            kept.push_snap(&s);
+            evicting.push_snap(&s);
+        }
+        a.values(meta.timeline, &kept).unwrap();
+        b.values(meta.timeline, &evicting).unwrap();
+        assert_eq!(b.nodes_written(meta.timeline), evicting.len());
+        evicting.evict_below(b.nodes_written(meta.timeline) - 10);
+    }
+    assert_eq!(evicting.first_held(), 4 * 50_000 - 10);
+    assert!(evicting.bytes() < kept.bytes() / 2);
+    let (whole, evicted) = (a.finish(1, &[]).unwrap(), b.finish(1, &[]).unwrap());
+    assert_eq!(whole, evicted);
+    assert_eq!(read(&evicted).unwrap().timelines[0].values.len(), kept.len());
+
+    let mut c = new_writer();
+    let mut store = squall_trace::ValueStore::new();
+    store.push_snap(&Snap::Str("not written yet".into()));
+    store.evict_below(1);
+    let err = c.values(meta.timeline, &store).unwrap_err().to_string();
+    assert!(err.contains("evicted those below 1"), "{err}");
+}

@@ -612,7 +612,9 @@ fn evict_saved_nodes(rec: &mut ThreadRec, marks: &mut VecDeque<(usize, usize)>, 
     marks.drain(..k);
     let bound = marks[0].1.min(written);
     let (held_from, len) = (rec.values.first_held(), rec.values.len());
-    if bound <= held_from || (bound - held_from) * 4 < len - held_from {
+    // More written than stored: the recordings were cleared under the sink (whose writer then
+    // refuses this store): nothing here is known to be saved.
+    if written > len || bound <= held_from || (bound - held_from) * 4 < len - held_from {
         return;
     }
     rec.tl.keep_exception_texts(&rec.values, bound as u32);
