@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use crate::entry::{Entry, Kind};
 use crate::printer;
 use crate::snapshot::{SeqKind, Snap};
-use crate::store::{ExpandBudget, ObjId, ValueStore};
+use crate::store::{ExpandBudget, ObjId, ValueStore, IN_FILE};
 use crate::threads::ThreadRef;
 use crate::timeline::Timeline;
 use crate::value::{Decoded, ValRef};
@@ -110,6 +110,10 @@ pub struct Carried {
     texted: usize,
     /// What the kept texts hold.
     text_bytes: usize,
+    /// What the facts' chains hold (their capacities), kept as they grow: the memory limit
+    /// asks for it every 20 ms past half the limit, and summing a run's facts each time was
+    /// the flusher's main cost on an exception-heavy suite (pyparsing's).
+    chain_bytes: usize,
 }
 
 impl Carried {
@@ -169,15 +173,15 @@ impl Carried {
         };
         let group = match self.open_by_frame.remove(&call) {
             // By identity when both are known (the fact's value may have left memory since).
-            Some(g) if self.facts[g].obj != 0 && obj != 0 && self.facts[g].obj == obj => {
-                self.facts[g].chain.push(frame);
-                g
-            }
-            Some(g) if (self.facts[g].obj == 0 || obj == 0) && same_exception(values, self.facts[g].value, thrown) => {
-                self.facts[g].chain.push(frame);
+            Some(g) if continues(values, &self.facts[g], thrown, obj) => {
+                let chain = &mut self.facts[g].chain;
+                let before = chain.capacity();
+                chain.push(frame);
+                self.chain_bytes += (chain.capacity() - before) * std::mem::size_of::<Unwound>();
                 g
             }
             _ => {
+                self.chain_bytes += std::mem::size_of::<Unwound>();
                 self.facts.push(ExceptionFact {
                     thread: 0,
                     chain: vec![frame],
@@ -232,12 +236,25 @@ impl Carried {
 
     /// Heap bytes held (counted by the memory limit).
     pub fn bytes(&self) -> u64 {
-        let chains: usize = self.facts.iter().map(|x| x.chain.capacity() * std::mem::size_of::<Unwound>()).sum();
+        debug_assert_eq!(
+            self.chain_bytes,
+            self.facts.iter().map(|x| x.chain.capacity() * std::mem::size_of::<Unwound>()).sum::<usize>()
+        );
         (self.facts.capacity() * std::mem::size_of::<ExceptionFact>()
-            + chains
+            + self.chain_bytes
             + self.open_by_frame.capacity() * 16
             + self.parents.capacity() * 24
             + self.text_bytes) as u64
+    }
+}
+
+/// Whether an unwind carrying `thrown` (identity `obj`, 0: unknown) continues `fact`: by
+/// identity when both are known, else as [`same_exception`] tells.
+fn continues(values: Option<&ValueStore>, fact: &ExceptionFact, thrown: ValRef, obj: ObjId) -> bool {
+    if fact.obj != 0 && obj != 0 {
+        fact.obj == obj
+    } else {
+        same_exception(values, fact.value, thrown)
     }
 }
 
@@ -353,7 +370,7 @@ pub fn exception_text(values: Option<&ValueStore>, v: ValRef, max: usize) -> Exc
             return ExceptionText { type_name: Some(NOT_SAVED.into()), message: String::new() };
         }
         if store.is_evicted(s) {
-            return ExceptionText { type_name: Some(crate::store::IN_FILE.into()), message: String::new() };
+            return ExceptionText { type_name: Some(IN_FILE.into()), message: String::new() };
         }
     }
     let snap = store.to_snap(v, ExpandBudget { max_depth: 4, max_nodes: 256 });

@@ -45,7 +45,7 @@ pub use queries::{display_name, merge_call_stats, total_order, CallStat, Drift, 
 pub use snapshot::{SeqKind, Snap};
 pub use store::{
     BadStore, CutNode, ExpandBudget, LoggedWrite, MapNode, NameId, Node, ObjId, ObjectNode, OpaqueNode, RefNode,
-    SeqDeltaNode, SeqNode, ValueStore, WriteKey,
+    SeqDeltaNode, SeqNode, ValueStore, WriteKey, IN_FILE,
 };
 pub use thin::{ThinBytes, ThinStr};
 pub use threads::ThreadRef;

@@ -137,3 +137,35 @@ fn exceptions_stay_whole_whatever_entries_were_evicted() {
         }
     }
 }
+
+/// A saving recorder evicts entries, then the value nodes stored before them: an exception
+/// carried from evicted entries keeps its text (`Carried::keep_texts`, before its node leaves),
+/// and an unwind recorded after that, carrying the same exception encoded afresh at a new node,
+/// continues its chain by identity.
+#[test]
+fn an_exception_whose_node_left_memory_keeps_its_chain_and_text() {
+    let mut store = ValueStore::new();
+    let e1 = exc(&mut store, "__main__.ParseError", 1, &["bad"]);
+    let (main, f, g) = (0, 1, 2);
+    let mut tl = Timeline::new();
+    for form in [main, f, g] {
+        let _ = tl.call(form, &[], &NO_LIMITS);
+    }
+    let _ = tl.exit(Kind::Unwind, g, g, false, e1, &NO_LIMITS);
+    tl.evict_before(tl.len(), tl.args_len(), Some(&store));
+    tl.keep_exception_texts(&store, store.len() as u32);
+    store.evict_below(store.len());
+    let again = exc(&mut store, "__main__.ParseError", 1, &["bad"]);
+    assert_ne!(again, e1);
+    let _ = tl.exit(Kind::Unwind, f, f, false, again, &NO_LIMITS);
+    let _ = tl.exit(Kind::Return, main, main, false, ValRef::NONE, &NO_LIMITS);
+    let refs = [ThreadRef { flow: 0, thread_id: 1, timeline: &tl, values: Some(&store) }];
+    let facts = exceptions(&refs);
+    assert_eq!(facts.len(), 1, "{facts:?}");
+    let chain: Vec<_> = facts[0].chain.iter().map(|u| (u.call_idx, u.unwind_idx)).collect();
+    assert_eq!((chain, facts[0].caught_in, facts[0].obj), (vec![(2, 3), (1, 4)], Some(0), 1));
+    assert_eq!(facts[0].text.as_deref().and_then(|t| t.line()).as_deref(), Some("ParseError: bad"));
+    // Read from the value, it would be only where it went.
+    assert_eq!(exception_text(Some(&store), e1, 100).type_name.as_deref(), Some(squall_trace::IN_FILE));
+    let _ = tl.bytes();
+}
