@@ -17,6 +17,12 @@ use crate::value::{Decoded, ValRef};
 /// `squall_store::MISSING_VALUE`).
 pub const NOT_SAVED: &str = "<not saved>";
 
+/// How many exceptions carried from evicted entries keep their texts once their values leave
+/// memory (`Carried::keep_texts`): the first ones, which the run's summary lists. Past them a
+/// live query names an exception whose value left as `<in the file>`, which has it (pyparsing's
+/// suite raises millions, each with its own message: their texts grew without bound).
+pub const KEPT_TEXTS: usize = 10_000;
+
 /// The longest message front ends show (longer ones end in `…`).
 pub const MESSAGE_MAX: usize = 1000;
 
@@ -209,13 +215,13 @@ impl Carried {
         }
     }
 
-    /// Keeps the text of each exception whose value is in a node below slot `below`, before
-    /// those nodes leave memory (`ValueStore::evict_below`): the exceptions query goes on naming
+    /// Keeps the text of each exception (of the first [`KEPT_TEXTS`]) whose value is in a node
+    /// below slot `below`, before those nodes leave memory (`ValueStore::evict_below`): the exceptions query goes on naming
     /// them. Facts are read in the order their unwinds were, so their values' slots mostly grow:
     /// each call starts after the facts whose values are below every bound so far.
     pub fn keep_texts(&mut self, values: &ValueStore, below: u32) {
         let mut all_done = true;
-        for k in self.texted..self.facts.len() {
+        for k in self.texted..self.facts.len().min(KEPT_TEXTS) {
             let f = &mut self.facts[k];
             if let (None, Decoded::Slot(slot)) = (&f.text, values.entry_ref(f.value).decode()) {
                 if slot < below {
@@ -373,7 +379,14 @@ pub fn exception_text(values: Option<&ValueStore>, v: ValRef, max: usize) -> Exc
             return ExceptionText { type_name: Some(IN_FILE.into()), message: String::new() };
         }
     }
-    let snap = store.to_snap(v, ExpandBudget { max_depth: 4, max_nodes: 256 });
+    // The references inside it are not resolved (its args' objects are named, not expanded):
+    // resolving them builds each object's states over the whole store, which the flusher's
+    // `Carried::keep_texts` must not. The exception itself recorded as a reference is.
+    let budget = ExpandBudget { max_depth: 4, max_nodes: 256 };
+    let snap = match store.to_snap_unresolved(v, budget) {
+        Snap::Cut { .. } => store.to_snap(v, budget),
+        s => s,
+    };
     let snap = match snap {
         Snap::Earlier { value, .. } => *value,
         s => s,

@@ -365,6 +365,8 @@ struct Walk {
     earlier: bool,
     /// The container state `newer_container` resolved last, rendered as it is.
     resolved: u32,
+    /// References are resolved to earlier states (else shown as they are: `to_snap_unresolved`).
+    resolve: bool,
 }
 
 /// How many levels below a reference its earlier state is expanded (each state can refer to
@@ -696,7 +698,7 @@ impl ValueStore {
     /// far as the recording knows (code that is not instrumented may have changed it too).
     pub fn node_as_of(&self, slot: u32, upto: u32, budget: ExpandBudget) -> Snap {
         let mut left = budget.max_nodes;
-        let mut path = Walk { objs: Vec::new(), bound: slot, earlier: false, resolved: u32::MAX };
+        let mut path = Walk { objs: Vec::new(), bound: slot, earlier: false, resolved: u32::MAX, resolve: true };
         let mut snap = self.snap_in(ValRef(slot), budget.max_depth, &mut left, &mut path);
         let obj = self.node(slot).map_or(0, Node::obj);
         if obj != 0 {
@@ -841,13 +843,30 @@ impl ValueStore {
     }
 
     fn snap_at(&self, v: ValRef, depth: u32, left: &mut usize) -> Snap {
+        self.snap_from(v, depth, left, true)
+    }
+
+    fn snap_from(&self, v: ValRef, depth: u32, left: &mut usize, resolve: bool) -> Snap {
         // References resolve to states stored before the value itself: never a later one.
         let bound = match v.decode() {
             Decoded::Slot(s) => s,
             _ => 0,
         };
-        let mut path = Walk { objs: Vec::new(), bound, earlier: false, resolved: u32::MAX };
+        let mut path = Walk { objs: Vec::new(), bound, earlier: false, resolved: u32::MAX, resolve };
         self.snap_in(v, depth, left, &mut path)
+    }
+
+    /// [`ValueStore::to_snap`] with references shown as they are, not resolved to their
+    /// objects' earlier states: it builds no index (the recorder's flusher reads exception
+    /// texts this way, before their nodes leave memory; building each object's states over a
+    /// long recording for them grew without bound).
+    pub fn to_snap_unresolved(&self, v: impl Into<Value>, budget: ExpandBudget) -> Snap {
+        let v = match v.into() {
+            Value::Ref(r) => r,
+            Value::Float(f) => return Snap::Float(f),
+        };
+        let mut left = budget.max_nodes;
+        self.snap_from(self.entry_ref(v), budget.max_depth, &mut left, false)
     }
 
     /// `snap_at`, with the identities of the objects being expanded around this one (`path`):
@@ -953,7 +972,7 @@ impl ValueStore {
             Node::Cut(_) | Node::Ref(_) => {
                 let Some(n) = node.cut() else { unreachable!() };
                 let cut = Snap::Cut { type_name: self.name(n.ty).into(), id: n.obj, len: n.len };
-                if depth == 0 || path.objs.contains(&n.obj) {
+                if depth == 0 || path.objs.contains(&n.obj) || !path.resolve {
                     return cut;
                 }
                 // Not encoded at this moment: its newest state stored before this reference

@@ -169,3 +169,56 @@ fn an_exception_whose_node_left_memory_keeps_its_chain_and_text() {
     assert_eq!(exception_text(Some(&store), e1, 100).type_name.as_deref(), Some(squall_trace::IN_FILE));
     let _ = tl.bytes();
 }
+
+/// Only the first `KEPT_TEXTS` exceptions carried keep their texts: past them, one whose value
+/// left memory is named as in the file (the file has it).
+#[test]
+fn the_texts_kept_are_bounded() {
+    use squall_trace::exceptions::KEPT_TEXTS;
+    let mut store = ValueStore::new();
+    let mut tl = Timeline::new();
+    let _ = tl.call(0, &[], &NO_LIMITS);
+    for i in 0..KEPT_TEXTS + 2 {
+        let e = exc(&mut store, "ValueError", i as u64 + 1, &["bad"]);
+        let _ = tl.call(1, &[], &NO_LIMITS);
+        let _ = tl.exit(Kind::Unwind, 1, 1, false, e, &NO_LIMITS);
+    }
+    tl.evict_before(tl.len(), tl.args_len(), Some(&store));
+    tl.keep_exception_texts(&store, store.len() as u32);
+    store.evict_below(store.len());
+    let refs = [ThreadRef { flow: 0, thread_id: 1, timeline: &tl, values: Some(&store) }];
+    let texts: Vec<_> = exceptions(&refs).into_iter().map(|x| x.text.and_then(|t| t.line())).collect();
+    assert_eq!(texts.len(), KEPT_TEXTS + 2);
+    assert!(texts[..KEPT_TEXTS].iter().all(|t| t.as_deref() == Some("ValueError: bad")));
+    assert_eq!(texts[KEPT_TEXTS..], [None, None]);
+}
+
+/// An exception's text names the objects in its args without resolving them to their earlier
+/// states: reading it builds no index over the store (the flusher reads texts this way over a
+/// long recording, where building each object's states grew without bound).
+#[test]
+fn an_exception_text_builds_no_index() {
+    let mut store = ValueStore::new();
+    let ty = store.intern("__main__.Thing");
+    let n = store.intern("n");
+    store.push(Node::Object(Box::new(ObjectNode { ty, obj: 9, attrs: Box::new([(n, ValRef::NONE)]) }))).unwrap();
+    let thing = store.push(squall_trace::CutNode { ty, obj: 9, len: 0 }.into_node()).unwrap();
+    let tuple = store.intern("tuple");
+    let args = store
+        .push(Node::Seq(Box::new(SeqNode {
+            kind: SeqKind::Tuple,
+            ty: tuple,
+            obj: 0,
+            len: 1,
+            items: Box::new([thing]),
+        })))
+        .unwrap();
+    let (kerr, args_name) = (store.intern("KeyError"), store.intern("args"));
+    let e = store.push(Node::Object(Box::new(ObjectNode { ty: kerr, obj: 10, attrs: Box::new([(args_name, args)]) })));
+    let line = text(&store, e.unwrap()).line().unwrap();
+    assert!(line.starts_with("KeyError: <") && line.contains("Thing"), "{line}");
+    assert_eq!(store.index_bytes(), 0);
+    // Expanded for display, the reference is resolved (and the index built).
+    let _ = store.to_snap(args, squall_trace::ExpandBudget::FULL);
+    assert!(store.index_bytes() > 0);
+}

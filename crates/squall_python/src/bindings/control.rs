@@ -255,6 +255,15 @@ pub fn engine_stats(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     d.set_item("value_bytes", recs.iter().map(|r| r.values.bytes()).sum::<u64>())?;
     // The file writer's part of `bytes` (0 when not saving).
     d.set_item("writer_bytes", eng.writer_bytes())?;
+    // The other parts: timelines (their entries, args and stacks; what evicted entries left of
+    // the exceptions is `carried_bytes`), the query indexes over the value stores, the
+    // encoders' caches, the identity map.
+    d.set_item("timeline_bytes", recs.iter().map(|r| r.tl.bytes()).sum::<u64>())?;
+    d.set_item("carried_bytes", recs.iter().map(|r| r.tl.carried_exceptions().bytes()).sum::<u64>())?;
+    d.set_item("index_bytes", recs.iter().map(|r| r.values.index_bytes()).sum::<u64>())?;
+    d.set_item("encoder_bytes", recs.iter().map(|r| r.enc.bytes()).sum::<u64>())?;
+    // SAFETY: GIL held (pyfunction); no other reference to IDS is alive here.
+    d.set_item("identity_bytes", unsafe { crate::recorder::identity::IDS.get() }.bytes())?;
     d.set_item("timelines", recs.len())?;
     d.set_item("forms", eng.forms.forms().len())?;
     d.set_item("dropped", eng.dropped)?;
