@@ -921,6 +921,8 @@ impl ValueStore {
                 len: n.len,
             },
             Node::SeqDelta(n) if cut => Snap::Cut { type_name: self.name(n.ty).into(), id: n.obj, len: n.len },
+            // Its unchanged items are its base's, which left memory: the state is in the file.
+            Node::SeqDelta(n) if self.is_evicted(n.base) => in_file(slot),
             Node::SeqDelta(n) => {
                 let items = self.seq_items(slot);
                 Snap::Seq {
@@ -1187,8 +1189,12 @@ mod tests {
             changes: Box::new([(3, ValRef::small_int(2).unwrap())]),
         };
         assert_eq!(s.delta_items(&d).filter(|&v| v == one).count(), 3);
+        let delta = s.push(Node::SeqDelta(Box::new(d.clone()))).unwrap();
+        assert!(matches!(s.to_snap(delta, ExpandBudget::FULL), Snap::Seq { len: 4, .. }));
         s.evict_below(1);
         assert_eq!(s.delta_items(&d).filter(|&v| v == ValRef::ABSENT).count(), 3);
+        // Shown, it is in the file, not a list with holes.
+        assert!(matches!(s.to_snap(delta, ExpandBudget::FULL), Snap::Opaque { type_name, .. } if type_name == IN_FILE));
     }
 
     #[test]
