@@ -194,8 +194,12 @@ def set_limits(
 def get_limits() -> dict[str, Optional[int]]: ...
 def limits_hit() -> list[dict[str, Any]]: ...
 def engine_stats() -> dict[str, int]:
-    """entries, values (value-store nodes), bytes (all the recording holds), value_bytes,
-    dropped, ..."""
+    """entries, values (value-store nodes, evicted ones included), values_held (those still in
+    memory: saved ones leave with their entries), bytes (all the recording holds: what the
+    memory limit counts) and its parts value_bytes, writer_bytes, timeline_bytes (of which
+    carried_bytes: what evicted entries left of the exceptions), index_bytes, encoder_bytes,
+    identity_bytes; timelines, forms, dropped, unmatched, repaired, snapshot_errors,
+    lost_during_ui."""
 
 def set_snapshot_budget(
     max_depth: int, max_length: int, max_items: int, max_string: int, object_depth: int = ...

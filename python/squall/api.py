@@ -143,9 +143,12 @@ def limits_hit() -> List[Dict[str, Any]]:
 
 
 def engine_stats() -> Dict[str, int]:
-    """Counters of the recorder: ``entries``, ``values`` (value-store nodes), ``bytes`` (all the
-    recording holds: entries, args, value stores, caches; the memory limit applies to it),
-    ``value_bytes`` (the value stores' part), ``timelines``, ``forms``,
+    """Counters of the recorder: ``entries``, ``values`` (value-store nodes, evicted ones
+    included), ``values_held`` (those still in memory: while saving, saved ones leave with their
+    entries), ``bytes`` (all the recording holds: entries, args, value stores, caches, the file
+    writer's buffers; the memory limit applies to it) and its parts ``value_bytes``,
+    ``writer_bytes``, ``timeline_bytes`` (of which ``carried_bytes``: what evicted entries left of
+    the exceptions), ``index_bytes``, ``encoder_bytes``, ``identity_bytes``; ``timelines``, ``forms``,
     ``dropped`` (events lost to an internal failure), ``unmatched`` (exits of frames entered before
     recording started), ``repaired`` (frames closed without their own exit event),
     ``snapshot_errors``."""
