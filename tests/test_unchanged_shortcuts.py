@@ -477,6 +477,62 @@ def test_runs_of_small_ints_none_and_bools_in_a_big_list_show_each_change():
         assert [repr(x) for x in _plain(v)[0]] == expected, tag
 
 
+def test_big_lists_of_immortals_changed_in_place_show_each_state():
+    """A big list whose items are all immortals, changed in place since its fingerprint, is
+    made from its items' addresses (``Cx::immortals_changed``: go's lists of empty points,
+    changed at every move and recorded at every call): each record shows the list as it was,
+    through a run of changes stored as deltas, a change of most items (a full state), a return
+    to an earlier state, an item past the cache and back, the list grown and shrunk by C code,
+    in a list held twice (at the top and in an instance's field)."""
+    cells = list(range(40))
+    holder = _IdsHolder(cells)
+    seen = []
+
+    def step(change):
+        def run():
+            change()
+            seen.append([repr(x) for x in cells])
+
+        return run
+
+    def set_item(i, v):
+        return lambda: cells.__setitem__(i, v)
+
+    def swap(i, j):
+        def change():
+            cells[i], cells[j] = cells[j], cells[i]
+
+        return change
+
+    first = list(cells)
+    changes = [
+        ("start", lambda: None),
+        ("again", lambda: None),
+        ("one item", set_item(3, 200)),
+        ("swapped", swap(0, 39)),
+        ("none and bools", lambda: cells.__setitem__(slice(10, 13), [None, True, False])),
+        ("negative", set_item(20, -5)),
+        ("again", lambda: None),
+        ("most items", cells.reverse),
+        ("one more", set_item(1, 7)),
+        ("back to the first state", lambda: cells.__setitem__(slice(None), first)),
+        ("again", lambda: None),
+        ("past the cache", set_item(5, int("257"))),
+        ("cache's edge", set_item(5, 256)),
+        ("grown", lambda: cells.append(1)),
+        ("changed after growing", set_item(0, 9)),
+        ("shrunk", cells.pop),
+        ("changed after shrinking", set_item(0, 8)),
+        ("again", lambda: None),
+    ]
+    got = _record_keeps([cells, holder], [(tag, step(c)) for tag, c in changes])
+    assert [tag for tag, _ in got] == [tag for tag, _ in changes]
+    for (tag, v), expected in zip(got, seen):
+        top, shown_holder = _plain(v)
+        assert [repr(x) for x in top] == expected, tag
+        assert [repr(x) for x in _plain(shown_holder.ids)] == expected, tag
+
+
 def test_ints_of_every_width_in_a_big_set_and_list_show_each_change():
     """A big set's and a big list's ints are read once from their digits into the fingerprint:
     31 bits as inline values, 64 bits by value, wider ones not at all (the container is encoded).
@@ -991,6 +1047,78 @@ def test_short_rows_of_immortals_recorded_again_show_each_change():
         assert [repr(x) for x in shown_holder.ids] == expected[1], tag
         assert [repr(x) for x in shown_tuple] == expected[2], tag
     assert identities == [True]
+
+
+def test_short_rows_of_scalars_recorded_again_show_each_change():
+    """A short list or tuple of ints of 64 bits, floats and immortals, found unchanged, keeps
+    its items' addresses and values (``encode/rows.rs``, rows of scalars: go's three 63-bit
+    hashes per square): the next record with the same addresses and values reuses its node.
+    Each change shows: an int or a float replaced, a new float or int made at the freed one's
+    address with another value, an item past 64 bits (not a scalar row), a float turned into
+    an int of the same value, an immortal among them changed, the row held by an instance's
+    field, a tuple of floats replaced."""
+    row = [int("9007199254740993"), float("0.5"), None, int("-4611686018427387907")]
+    holder = _IdsHolder([float("1.25"), 2**40 + 1])
+    top = [row, holder, (float("2.5"), float("3.5"))]
+    seen, reused = [], []
+
+    def step(change):
+        def run():
+            change()
+            seen.append([[repr(x) for x in top[0]], [repr(x) for x in holder.ids], [repr(x) for x in top[2]]])
+
+        return run
+
+    def at_freed_address(lst, i, make):
+        # The item freed and new ones made (another value each, one allocation each, of the
+        # freed one's size) until one takes its address.
+        def change():
+            old, made = id(lst[i]), []
+            lst[i] = None
+            x = make(0)
+            while id(x) != old and len(made) < 100_000:
+                made.append(x)
+                x = make(len(made))
+            reused.append(id(x) == old)
+            lst[i] = x
+
+        return change
+
+    changes = [
+        ("start", lambda: None),
+        ("again", lambda: None),
+        ("again", lambda: None),
+        ("int replaced", lambda: row.__setitem__(0, int("9007199254740995"))),
+        ("again", lambda: None),
+        ("float replaced", lambda: row.__setitem__(1, float("0.75"))),
+        ("again", lambda: None),
+        ("float at its address", at_freed_address(row, 1, lambda k: 0.125 + k)),
+        ("again", lambda: None),
+        ("int at its address", at_freed_address(row, 3, lambda k: -(2**62) - 5 - k)),
+        ("again", lambda: None),
+        ("past 64 bits", lambda: row.__setitem__(0, 2**70 + 1)),
+        ("again", lambda: None),
+        ("back within 64 bits", lambda: row.__setitem__(0, int("-12345678901"))),
+        ("again", lambda: None),
+        ("float to int of its value", lambda: row.__setitem__(1, int(row[1]) if row[1] == int(row[1]) else 3)),
+        ("again", lambda: None),
+        ("immortal changed", lambda: row.__setitem__(2, True)),
+        ("again", lambda: None),
+        ("field's float changed", lambda: holder.ids.__setitem__(0, float("-1.25"))),
+        ("again", lambda: None),
+        ("tuple replaced", lambda: top.__setitem__(2, (float("2.5"), float("4.5")))),
+        ("again", lambda: None),
+    ]
+    got = _record_keeps(top, [(tag, step(c)) for tag, c in changes])
+    assert [tag for tag, _ in got] == [tag for tag, _ in changes]
+    for (tag, v), expected in zip(got, seen):
+        if isinstance(v, values.Earlier):
+            v = v.value
+        shown_row, shown_holder, shown_tuple = v
+        assert [repr(x) for x in shown_row] == expected[0], tag
+        assert [repr(x) for x in shown_holder.ids] == expected[1], tag
+        assert [repr(x) for x in shown_tuple] == expected[2], tag
+    assert reused == [True, True]
 
 
 class _Square:

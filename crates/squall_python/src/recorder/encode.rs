@@ -827,6 +827,16 @@ struct Cx<'a> {
     last_known: Option<(usize, ObjId)>,
 }
 
+/// What a sequence node is of besides its items.
+#[derive(Clone, Copy)]
+struct SeqOf {
+    obj: ObjId,
+    /// Its type's interned name.
+    ty: u32,
+    kind: SeqKind,
+    len: u64,
+}
+
 /// Sequence storage read directly.
 enum Items {
     Array(*mut *mut ffi::PyObject, usize),
@@ -1266,6 +1276,11 @@ impl Cx<'_> {
                 }
                 return v;
             }
+            if let Items::Array(p, n) = items {
+                if let Some(v) = self.immortals_changed(o, SeqOf { obj, ty: 0, kind, len }, p, n) {
+                    return v;
+                }
+            }
             let left_before = *self.left;
             let v = self.seq_encode(o, kind, items, depth, identity);
             self.remember(o, obj, depth, v, left_before);
@@ -1306,7 +1321,7 @@ impl Cx<'_> {
             };
             // A row whose first item is not an immortal is looked up only where instances are
             // references (lists of instances read afresh paid the lookup at every record).
-            if let Some((p, n)) = array.filter(|&(p, n)| n == 0 || self.obj_left == 0 || rows::may_be_immortal(*p)) {
+            if let Some((p, n)) = array.filter(|&(p, n)| n == 0 || self.obj_left == 0 || rows::may_be_scalar(*p)) {
                 if let Some(node) = self.same_row(o, rows::RowOf { obj, ty, kind }, p, n) {
                     return node;
                 }
@@ -1384,41 +1399,51 @@ impl Cx<'_> {
                 self.cache.stack.truncate(base);
                 return node;
             }
-            let items = &self.cache.stack[base..];
-            // The last state at this address: the same one again, or the full state a delta of
-            // this one is made against.
-            let mut delta_base = None;
-            if let Some(prev) = self.cache.last.get(addr) {
-                let same = match self.store.node(prev.0) {
-                    Some(Node::Seq(p)) if p.obj == obj && p.ty == ty && p.kind == kind => {
-                        delta_base = Some(prev.0);
-                        p.len == len && *p.items == *items
-                    }
-                    Some(Node::SeqDelta(d)) if d.obj == obj && d.ty == ty && d.kind == kind => {
-                        delta_base = Some(d.base);
-                        d.len == len && delta_equals(self.store, d, items)
-                    }
-                    _ => false,
-                };
-                if same {
-                    self.memo_node(addr, prev);
-                    if let Some(row) = array {
-                        self.keep_row(o, rows::RowOf { obj, ty, kind }, row, base, depth, prev);
-                    }
-                    self.cache.stack.truncate(base);
-                    return prev;
+            let (r, reused) = self.seq_node(addr, SeqOf { obj, ty, kind, len }, base, false);
+            self.memo_node(addr, r);
+            if reused {
+                if let Some(row) = array {
+                    self.keep_row(o, rows::RowOf { obj, ty, kind }, row, base, depth, r);
                 }
             }
-            let node =
-                match delta_base.filter(|_| obj != 0).and_then(|b| delta(self.store, b, kind, ty, obj, len, items)) {
-                    Some(d) => Node::SeqDelta(Box::new(d)),
-                    None => Node::Seq(Box::new(SeqNode { kind, ty, obj, len, items: items.into() })),
-                };
             self.cache.stack.truncate(base);
-            let r = self.push_at(addr, node);
-            self.memo_node(addr, r);
             r
         }
+    }
+
+    /// The node of the sequence at `addr` (`of`) whose items are the encoding stack's from
+    /// `base`: the last state at its address when it is the same (`true`: reused), else a new
+    /// one, stored as its changes against the last full state of the same object when fewer
+    /// than a quarter of its items differ (`delta`). `changed`: the caller knows the items
+    /// differ from the last state's, which is not compared. The stack is left as it is.
+    #[inline(always)]
+    fn seq_node(&mut self, addr: usize, of: SeqOf, base: usize, changed: bool) -> (ValRef, bool) {
+        let SeqOf { obj, ty, kind, len } = of;
+        let items = &self.cache.stack[base..];
+        // The last state at this address: the same one again, or the full state a delta of
+        // this one is made against.
+        let mut delta_base = None;
+        if let Some(prev) = self.cache.last.get(addr) {
+            let same = match self.store.node(prev.0) {
+                Some(Node::Seq(p)) if p.obj == obj && p.ty == ty && p.kind == kind => {
+                    delta_base = Some(prev.0);
+                    !changed && p.len == len && *p.items == *items
+                }
+                Some(Node::SeqDelta(d)) if d.obj == obj && d.ty == ty && d.kind == kind => {
+                    delta_base = Some(d.base);
+                    !changed && d.len == len && delta_equals(self.store, d, items)
+                }
+                _ => false,
+            };
+            if same {
+                return (prev, true);
+            }
+        }
+        let node = match delta_base.filter(|_| obj != 0).and_then(|b| delta(self.store, b, kind, ty, obj, len, items)) {
+            Some(d) => Node::SeqDelta(Box::new(d)),
+            None => Node::Seq(Box::new(SeqNode { kind, ty, obj, len, items: items.into() })),
+        };
+        (self.push_at(addr, node), false)
     }
 
     /// A dict: its last node when a big one's fingerprint is unchanged (`fingerprint`), else

@@ -417,6 +417,88 @@ impl Cx<'_> {
         }
     }
 
+    /// A list or tuple of immortals changed in place since its fingerprint was taken (`None`,
+    /// bools and cached small ints only, then and now: go's lists of empty points, a board's
+    /// cells): its node made from the items' addresses, each an inline value, without reading
+    /// it through the memo, and its fingerprint's addresses replaced where they lie. The node
+    /// is the last state again when equal, else a delta against the last full state where
+    /// worth it (`Cx::seq_node`), as `seq_encode` makes it; a list grown or shrunk by C code
+    /// too. `None`: not such a row (not all immortals, another shape, longer than the item
+    /// budget reads, empty), nothing done.
+    ///
+    /// # Safety
+    /// GIL held; `items` the live list's or tuple's `n` item pointers, `of` its identity, kind
+    /// and length; below the depth limit.
+    pub(super) unsafe fn immortals_changed(
+        &mut self,
+        o: *mut ffi::PyObject,
+        of: super::SeqOf,
+        items: *mut *mut ffi::PyObject,
+        n: usize,
+    ) -> Option<ValRef> {
+        // SAFETY: this fn's contract: the items are read below `n`, each live; immortals and
+        // inline values are read by their exact types.
+        unsafe {
+            let addr = o as usize;
+            if n == 0 || n > self.budget.max_length || *self.left == 0 || !self.registered.is_empty() {
+                return None;
+            }
+            let k = Prints::slot(addr);
+            let p = self.cache.prints.slots.get(k)?;
+            if p.addr != addr || p.obj != of.obj || self.cache.last.get(addr) != Some(p.node) {
+                return None;
+            }
+            let tp = ffi::Py_TYPE(o);
+            let ty = self.type_name(tp);
+            // [TAG_SEQ, type, name, identity, length, address, TAG_IMMORTALS | n, n addresses]
+            let w = &self.cache.prints.slots[k].words;
+            let was = w.get(4).map_or(0, |&len| len as usize);
+            if was == 0
+                || w.len() != 7 + was
+                || w[0] != TAG_SEQ
+                || w[1] != tp as u64
+                || w[2] != u64::from(ty)
+                || w[3] != of.obj
+                || w[6] != TAG_IMMORTALS | was as u64
+            {
+                return None;
+            }
+            // An address that holds an immortal holds it for the interpreter's life: only the
+            // items at other addresses than then, and those past its length then (a list
+            // appended to: a board's history), are tested. The fingerprint is of the last state
+            // at `o`: an item at another address is another value, so the state differs.
+            let now = std::slice::from_raw_parts(items.cast::<u64>(), n);
+            let mut changed = n != was;
+            for (i, &a) in now.iter().enumerate() {
+                if w.get(7 + i) != Some(&a) {
+                    if !immortal(a as *mut ffi::PyObject) {
+                        return None;
+                    }
+                    changed = true;
+                }
+            }
+            let base = self.cache.stack.len();
+            for &a in now {
+                let Some(v) = inline_value(a as *mut ffi::PyObject) else {
+                    self.cache.stack.truncate(base);
+                    return None;
+                };
+                self.cache.stack.push(v);
+            }
+            let (node, _) = self.seq_node(addr, super::SeqOf { ty, ..of }, base, changed);
+            self.cache.stack.truncate(base);
+            // Read without the memo: its fields are no longer the last record's.
+            self.memo_forget(addr);
+            let p = &mut self.cache.prints.slots[k];
+            p.words[4] = n as u64;
+            p.words[6] = TAG_IMMORTALS | n as u64;
+            p.words.truncate(7);
+            p.words.extend_from_slice(now);
+            p.node = node;
+            Some(node)
+        }
+    }
+
     /// After container `o` was encoded to `node`, having `left_before` of the item budget:
     /// takes its fingerprint when the encoding was whole and the walk read what it read.
     ///
@@ -961,7 +1043,14 @@ impl Cx<'_> {
                     while i < slots && n < max && *left > 0 {
                         if let Some(key) = set_key(table, i) {
                             n += 1;
-                            if !self.walk(key, depth - 1, words, left) {
+                            // An int (go's set of 63-bit hashes) without `walk`'s call and its
+                            // tests of other kinds: ~170 instructions an item before.
+                            let walked = if ffi::Py_TYPE(key) == &raw mut ffi::PyLong_Type {
+                                walk_int(key, words, left) && !words.differs
+                            } else {
+                                self.walk(key, depth - 1, words, left)
+                            };
+                            if !walked {
                                 return false;
                             }
                         }

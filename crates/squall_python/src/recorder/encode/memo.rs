@@ -942,6 +942,18 @@ impl Cx<'_> {
         same.then_some(node)
     }
 
+    /// A record of the thing at `addr` made without its memo (as one `memo_wanted` skips): the
+    /// memo's fields are not that record's, so a later record compares its own with them but
+    /// never takes the memo's node for its value.
+    pub(super) fn memo_forget(&mut self, addr: usize) {
+        if let Some(m) = self.cache.memos.slots.get_mut(Memos::slot(addr)) {
+            if m.addr == addr {
+                m.complete = false;
+                m.node = ValRef::ABSENT;
+            }
+        }
+    }
+
     /// The node made (or reused) for the thing at `addr` by the record that made its memo.
     #[inline]
     pub(super) fn memo_node(&mut self, addr: usize, r: ValRef) {
@@ -977,6 +989,9 @@ impl Cx<'_> {
             {
                 return None;
             }
+            if let Some(node) = self.memo_dict_same(o, &head, depth) {
+                return Some(Some(node));
+            }
             let mut open = self.memo_begin(o, &head);
             let mut complete = true;
             while open.n < open.fields.len() {
@@ -997,6 +1012,71 @@ impl Cx<'_> {
                 open.fields.truncate(open.n);
             }
             Some(self.memo_end(o, head, open, complete, 0))
+        }
+    }
+
+    /// `memo_replay` when every field encodes as then, without opening the memo or pushing the
+    /// fields: the dict is the same at the same version, so each field is the memo's object,
+    /// alive; a scalar encodes as then, a reference at the depth limit while its type is at
+    /// the same version (`reuse` with the dict held), and only a container (`Replay::Again`) is
+    /// encoded again and compared with the node it had. All the same, and the memo's node still
+    /// the last at `o`, that node is the value and the memo stays as it is (`memo_end` would
+    /// write it back unchanged). `None` when a field differs, the reading loop would stop early,
+    /// or an encoding took the memo's slot: the item budget and `has_dep` are as before, for
+    /// the reading field by field. go's squares (a dict each on 3.11, two lists among eleven
+    /// fields) paid the memo's copy out and back and a push per field at every record.
+    ///
+    /// # Safety
+    /// As `memo_replay`, with the memo found of `o` and `head`, complete, its node not `ABSENT`.
+    unsafe fn memo_dict_same(&mut self, o: *mut ffi::PyObject, head: &Head, depth: u32) -> Option<ValRef> {
+        // SAFETY: this fn's contract: the fields' objects are the unchanged dict's values, alive.
+        unsafe {
+            let k = Memos::slot(o as usize);
+            let max_string = self.budget.max_string;
+            let max_length = self.budget.max_length;
+            let (left_before, dep_before) = (*self.left, self.has_dep);
+            let mut i = 0;
+            // An encoding (of a container field) may have taken the memo's slot.
+            let mut encoded = false;
+            let node = loop {
+                let m = &self.cache.memos.slots[k];
+                if encoded && (m.addr != o as usize || m.head != *head || m.max_string != max_string) {
+                    break None;
+                }
+                let Some(&f) = m.fields.get(i) else { break Some(m.node) };
+                // The reading loop's own stop (`memo_replay`): that record would not be complete.
+                if i >= max_length || *self.left == 0 {
+                    break None;
+                }
+                i += 1;
+                match f.how {
+                    Replay::Immortal | Replay::Inline => {}
+                    Replay::Float(_) | Replay::Int(_) | Replay::Held => *self.left -= 1,
+                    Replay::Cut { tp, key, .. } => {
+                        let t = ffi::Py_TYPE(f.value as *mut ffi::PyObject);
+                        if t as usize != tp || type_key(t) != key {
+                            break None;
+                        }
+                        self.has_dep = true;
+                        *self.left -= 1;
+                    }
+                    Replay::Again => {
+                        self.last_known = None;
+                        encoded = true;
+                        if self.enc(f.value as *mut ffi::PyObject, depth) != f.v {
+                            break None;
+                        }
+                    }
+                }
+            };
+            match node {
+                Some(node) if self.cache.last.get(o as usize) == Some(node) => Some(node),
+                _ => {
+                    *self.left = left_before;
+                    self.has_dep = dep_before;
+                    None
+                }
+            }
         }
     }
 

@@ -16,6 +16,13 @@
 //! (inline values), so the reading would have made that node again. The memo is left as it is:
 //! its node is taken only while it is still the last at the address (`memo_end`).
 //!
+//! Rows of scalars: the same for a row whose items are immortals, exact ints of 64 bits and
+//! exact floats, each of the latter kept with its value (`ScalarItem`): a later record whose
+//! items are those addresses, each such item of the same type with the same value, is that node
+//! (an int or a float encodes by its value alone; its node is shared at its address while
+//! equal). Each such item takes one of the item budget, as its encoding would. go's squares
+//! hold three 63-bit hashes each, read through the memo at every record of a square.
+//!
 //! Rows of references: a list or tuple read where instances are references to their earlier
 //! states (no object level left, `Cx::obj_left`), every item of which the reused node holds as a
 //! reference to that item's identity (go's `Board.squares`, 81 squares, and each square's
@@ -49,8 +56,11 @@ struct Row {
     node: ValRef,
     items: Vec<usize>,
     /// A row of references: per item its type, type version and identity (empty for a row of
-    /// immortals, and only then).
+    /// immortals or scalars, and only then).
     refs: Vec<RefItem>,
+    /// A row of scalars: its items that are not immortals, each with its value (empty for
+    /// others).
+    scalars: Vec<ScalarItem>,
     /// A row of references: the items' addresses sorted, for `Identities::kept_since`.
     held: Vec<usize>,
     /// A row of references: `Identities::lost_count` when its items were last found alive.
@@ -63,6 +73,15 @@ struct RefItem {
     tp: usize,
     key: u32,
     obj: ObjId,
+}
+
+/// An item of a row of scalars that is not an immortal: an exact int of 64 bits or an exact
+/// float, by its value.
+#[derive(Clone, Copy)]
+struct ScalarItem {
+    at: u32,
+    float: bool,
+    bits: u64,
 }
 
 /// The last row of immortals kept per address, direct-mapped.
@@ -82,7 +101,9 @@ impl Rows {
                 .slots
                 .iter()
                 .map(|r| {
-                    (r.items.capacity() + r.held.capacity()) * 8 + r.refs.capacity() * std::mem::size_of::<RefItem>()
+                    (r.items.capacity() + r.held.capacity()) * 8
+                        + r.refs.capacity() * std::mem::size_of::<RefItem>()
+                        + r.scalars.capacity() * std::mem::size_of::<ScalarItem>()
                 })
                 .sum::<usize>()
     }
@@ -95,20 +116,41 @@ pub(super) fn all_inline(items: &[ValRef]) -> bool {
     items.iter().all(|v| v.0 >= MAX_SLOT)
 }
 
-/// Whether `o` may be an immortal, told by its address and type alone: a row whose first item
-/// is not is not kept, and is not looked up (lists of instances, go's and deltablue's, paid
-/// the lookup at every record).
+/// Whether `o` may be an item of a row of immortals or scalars, told by its address and type
+/// alone: a row whose first item is not is not kept, and is not looked up (lists of instances,
+/// go's and deltablue's, paid the lookup at every record).
 ///
 /// # Safety
 /// GIL held; `o` live.
 #[inline(always)]
-pub(super) unsafe fn may_be_immortal(o: *mut ffi::PyObject) -> bool {
+pub(super) unsafe fn may_be_scalar(o: *mut ffi::PyObject) -> bool {
     // SAFETY: this fn's contract: `o` is live, so its type is readable.
     unsafe {
         o == ffi::Py_None()
             || o == ffi::Py_True()
             || o == ffi::Py_False()
             || ffi::Py_TYPE(o) == &raw mut ffi::PyLong_Type
+            || ffi::Py_TYPE(o) == &raw mut ffi::PyFloat_Type
+    }
+}
+
+/// The value of `o` as a row of scalars keeps it, when it is an exact int of 64 bits or an
+/// exact float (not an immortal: the caller tells those first).
+///
+/// # Safety
+/// GIL held; `o` live.
+#[inline(always)]
+unsafe fn scalar_bits(o: *mut ffi::PyObject) -> Option<(bool, u64)> {
+    // SAFETY: this fn's contract: `o` is live, read by the layout its exact type gives.
+    unsafe {
+        let tp = ffi::Py_TYPE(o);
+        if tp == &raw mut ffi::PyFloat_Type {
+            return Some((true, ffi::PyFloat_AS_DOUBLE(o).to_bits()));
+        }
+        if tp == &raw mut ffi::PyLong_Type {
+            return crate::recorder::ints::exact_int_value(o).map(|v| (false, v as u64));
+        }
+        None
     }
 }
 
@@ -131,9 +173,11 @@ impl Cx<'_> {
         if r.addr != o as usize || r.of != of || r.items.len() != n {
             return None;
         }
-        // The reading stops at the first item when the budget is spent, or past `max_length`.
+        // The reading stops at the first item when the budget is spent, or past `max_length`:
+        // a reference or a scalar takes one each, an immortal none.
         let refs = !r.refs.is_empty();
-        let need = if refs { n } else { usize::from(n > 0) };
+        let taken = if refs { n } else { r.scalars.len() };
+        let need = if refs { n } else { taken + usize::from(n > 0) };
         if *self.left < need || n > self.budget.max_length || (refs && self.obj_left != 0) {
             return None;
         }
@@ -155,6 +199,15 @@ impl Cx<'_> {
             let r = &mut self.cache.rows.slots[Rows::slot(o as usize)];
             r.kept_at = IDS.get().lost_count();
             return Some(r.node);
+        }
+        if taken > 0 {
+            for si in &r.scalars {
+                // SAFETY: this fn's contract: each item is live (the row holds it).
+                if unsafe { scalar_bits(*items.add(si.at as usize)) } != Some((si.float, si.bits)) {
+                    return None;
+                }
+            }
+            *self.left -= taken;
         }
         Some(r.node)
     }
@@ -206,11 +259,28 @@ impl Cx<'_> {
         // SAFETY: this fn's contract; each item is live (the container holds it).
         let now = unsafe { std::slice::from_raw_parts(items.cast::<usize>(), n) };
         let mut refs = Vec::new();
+        let mut scalars = Vec::new();
+        let printed = n as u64 >= MIN_ITEMS && depth > 0;
+        // SAFETY: GIL held (this fn's contract); each item is live.
+        let scalar_first = now.first().is_some_and(|&p| unsafe { may_be_scalar(p as *mut ffi::PyObject) });
         if all_inline(vals) {
-            let printed = n as u64 >= MIN_ITEMS && depth > 0;
             // SAFETY: GIL held (this fn's contract); each item is live.
             if printed || !now.iter().all(|&p| unsafe { immortal(p as *mut ffi::PyObject) }) {
                 return;
+            }
+        } else if self.registered.is_empty() && scalar_first {
+            if printed {
+                return;
+            }
+            for (at, &p) in now.iter().enumerate() {
+                let p = p as *mut ffi::PyObject;
+                // SAFETY: GIL held (this fn's contract); each item is live.
+                if unsafe { immortal(p) } {
+                    continue;
+                }
+                // SAFETY: as above.
+                let Some((float, bits)) = (unsafe { scalar_bits(p) }) else { return };
+                scalars.push(ScalarItem { at: at as u32, float, bits });
             }
         } else {
             // SAFETY: as above.
@@ -232,6 +302,7 @@ impl Cx<'_> {
                 node: ValRef::ABSENT,
                 items: Vec::new(),
                 refs: Vec::new(),
+                scalars: Vec::new(),
                 held: Vec::new(),
                 kept_at: 0,
             });
@@ -243,6 +314,7 @@ impl Cx<'_> {
         r.items.clear();
         r.items.extend_from_slice(now);
         r.refs = refs;
+        r.scalars = scalars;
         r.held = held;
         r.kept_at = IDS.get().lost_count();
     }
