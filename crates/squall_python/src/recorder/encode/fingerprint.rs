@@ -443,15 +443,15 @@ impl Cx<'_> {
             if n == 0 || n > self.budget.max_length || *self.left == 0 || !self.registered.is_empty() {
                 return None;
             }
+            let tp = ffi::Py_TYPE(o);
+            let ty = self.type_name(tp);
             let k = Prints::slot(addr);
             let p = self.cache.prints.slots.get(k)?;
             if p.addr != addr || p.obj != of.obj || self.cache.last.get(addr) != Some(p.node) {
                 return None;
             }
-            let tp = ffi::Py_TYPE(o);
-            let ty = self.type_name(tp);
             // [TAG_SEQ, type, name, identity, length, address, TAG_IMMORTALS | n, n addresses]
-            let w = &self.cache.prints.slots[k].words;
+            let w = &p.words;
             let was = w.get(4).map_or(0, |&len| len as usize);
             if was == 0
                 || w.len() != 7 + was

@@ -1049,6 +1049,8 @@ impl Cx<'_> {
                     break None;
                 }
                 i += 1;
+                // `reuse` with the dict held, written out: it re-reads an inline value and
+                // tests `held` per field (go's squares: +22% of this function's instructions).
                 match f.how {
                     Replay::Immortal | Replay::Inline => {}
                     Replay::Float(_) | Replay::Int(_) | Replay::Held => *self.left -= 1,
