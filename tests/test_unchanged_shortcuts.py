@@ -977,6 +977,29 @@ class _IdsHolder:
         self.ids = ids
 
 
+def _assert_row_holder_tuple_shown(top, holder, changes):
+    """``top`` (a row, ``holder``, a tuple) recorded after each change of ``changes`` (tag,
+    change); each record must show the row, the holder's ids and the tuple as they were then."""
+    seen = []
+
+    def step(change):
+        def run():
+            change()
+            seen.append([[repr(x) for x in top[0]], [repr(x) for x in holder.ids], [repr(x) for x in top[2]]])
+
+        return run
+
+    got = _record_keeps(top, [(tag, step(c)) for tag, c in changes])
+    assert [tag for tag, _ in got] == [tag for tag, _ in changes]
+    for (tag, v), expected in zip(got, seen):
+        if isinstance(v, values.Earlier):
+            v = v.value
+        shown_row, shown_holder, shown_tuple = v
+        assert [repr(x) for x in shown_row] == expected[0], tag
+        assert [repr(x) for x in shown_holder.ids] == expected[1], tag
+        assert [repr(x) for x in shown_tuple] == expected[2], tag
+
+
 def test_short_rows_of_immortals_recorded_again_show_each_change():
     """A list or tuple shorter than a fingerprint's minimum whose items are all immortals, found
     unchanged, keeps its items' addresses (``encode/rows.rs``): the next record with the same
@@ -987,14 +1010,7 @@ def test_short_rows_of_immortals_recorded_again_show_each_change():
     holder = _IdsHolder([7, 8, 9])
     # The row is reached through `top` only, so that it can be freed below.
     top = [[1, 2, 3, None, True], holder, (4, 5, None)]
-    seen, identities = [], []
-
-    def step(change):
-        def run():
-            change()
-            seen.append([[repr(x) for x in top[0]], [repr(x) for x in holder.ids], [repr(x) for x in top[2]]])
-
-        return run
+    identities = []
 
     def set_item(lst, i, v):
         return lambda: lst.__setitem__(i, v)
@@ -1037,15 +1053,7 @@ def test_short_rows_of_immortals_recorded_again_show_each_change():
         ("new list at its address", new_list_at_its_address),
         ("again", lambda: None),
     ]
-    got = _record_keeps(top, [(tag, step(c)) for tag, c in changes])
-    assert [tag for tag, _ in got] == [tag for tag, _ in changes]
-    for (tag, v), expected in zip(got, seen):
-        if isinstance(v, values.Earlier):
-            v = v.value
-        shown_row, shown_holder, shown_tuple = v
-        assert [repr(x) for x in shown_row] == expected[0], tag
-        assert [repr(x) for x in shown_holder.ids] == expected[1], tag
-        assert [repr(x) for x in shown_tuple] == expected[2], tag
+    _assert_row_holder_tuple_shown(top, holder, changes)
     assert identities == [True]
 
 
@@ -1060,14 +1068,7 @@ def test_short_rows_of_scalars_recorded_again_show_each_change():
     row = [int("9007199254740993"), float("0.5"), None, int("-4611686018427387907")]
     holder = _IdsHolder([float("1.25"), 2**40 + 1])
     top = [row, holder, (float("2.5"), float("3.5"))]
-    seen, reused = [], []
-
-    def step(change):
-        def run():
-            change()
-            seen.append([[repr(x) for x in top[0]], [repr(x) for x in holder.ids], [repr(x) for x in top[2]]])
-
-        return run
+    reused = []
 
     def at_freed_address(lst, i, make):
         # The item freed and new ones made (another value each, one allocation each, of the
@@ -1109,15 +1110,7 @@ def test_short_rows_of_scalars_recorded_again_show_each_change():
         ("tuple replaced", lambda: top.__setitem__(2, (float("2.5"), float("4.5")))),
         ("again", lambda: None),
     ]
-    got = _record_keeps(top, [(tag, step(c)) for tag, c in changes])
-    assert [tag for tag, _ in got] == [tag for tag, _ in changes]
-    for (tag, v), expected in zip(got, seen):
-        if isinstance(v, values.Earlier):
-            v = v.value
-        shown_row, shown_holder, shown_tuple = v
-        assert [repr(x) for x in shown_row] == expected[0], tag
-        assert [repr(x) for x in shown_holder.ids] == expected[1], tag
-        assert [repr(x) for x in shown_tuple] == expected[2], tag
+    _assert_row_holder_tuple_shown(top, holder, changes)
     assert reused == [True, True]
 
 
