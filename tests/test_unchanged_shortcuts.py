@@ -1114,6 +1114,105 @@ def test_short_rows_of_scalars_recorded_again_show_each_change():
     assert reused == [True, True]
 
 
+def test_short_rows_of_scalars_changed_at_every_record_show_each_state():
+    """A short row of scalars changed between every two records (nbody's lists of three floats,
+    read through the memo and the rows of ``encode/rows.rs``) shows each state: floats changed
+    one or all at a time, back to an earlier state, an int past the small-int cache or past 31
+    bits, an immortal, grown and shrunk by C code, an item past 64 bits and back, a str among
+    them, a float made at a freed float's address, a new list at the freed row's address
+    (another identity), the same row held by an instance's field, a tuple replaced at every
+    record."""
+    holder = _IdsHolder([1, 2, 3])
+    # The row is reached through `top` only, so that it can be freed below.
+    top = [[float("0.5"), float("1.5"), float("2.5")], holder, (float("1.0"), 7)]
+    reused = []
+
+    def at_freed_address(i, make):
+        def change():
+            row = top[0]
+            old, made = id(row[i]), []
+            row[i] = None
+            x = make(0)
+            while id(x) != old and len(made) < 100_000:
+                made.append(x)
+                x = make(len(made))
+            reused.append(id(x) == old)
+            row[i] = x
+
+        return change
+
+    def new_row_at_its_address():
+        old, made = id(top[0]), []
+        top[0] = None
+        x = [float("9.5"), float("8.5")]
+        while id(x) != old and len(made) < 100_000:
+            made.append(x)
+            x = [float("9.5"), float("8.5")]
+        reused.append(id(x) == old)
+        top[0] = x
+
+    def in_row(change):
+        return lambda: change(top[0])
+
+    def step(k):
+        def change():
+            r = top[0]
+            r[k % len(r)] = float(k) + 0.25
+            holder.ids[k % 3] = k * 1000
+            top[2] = (float(k) / 8, k)
+
+        return change
+
+    changes = [
+        ("start", lambda: None),
+        ("one float", in_row(lambda r: r.__setitem__(0, float("0.75")))),
+        ("another float", in_row(lambda r: r.__setitem__(2, float("-2.5")))),
+        ("all floats", in_row(lambda r: r.__setitem__(slice(None), [float("3.5"), float("4.5"), float("5.5")]))),
+        (
+            "back to an earlier state",
+            in_row(lambda r: r.__setitem__(slice(None), [float("0.75"), float("1.5"), float("-2.5")])),
+        ),
+        ("past the cache", in_row(lambda r: r.__setitem__(1, int("1000")))),
+        ("past 31 bits", in_row(lambda r: r.__setitem__(1, int("5000000000")))),
+        ("an immortal", in_row(lambda r: r.__setitem__(1, None))),
+        ("grown", in_row(lambda r: r.extend([float("6.5"), True]))),
+        ("shrunk", in_row(lambda r: r.__delitem__(slice(1, 3)))),
+        ("past 64 bits", in_row(lambda r: r.__setitem__(0, 2**80 + 3))),
+        ("back within", in_row(lambda r: r.__setitem__(0, float("0.125")))),
+        ("a str", in_row(lambda r: r.__setitem__(1, "s"))),
+        ("scalars again", in_row(lambda r: r.__setitem__(1, float("7.5")))),
+        ("a float at its address", at_freed_address(1, lambda k: 100.0 + k)),
+        *[(f"step {k}", step(k)) for k in range(6)],
+        ("a new row at its address", new_row_at_its_address),
+        ("new row's float", in_row(lambda r: r.__setitem__(1, float("-8.5")))),
+        ("again", lambda: None),
+    ]
+    _assert_row_holder_tuple_shown(top, holder, changes)
+    assert reused == [True, True]
+
+
+def test_a_short_row_of_inline_ints_found_unchanged_takes_the_budget_its_reading_would():
+    """A kept row of scalars found unchanged takes from the item budget what reading its items
+    would: one per float or int past 31 bits, none per int that encodes inline (1000 is past
+    the small-int cache, so the row is kept with its values). It took one per int, so a value
+    recorded again showed the items after the row cut shorter than its first records did."""
+    row = [int("1000"), float("2.5"), int("3000"), int("-4000")]
+    top = [row, [float(k) + 0.5 for k in range(12)]]
+    before = values.get_snapshot_budget()
+    values.set_snapshot_budget(max_items=10)
+    try:
+        got = _record_keeps(top, [("again", lambda: None)] * 4)
+    finally:
+        values.set_snapshot_budget(**before)
+    shown = []
+    for _, v in got:
+        if isinstance(v, values.Earlier):
+            v = v.value
+        shown.append((list(v[0]), len(v[1]) if isinstance(v[1], list) else repr(v[1])))
+    assert shown[0][0] == row
+    assert shown == [shown[0]] * 4, shown
+
+
 class _Square:
     # Slots: on 3.13 a freed instance with a managed dict is not the next one made of its
     # class (thousands are made first), one with slots is.

@@ -20,7 +20,8 @@
 //! exact floats, each of the latter kept with its value (`ScalarItem`): a later record whose
 //! items are those addresses, each such item of the same type with the same value, is that node
 //! (an int or a float encodes by its value alone; its node is shared at its address while
-//! equal). Each such item takes one of the item budget, as its encoding would. go's squares
+//! equal). Each float and each int past 31 bits takes one of the item budget, as its encoding
+//! would; an int that encodes inline takes none. go's squares
 //! hold three 63-bit hashes each, read through the memo at every record of a square.
 //!
 //! Rows of references: a list or tuple read where instances are references to their earlier
@@ -61,6 +62,10 @@ struct Row {
     /// A row of scalars: its items that are not immortals, each with its value (empty for
     /// others).
     scalars: Vec<ScalarItem>,
+    /// A row of scalars: how many of its items take one of the item budget when read, as
+    /// `Cx::enc` takes them: floats and ints past an inline value's 31 bits (an int that
+    /// encodes inline takes none).
+    charged: usize,
     /// A row of references: the items' addresses sorted, for `Identities::kept_since`.
     held: Vec<usize>,
     /// A row of references: `Identities::lost_count` when its items were last found alive.
@@ -174,9 +179,9 @@ impl Cx<'_> {
             return None;
         }
         // The reading stops at the first item when the budget is spent, or past `max_length`:
-        // a reference or a scalar takes one each, an immortal none.
+        // a reference, a float or a wide int takes one each, an immortal or an inline int none.
         let refs = !r.refs.is_empty();
-        let taken = if refs { n } else { r.scalars.len() };
+        let taken = if refs { n } else { r.charged };
         let need = if refs { n } else { taken + usize::from(n > 0) };
         if *self.left < need || n > self.budget.max_length || (refs && self.obj_left != 0) {
             return None;
@@ -200,7 +205,7 @@ impl Cx<'_> {
             r.kept_at = IDS.get().lost_count();
             return Some(r.node);
         }
-        if taken > 0 {
+        if !r.scalars.is_empty() {
             for si in &r.scalars {
                 // SAFETY: this fn's contract: each item is live (the row holds it).
                 if unsafe { scalar_bits(*items.add(si.at as usize)) } != Some((si.float, si.bits)) {
@@ -260,6 +265,7 @@ impl Cx<'_> {
         let now = unsafe { std::slice::from_raw_parts(items.cast::<usize>(), n) };
         let mut refs = Vec::new();
         let mut scalars = Vec::new();
+        let mut charged = 0;
         let printed = n as u64 >= MIN_ITEMS && depth > 0;
         // SAFETY: GIL held (this fn's contract); each item is live.
         let scalar_first = now.first().is_some_and(|&p| unsafe { may_be_scalar(p as *mut ffi::PyObject) });
@@ -280,6 +286,9 @@ impl Cx<'_> {
                 }
                 // SAFETY: as above.
                 let Some((float, bits)) = (unsafe { scalar_bits(p) }) else { return };
+                if float || ValRef::small_int(bits as i64).is_none() {
+                    charged += 1;
+                }
                 scalars.push(ScalarItem { at: at as u32, float, bits });
             }
         } else {
@@ -303,6 +312,7 @@ impl Cx<'_> {
                 items: Vec::new(),
                 refs: Vec::new(),
                 scalars: Vec::new(),
+                charged: 0,
                 held: Vec::new(),
                 kept_at: 0,
             });
@@ -315,6 +325,7 @@ impl Cx<'_> {
         r.items.extend_from_slice(now);
         r.refs = refs;
         r.scalars = scalars;
+        r.charged = charged;
         r.held = held;
         r.kept_at = IDS.get().lost_count();
     }
