@@ -19,7 +19,7 @@ fn main() {
         i += 1;
         let f = store.push(squall_trace::Node::Float(i as f64 * 0.5)).unwrap();
         let s = store.push(squall_trace::Node::Str(format!("point {i}").into())).unwrap();
-        let items: Box<[ValRef]> = vec![f, f, ValRef::small_int(i as i64 % 100).unwrap()].into();
+        let items = [f, f, ValRef::small_int(i as i64 % 100).unwrap()].as_slice().into();
         let l = store
             .push(squall_trace::Node::Seq(Box::new(SeqNode {
                 kind: SeqKind::List,
@@ -29,7 +29,7 @@ fn main() {
                 items,
             })))
             .unwrap();
-        let attrs: Box<[(u32, ValRef)]> = vec![
+        let attrs = vec![
             (names[0], f),
             (names[1], f),
             (names[2], l),

@@ -86,7 +86,7 @@ pub struct SeqNode {
     pub obj: ObjId,
     /// The container's length; `items` holds the first ones (fewer when the budget cut it).
     pub len: u64,
-    pub items: Box<[ValRef]>,
+    pub items: SeqItems,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -117,7 +117,24 @@ pub struct MapNode {
 pub struct ObjectNode {
     pub ty: NameId,
     pub obj: ObjId,
-    pub attrs: Box<[(NameId, ValRef)]>,
+    pub attrs: Attrs,
+}
+
+/// A sequence node's items: up to four in the node's own block (a short row, a pair, a point's
+/// three coordinates: one allocation a node instead of two, the second of which cost as much
+/// as the rest of recording the node: docs/benchmarks.md, "Twenty-fourth session").
+pub type SeqItems = smallvec::SmallVec<[ValRef; 4]>;
+
+/// An object node's attributes: up to three in the node's own block, as [`SeqItems`].
+pub type Attrs = smallvec::SmallVec<[(NameId, ValRef); 3]>;
+
+/// Heap bytes a small vector holds outside its node (none while its items are inline).
+fn spilled_bytes<A: smallvec::Array>(v: &smallvec::SmallVec<A>) -> u64 {
+    if v.spilled() {
+        allocated((v.capacity() * std::mem::size_of::<A::Item>()) as u64)
+    } else {
+        0
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -191,10 +208,10 @@ impl Node {
             Node::StrCut(b) => allocated(24) + allocated(b.0.len() as u64),
             Node::Bytes(b) => allocated(b.heap_bytes()),
             Node::BytesCut(b) => allocated(24) + allocated(b.0.len() as u64),
-            Node::Seq(n) => boxed(std::mem::size_of::<SeqNode>()) + allocated(v * n.items.len() as u64),
+            Node::Seq(n) => boxed(std::mem::size_of::<SeqNode>()) + spilled_bytes(&n.items),
             Node::SeqDelta(n) => boxed(std::mem::size_of::<SeqDeltaNode>()) + allocated(8 * n.changes.len() as u64),
             Node::Map(n) => boxed(std::mem::size_of::<MapNode>()) + allocated(2 * v * n.entries.len() as u64),
-            Node::Object(n) => boxed(std::mem::size_of::<ObjectNode>()) + allocated(8 * n.attrs.len() as u64),
+            Node::Object(n) => boxed(std::mem::size_of::<ObjectNode>()) + spilled_bytes(&n.attrs),
             Node::Opaque(n) => boxed(std::mem::size_of::<OpaqueNode>()) + allocated(n.text.len() as u64),
             Node::Cut(_) => boxed(std::mem::size_of::<CutNode>()),
             Node::Ref(_) | Node::Same(_) => 0,

@@ -14,7 +14,7 @@ fn exc(store: &mut ValueStore, ty: &str, obj: u64, args: &[&str]) -> ValRef {
         store.push(Node::Seq(Box::new(SeqNode { kind: SeqKind::Tuple, ty: tuple, obj: 0, len, items: items.into() })));
     let name = store.intern("args");
     let ty = store.intern(ty);
-    store.push(Node::Object(Box::new(ObjectNode { ty, obj, attrs: Box::new([(name, args.unwrap())]) }))).unwrap()
+    store.push(Node::Object(Box::new(ObjectNode { ty, obj, attrs: vec![(name, args.unwrap())].into() }))).unwrap()
 }
 
 fn text(store: &ValueStore, v: ValRef) -> ExceptionText {
@@ -201,7 +201,7 @@ fn an_exception_text_builds_no_index() {
     let mut store = ValueStore::new();
     let ty = store.intern("__main__.Thing");
     let n = store.intern("n");
-    store.push(Node::Object(Box::new(ObjectNode { ty, obj: 9, attrs: Box::new([(n, ValRef::NONE)]) }))).unwrap();
+    store.push(Node::Object(Box::new(ObjectNode { ty, obj: 9, attrs: vec![(n, ValRef::NONE)].into() }))).unwrap();
     let thing = store.push(squall_trace::CutNode { ty, obj: 9, len: 0 }.into_node()).unwrap();
     let tuple = store.intern("tuple");
     let args = store
@@ -210,11 +210,11 @@ fn an_exception_text_builds_no_index() {
             ty: tuple,
             obj: 0,
             len: 1,
-            items: Box::new([thing]),
+            items: vec![thing].into(),
         })))
         .unwrap();
     let (kerr, args_name) = (store.intern("KeyError"), store.intern("args"));
-    let e = store.push(Node::Object(Box::new(ObjectNode { ty: kerr, obj: 10, attrs: Box::new([(args_name, args)]) })));
+    let e = store.push(Node::Object(Box::new(ObjectNode { ty: kerr, obj: 10, attrs: vec![(args_name, args)].into() })));
     let line = text(&store, e.unwrap()).line().unwrap();
     assert!(line.starts_with("KeyError: <") && line.contains("Thing"), "{line}");
     assert_eq!(store.index_bytes(), 0);

@@ -39,7 +39,7 @@ fn each_write_names_its_site_and_the_value_before_it() {
     let attr = store.intern("price");
     // Item #7 recorded (as a call argument) with price 200 before any write.
     let state =
-        store.push(Node::Object(Box::new(ObjectNode { ty, obj: 7, attrs: Box::new([(attr, int(200))]) }))).unwrap();
+        store.push(Node::Object(Box::new(ObjectNode { ty, obj: 7, attrs: vec![(attr, int(200))].into() }))).unwrap();
     let mut tl = Timeline::new();
     tl.call(0, &[state], &NO_LIMITS);
     let len = store.len() as u32;
