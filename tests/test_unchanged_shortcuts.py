@@ -1057,6 +1057,25 @@ def test_short_rows_of_immortals_recorded_again_show_each_change():
     assert identities == [True]
 
 
+def _item_made_at_freed_address(row_now, i, make, reused):
+    """A change: item ``i`` of the list ``row_now()`` freed and new ones made (another value
+    each, one allocation each, of the freed one's size) until one takes its address, put in
+    its place; ``reused`` gets whether one did."""
+
+    def change():
+        row = row_now()
+        old, made = id(row[i]), []
+        row[i] = None
+        x = make(0)
+        while id(x) != old and len(made) < 100_000:
+            made.append(x)
+            x = make(len(made))
+        reused.append(id(x) == old)
+        row[i] = x
+
+    return change
+
+
 def test_short_rows_of_scalars_recorded_again_show_each_change():
     """A short list or tuple of ints of 64 bits, floats and immortals, found unchanged, keeps
     its items' addresses and values (``encode/rows.rs``, rows of scalars: go's three 63-bit
@@ -1071,19 +1090,7 @@ def test_short_rows_of_scalars_recorded_again_show_each_change():
     reused = []
 
     def at_freed_address(lst, i, make):
-        # The item freed and new ones made (another value each, one allocation each, of the
-        # freed one's size) until one takes its address.
-        def change():
-            old, made = id(lst[i]), []
-            lst[i] = None
-            x = make(0)
-            while id(x) != old and len(made) < 100_000:
-                made.append(x)
-                x = make(len(made))
-            reused.append(id(x) == old)
-            lst[i] = x
-
-        return change
+        return _item_made_at_freed_address(lambda: lst, i, make, reused)
 
     changes = [
         ("start", lambda: None),
@@ -1128,18 +1135,7 @@ def test_short_rows_of_scalars_changed_at_every_record_show_each_state():
     reused = []
 
     def at_freed_address(i, make):
-        def change():
-            row = top[0]
-            old, made = id(row[i]), []
-            row[i] = None
-            x = make(0)
-            while id(x) != old and len(made) < 100_000:
-                made.append(x)
-                x = make(len(made))
-            reused.append(id(x) == old)
-            row[i] = x
-
-        return change
+        return _item_made_at_freed_address(lambda: top[0], i, make, reused)
 
     def new_row_at_its_address():
         old, made = id(top[0]), []
